@@ -1,0 +1,85 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+let package = Package(
+    name: "hapticnav",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "hapticnav", targets: ["hapticnav"]),
+        .library(name: "NavCore", targets: ["NavCore"]),
+        .library(name: "Bus", targets: ["Bus"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        // Pure values and state machines: messages, wire codec, geodesy, filters. No I/O.
+        .target(name: "NavCore"),
+
+        // libzmq, reached through the system library (Debian: libzmq3-dev).
+        .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ"),
+
+        // The transport: sockets, envelopes, heartbeats, per-topic queues.
+        .target(
+            name: "Bus",
+            dependencies: [
+                "NavCore", "CZeroMQ",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // The stage actors. They see an AsyncSequence in and a publisher protocol out, never ZeroMQ.
+        .target(
+            name: "Stages",
+            dependencies: [
+                "NavCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+
+        // Plugins: one target per swappable part.
+        .target(
+            name: "SimSource",
+            dependencies: ["NavCore"],
+            path: "plugins/SimSource"
+        ),
+        .target(
+            name: "Recorder",
+            dependencies: ["NavCore", .product(name: "Logging", package: "swift-log")],
+            path: "plugins/Recorder"
+        ),
+
+        // Config loading, plugin registry, process launcher, one ServiceGroup per process.
+        .target(
+            name: "Runtime",
+            dependencies: [
+                "NavCore", "Bus", "Stages", "SimSource", "Recorder",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "hapticnav",
+            dependencies: [
+                "Runtime", "Bus", "NavCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        .testTarget(name: "NavCoreTests", dependencies: ["NavCore"]),
+        .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "NavCore", "Stages", "SimSource", "Recorder"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["Bus", "NavCore"]),
+    ]
+)
+
+for target in package.targets where target.type != .system {
+    var settings = target.swiftSettings ?? []
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    settings.append(.enableUpcomingFeature("InternalImportsByDefault"))
+    target.swiftSettings = settings
+}

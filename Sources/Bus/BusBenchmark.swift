@@ -1,0 +1,185 @@
+internal import CZeroMQ
+import Foundation
+import NavCore
+import Synchronization
+
+/// Latency statistics of one series [microseconds].
+public struct LatencySummary: Sendable, Codable {
+    /// Samples measured [count].
+    public var count: Int
+    /// Median [µs].
+    public var p50: Double
+    /// 99th percentile [µs].
+    public var p99: Double
+    /// Largest [µs].
+    public var max: Double
+
+    init(_ samples: [Double]) {
+        let sorted = samples.sorted()
+        self.count = sorted.count
+        func percentile(_ p: Double) -> Double {
+            guard !sorted.isEmpty else { return .nan }
+            return sorted[Swift.min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
+        }
+        self.p50 = percentile(0.5)
+        self.p99 = percentile(0.99)
+        self.max = sorted.last ?? .nan
+    }
+}
+
+/// One hop's latency through this transport against a raw libzmq PUB→SUB hop, measured in the same run.
+public enum BusBenchmark {
+    /// The figures of one run.
+    public struct Report: Sendable, Codable {
+        /// Through ``BusPublisher`` → ``BusSubscriber`` → an async consumer.
+        public var transport: LatencySummary
+        /// Raw `zmq_send` → `zmq_msg_recv` on a thread.
+        public var raw: LatencySummary
+        /// transport p50 / raw p50.
+        public var ratioP50: Double { self.transport.p50 / self.raw.p50 }
+        /// Messages per second asked for.
+        public var rateHz: Double
+        /// Bytes of the transport's payload frame.
+        public var payloadBytes: Int
+    }
+
+    /// Runs `rounds` alternating blocks of raw and transport hops over `ipc://` in `folder`.
+    public static func run(messages: Int, rateHz: Double, rounds: Int, folder: String) async throws -> Report {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let context = ZMQContext()
+        defer { context.terminate() }
+        let perRound = Swift.max(1, messages / Swift.max(1, rounds))
+        var raw: [Double] = []
+        var ours: [Double] = []
+        for round in 0..<rounds {
+            raw += try self.rawRound(context: context, endpoint: "ipc://\(folder)/raw-\(round).sock",
+                                     count: perRound, rateHz: rateHz)
+            ours += try await self.transportRound(context: context, endpoint: "ipc://\(folder)/bus-\(round).sock",
+                                                  count: perRound, rateHz: rateHz)
+        }
+        let sample = BusMessage.heading(HeadingSample(timeSeconds: 0, headingDegrees: 0))
+        var writer = WireWriter()
+        sample.encodePayload(to: &writer)
+        return Report(transport: LatencySummary(ours), raw: LatencySummary(raw), rateHz: rateHz,
+                      payloadBytes: writer.bytes.count)
+    }
+
+    /// Sends `count` messages at `rateHz` on the calling thread, each produced by `send(index)`.
+    private static func paced(count: Int, rateHz: Double, _ send: (Int) throws -> Void) rethrows {
+        let interval = Int64(1e9 / rateHz)
+        var due = monotonicNanoseconds()
+        for index in 0..<count {
+            due += interval
+            while true {
+                let left = due - monotonicNanoseconds()
+                if left <= 0 { break }
+                var spec = timespec(tv_sec: Int(left / 1_000_000_000), tv_nsec: Int(left % 1_000_000_000))
+                nanosleep(&spec, nil)
+            }
+            try send(index)
+        }
+    }
+
+    private static func rawRound(context: ZMQContext, endpoint: String, count: Int, rateHz: Double) throws -> [Double] {
+        let publisher = try ZMQSocket(context: context, type: ZMQSocketType.publisher)
+        let subscriber = try ZMQSocket(context: context, type: ZMQSocketType.subscriber)
+        defer {
+            publisher.close()
+            subscriber.close()
+        }
+        try publisher.bind(endpoint)
+        try subscriber.subscribe("")
+        try subscriber.connect(endpoint)
+        let latencies = Mutex<[Double]>([])
+        let ready = Atomic<Bool>(false)
+        let done = DispatchSemaphore(value: 0)
+        let receiver = Thread {
+            // A blocking receive loop with a timeout so that a lost message cannot hang the run.
+            var timeout: Int32 = 2000
+            zmq_setsockopt(subscriber.handle, ZMQ_RCVTIMEO, &timeout, 4)
+            var received = 0
+            var local: [Double] = []
+            local.reserveCapacity(count)
+            while received < count {
+                var message = zmq_msg_t()
+                zmq_msg_init(&message)
+                defer { zmq_msg_close(&message) }
+                guard zmq_msg_recv(&message, subscriber.handle, 0) >= 0 else { break }
+                let now = monotonicNanoseconds()
+                guard zmq_msg_size(&message) >= 16, let data = zmq_msg_data(&message) else { continue }
+                let sent = data.loadUnaligned(as: Int64.self)
+                let index = data.loadUnaligned(fromByteOffset: 8, as: Int64.self)
+                if index < 0 {
+                    ready.store(true, ordering: .releasing)
+                    continue
+                }
+                local.append(Double(now - sent) / 1000)
+                received += 1
+            }
+            latencies.withLock { $0 = local }
+            done.signal()
+        }
+        receiver.start()
+        // Warm up until the subscription has reached the publisher (the slow joiner).
+        var probe = [Int64](repeating: -1, count: 4)
+        let warmupDeadline = monotonicNanoseconds() + 3_000_000_000
+        while !ready.load(ordering: .acquiring) && monotonicNanoseconds() < warmupDeadline {
+            probe[0] = monotonicNanoseconds()
+            try probe.withUnsafeBytes { try publisher.send($0, more: false) }
+            usleep(5_000)
+        }
+        var message = [Int64](repeating: 0, count: 4)
+        try self.paced(count: count, rateHz: rateHz) { index in
+            message[0] = monotonicNanoseconds()
+            message[1] = Int64(index)
+            try message.withUnsafeBytes { try publisher.send($0, more: false) }
+        }
+        done.wait()
+        return latencies.withLock { $0 }
+    }
+
+    private static func transportRound(context: ZMQContext, endpoint: String, count: Int,
+                                       rateHz: Double) async throws -> [Double] {
+        let publisher = try BusPublisher(context: context, bind: [endpoint], stage: "bench")
+        let subscriber = try BusSubscriber(context: context, connect: [endpoint],
+                                           options: SubscriberOptions(topics: ["heading"]))
+        defer {
+            publisher.close()
+            subscriber.close()
+        }
+        // The heartbeat tells the subscriber that the connection is up before timing starts.
+        var iterator = subscriber.makeAsyncIterator()
+        while let event = await iterator.next() {
+            if case .publisherUp = event { break }
+        }
+        let finished = DispatchSemaphore(value: 0)
+        let sender = Thread {
+            try? self.paced(count: count, rateHz: rateHz) { index in
+                // The monotonic send time travels in the payload; the header's wall-clock time is
+                // not precise enough across a clock adjustment.
+                try publisher.send(.heading(HeadingSample(timeSeconds: Double(monotonicNanoseconds()),
+                                                          headingDegrees: Double(index % 360))))
+            }
+            finished.signal()
+        }
+        let watchdog = Thread {
+            finished.wait()
+            Thread.sleep(forTimeInterval: 2)
+            subscriber.close()
+        }
+        watchdog.start()
+        sender.start()
+        // Consume as a stage does: on the subscriber's receive thread, through its task executor.
+        return await withTaskExecutorPreference(subscriber.executor) {
+            var latencies: [Double] = []
+            latencies.reserveCapacity(count)
+            while latencies.count < count {
+                // The sender closes the subscriber a while after its last message, so a lost one cannot hang the run.
+                guard let event = await iterator.next() else { break }
+                guard case let .message(received) = event, case let .heading(sample) = received.message else { continue }
+                latencies.append((Double(monotonicNanoseconds()) - sample.timeSeconds) / 1000)
+            }
+            return latencies
+        }
+    }
+}

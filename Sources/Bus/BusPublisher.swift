@@ -1,0 +1,138 @@
+import Foundation
+public import NavCore
+import Synchronization
+
+/// Settings for a publisher.
+public struct PublisherOptions: Sendable {
+    /// Messages queued per subscriber before ZeroMQ drops new ones for it (ZMQ_SNDHWM) [count].
+    public var sendHighWaterMark: Int32 = 1000
+    /// Time between heartbeats [seconds, > 0].
+    public var heartbeatIntervalSeconds: Double = 0.2
+
+    /// Creates options with the defaults.
+    public init(sendHighWaterMark: Int32 = 1000, heartbeatIntervalSeconds: Double = 0.2) {
+        self.sendHighWaterMark = sendHighWaterMark
+        self.heartbeatIntervalSeconds = heartbeatIntervalSeconds
+    }
+}
+
+/// Publishes messages on a bound PUB socket with per-topic sequence numbers and periodic heartbeats.
+///
+/// Thread-safe: the socket sits behind a `Mutex`. A send never blocks: ZeroMQ drops what a slow
+/// subscriber cannot take once its high-water mark is reached, and that subscriber sees the gap.
+public final class BusPublisher: MessagePublisher, Sendable {
+    private struct State: ~Copyable {
+        var socket: ZMQSocket?
+        var sequences = [UInt64](repeating: 0, count: 256)
+        var scratch = WireWriter(capacity: 512)
+    }
+
+    /// The stage name written into every header.
+    public let stage: String
+    /// The endpoints bound.
+    public let endpoints: [String]
+    private let state: Mutex<State>
+    private let heartbeatStop = Atomic<Bool>(false)
+
+    /// Binds a PUB socket to every endpoint and starts heartbeats.
+    public init(context: ZMQContext, bind endpoints: [String], stage: String,
+                options: PublisherOptions = PublisherOptions()) throws {
+        let socket = try ZMQSocket(context: context, type: ZMQSocketType.publisher)
+        do {
+            try socket.setOption(ZMQOption.sendHighWaterMark, options.sendHighWaterMark)
+            for endpoint in endpoints {
+                try prepareEndpoint(endpoint)
+                try socket.bind(endpoint)
+            }
+        } catch {
+            socket.close()
+            throw error
+        }
+        self.stage = stage
+        self.endpoints = endpoints
+        self.state = Mutex(State(socket: socket))
+        let interval = options.heartbeatIntervalSeconds
+        let thread = Thread { [weak self] in
+            while let self, !self.heartbeatStop.load(ordering: .relaxed) {
+                self.sendHeartbeat()
+                Thread.sleep(forTimeInterval: interval)
+            }
+        }
+        thread.name = "bus-heartbeat-\(stage)"
+        thread.start()
+    }
+
+    deinit {
+        self.close()
+    }
+
+    /// Sends one message. Never blocks; throws only if the socket is closed or libzmq fails.
+    public func send(_ message: BusMessage) throws {
+        let sendTime = wallClockNanoseconds()
+        try self.state.withLock { (state: inout State) throws in
+            guard let socket = state.socket else { throw ZMQError(operation: "publish on a closed publisher") }
+            let typeID = message.kind.rawValue
+            let sequence = state.sequences[Int(typeID)]
+            state.sequences[Int(typeID)] = sequence &+ 1
+            // Header and payload go into one reused buffer: no allocation per message.
+            state.scratch.reset()
+            EnvelopeHeader(typeID: typeID, sequence: sequence, sendTimeNanoseconds: sendTime, stage: self.stage)
+                .encode(to: &state.scratch)
+            let headerSize = state.scratch.bytes.count
+            message.encodePayload(to: &state.scratch)
+            try Self.send(socket, topic: message.kind.topic, frames: state.scratch.bytes, headerSize: headerSize)
+        }
+    }
+
+    /// Async form for stages: the same non-blocking send.
+    public func publish(_ message: BusMessage) async throws {
+        try self.send(message)
+    }
+
+    /// Sends topic, then `frames[..<headerSize]` as the header, then the rest as the payload.
+    private static func send(_ socket: ZMQSocket, topic: String, frames: [UInt8], headerSize: Int) throws {
+        var topic = topic
+        try topic.withUTF8 { try socket.send(UnsafeRawBufferPointer($0), more: true) }
+        try frames.withUnsafeBytes { bytes in
+            try socket.send(UnsafeRawBufferPointer(rebasing: bytes[..<headerSize]), more: true)
+            try socket.send(UnsafeRawBufferPointer(rebasing: bytes[headerSize...]), more: false)
+        }
+    }
+
+    private func sendHeartbeat() {
+        let sendTime = wallClockNanoseconds()
+        self.state.withLock { (state: inout State) in
+            guard let socket = state.socket else { return }
+            let typeID = EnvelopeHeader.heartbeatTypeID
+            let sequence = state.sequences[Int(typeID)]
+            state.sequences[Int(typeID)] = sequence &+ 1
+            state.scratch.reset()
+            EnvelopeHeader(typeID: typeID, sequence: sequence, sendTimeNanoseconds: sendTime, stage: self.stage)
+                .encode(to: &state.scratch)
+            // A full queue or a missing peer is not an error for a heartbeat.
+            try? Self.send(socket, topic: EnvelopeHeader.heartbeatTopic, frames: state.scratch.bytes,
+                           headerSize: state.scratch.bytes.count)
+        }
+    }
+
+    /// Stops heartbeats and closes the socket, letting unsent messages leave for at most
+    /// `lingerMilliseconds` (during the context's termination). Idempotent.
+    public func close(lingerMilliseconds: Int32 = 0) {
+        self.heartbeatStop.store(true, ordering: .relaxed)
+        self.state.withLock { (state: inout State) in
+            if lingerMilliseconds > 0 { try? state.socket?.setOption(ZMQOption.linger, lingerMilliseconds) }
+            state.socket?.close()
+            state.socket = nil
+        }
+    }
+}
+
+/// Makes sure an `ipc://` endpoint's folder exists; other transports need nothing.
+func prepareEndpoint(_ endpoint: String) throws {
+    guard endpoint.hasPrefix("ipc://") else { return }
+    let path = String(endpoint.dropFirst("ipc://".count))
+    let folder = (path as NSString).deletingLastPathComponent
+    if !folder.isEmpty {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    }
+}

@@ -1,0 +1,396 @@
+import Foundation
+public import Logging
+public import NavCore
+import Synchronization
+
+/// A message as received, with its header and when it arrived.
+public struct ReceivedMessage: Sendable {
+    /// The envelope header.
+    public let header: EnvelopeHeader
+    /// The decoded message.
+    public let message: BusMessage
+    /// The endpoint it came through.
+    public let endpoint: String
+    /// When it arrived [nanoseconds since 1970-01-01T00:00:00Z, receiver's wall clock].
+    public let receiveTimeNanoseconds: Int64
+}
+
+/// What a subscriber yields: messages, and changes in its publishers' liveness.
+public enum BusEvent: Sendable {
+    /// A valid message.
+    case message(ReceivedMessage)
+    /// The first message, or the first after a silence, from the publisher behind `endpoint`.
+    case publisherUp(endpoint: String, stage: String)
+    /// Nothing, not even a heartbeat, for the liveness timeout from the publisher behind `endpoint`.
+    case publisherLost(endpoint: String, stage: String, silenceSeconds: Double)
+}
+
+/// Limits of one topic's receive queue.
+public struct TopicOptions: Sendable, Equatable {
+    /// Messages of this topic waiting for the consumer before the oldest is dropped [count, ≥ 1].
+    public var highWaterMark: Int
+    /// Keep only the latest waiting message of this topic (for latest-value streams such as heading).
+    public var conflate: Bool
+
+    /// Creates topic options.
+    public init(highWaterMark: Int = 1000, conflate: Bool = false) {
+        self.highWaterMark = highWaterMark
+        self.conflate = conflate
+    }
+}
+
+/// Settings for a subscriber.
+public struct SubscriberOptions: Sendable {
+    /// Topics to receive; empty means all. Heartbeats always arrive.
+    public var topics: [String] = []
+    /// Queue limits for topics not listed in `topicOptions`.
+    public var defaultTopicOptions = TopicOptions()
+    /// Queue limits per topic.
+    public var topicOptions: [String: TopicOptions] = [:]
+    /// Silence after which a publisher counts as lost [seconds, > 0].
+    public var livenessTimeoutSeconds: Double = 0.75
+    /// Frames larger than this are dropped as oversized [bytes].
+    public var maximumFrameBytes: Int = Envelope.defaultMaximumFrameBytes
+    /// ZMQ_RCVHWM of each socket [messages].
+    public var receiveHighWaterMark: Int32 = 10_000
+
+    /// Creates options with the defaults.
+    public init(topics: [String] = [], defaultTopicOptions: TopicOptions = TopicOptions(),
+                topicOptions: [String: TopicOptions] = [:], livenessTimeoutSeconds: Double = 0.75,
+                maximumFrameBytes: Int = Envelope.defaultMaximumFrameBytes) {
+        self.topics = topics
+        self.defaultTopicOptions = defaultTopicOptions
+        self.topicOptions = topicOptions
+        self.livenessTimeoutSeconds = livenessTimeoutSeconds
+        self.maximumFrameBytes = maximumFrameBytes
+    }
+}
+
+/// What a subscriber counted.
+public struct SubscriberCounters: Sendable, Equatable, Codable {
+    /// Valid messages received, heartbeats excluded [count].
+    public var received: UInt64 = 0
+    /// Heartbeats received [count].
+    public var heartbeats: UInt64 = 0
+    /// Messages missing according to sequence numbers [count].
+    public var sequenceGaps: UInt64 = 0
+    /// Times a sender's sequence started again from a lower number (a restarted publisher) [count].
+    public var senderRestarts: UInt64 = 0
+    /// Frames dropped, by reason [count].
+    public var dropped: [DropReason: UInt64] = [:]
+    /// Messages dropped because their topic's receive queue was full [count].
+    public var queueOverflows: UInt64 = 0
+    /// Messages replaced by a newer one on a conflated topic [count].
+    public var conflated: UInt64 = 0
+
+    /// All drops of malformed input together [count].
+    public var droppedTotal: UInt64 { self.dropped.values.reduce(0, +) }
+
+    /// The counters as named pairs, for a ``StageStatus``.
+    public var statusCounters: [StatusCounter] {
+        var list = [
+            StatusCounter(name: "received", value: self.received),
+            StatusCounter(name: "sequenceGaps", value: self.sequenceGaps),
+            StatusCounter(name: "queueOverflows", value: self.queueOverflows),
+            StatusCounter(name: "conflated", value: self.conflated),
+        ]
+        for reason in DropReason.allCases {
+            list.append(StatusCounter(name: "dropped.\(reason.rawValue)", value: self.dropped[reason, default: 0]))
+        }
+        return list
+    }
+}
+
+/// Receives bus messages on its own thread and yields them as an `AsyncSequence` of ``BusEvent``.
+///
+/// One SUB socket per endpoint, so that each publisher's liveness is known. Bad frames are counted,
+/// logged once per reason and endpoint, and dropped; the stream goes on. One consumer at a time.
+public final class BusSubscriber: AsyncSequence, Sendable {
+    public typealias Element = BusEvent
+
+    /// The endpoints connected to.
+    public let endpoints: [String]
+    private let queue: EventQueue
+    private let counters = Mutex(SubscriberCounters())
+    private let stopFlag = Atomic<Bool>(false)
+    private let finishedFlag = Mutex(false)
+    private let threadDone = DispatchSemaphore(value: 0)
+    /// The receive thread as a task executor: consume this subscriber inside
+    /// `withTaskExecutorPreference(subscriber.executor)` to receive without a thread switch.
+    public let executor = ReceiveExecutor()
+
+    /// Connects to every endpoint and starts the receive thread.
+    public init(context: ZMQContext, connect endpoints: [String], options: SubscriberOptions = SubscriberOptions(),
+                logger: Logger = Logger(label: "hapticnav.bus")) throws {
+        var sockets: [ZMQSocket] = []
+        do {
+            for endpoint in endpoints {
+                let socket = try ZMQSocket(context: context, type: ZMQSocketType.subscriber)
+                sockets.append(socket)
+                try socket.setOption(ZMQOption.receiveHighWaterMark, options.receiveHighWaterMark)
+                try socket.setOption(ZMQOption.reconnectInterval, 100)
+                if options.topics.isEmpty {
+                    try socket.subscribe("")
+                } else {
+                    try socket.subscribe(EnvelopeHeader.heartbeatTopic)
+                    for topic in options.topics { try socket.subscribe(topic) }
+                }
+                try socket.connect(endpoint)
+            }
+        } catch {
+            for socket in sockets { socket.close() }
+            throw error
+        }
+        self.endpoints = endpoints
+        self.queue = EventQueue(
+            defaultLimits: .init(highWaterMark: Swift.max(1, options.defaultTopicOptions.highWaterMark),
+                                 conflate: options.defaultTopicOptions.conflate),
+            limitsByTopic: options.topicOptions.mapValues {
+                .init(highWaterMark: Swift.max(1, $0.highWaterMark), conflate: $0.conflate)
+            })
+        let receiver = Receiver(subscriber: self, sockets: sockets, endpoints: endpoints, options: options,
+                                executor: self.executor, logger: logger)
+        let thread = Thread { receiver.run() }
+        thread.name = "bus-receive"
+        thread.start()
+    }
+
+    deinit {
+        self.stopFlag.store(true, ordering: .relaxed)
+    }
+
+    /// A snapshot of the counters.
+    public var snapshot: SubscriberCounters {
+        var copy = self.counters.withLock { $0 }
+        copy.queueOverflows = self.queue.overflowDrops.load(ordering: .relaxed)
+        copy.conflated = self.queue.conflated.load(ordering: .relaxed)
+        return copy
+    }
+
+    /// Stops the receive thread, closes the sockets and ends the sequence. Returns within about 100 ms.
+    public func close() {
+        let alreadyClosed = self.finishedFlag.withLock { closed -> Bool in
+            defer { closed = true }
+            return closed
+        }
+        guard !alreadyClosed else { return }
+        self.stopFlag.store(true, ordering: .releasing)
+        _ = self.threadDone.wait(timeout: .now() + 2)
+        self.queue.finish()
+    }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let queue: EventQueue
+
+        public mutating func next() async -> BusEvent? {
+            await self.queue.next()
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(queue: self.queue)
+    }
+
+    /// Only the messages, without liveness events.
+    public var messages: AsyncCompactMapSequence<BusSubscriber, ReceivedMessage> {
+        self.compactMap { event in
+            if case let .message(received) = event { return received }
+            return nil
+        }
+    }
+
+    fileprivate var isStopping: Bool { self.stopFlag.load(ordering: .acquiring) }
+
+    fileprivate func receiverFinished() {
+        self.threadDone.signal()
+    }
+
+    fileprivate func deliver(_ event: BusEvent, topic: String?) {
+        self.queue.push(event, topic: topic)
+    }
+
+    fileprivate func count(_ update: (inout SubscriberCounters) -> Void) {
+        self.counters.withLock { update(&$0) }
+    }
+}
+
+/// The receive thread's state; lives on that thread only.
+private final class Receiver: @unchecked Sendable {
+    private struct Liveness {
+        var stage: String = ""
+        var lastSeenNanoseconds: Int64 = 0
+        var alive = false
+    }
+
+    private let subscriber: BusSubscriber
+    private let sockets: [ZMQSocket]
+    private let endpoints: [String]
+    private let options: SubscriberOptions
+    private let executor: ReceiveExecutor
+    private let logger: Logger
+    private var liveness: [Liveness]
+    private struct StreamKey: Hashable {
+        var socketIndex: Int
+        var stage: String
+        var typeID: UInt8
+    }
+
+    private var lastSequence: [StreamKey: UInt64] = [:]
+    // Reused for every message: zmq_msg_recv releases a frame's previous content itself.
+    private let topicFrame = ZMQFrame()
+    private let headerFrame = ZMQFrame()
+    private let payloadFrame = ZMQFrame()
+    private let extraFrame = ZMQFrame()
+    private var logged: Set<String> = []
+
+    init(subscriber: BusSubscriber, sockets: [ZMQSocket], endpoints: [String], options: SubscriberOptions,
+         executor: ReceiveExecutor, logger: Logger) {
+        self.subscriber = subscriber
+        self.executor = executor
+        self.sockets = sockets
+        self.endpoints = endpoints
+        self.options = options
+        self.logger = logger
+        self.liveness = Array(repeating: Liveness(), count: sockets.count)
+    }
+
+    func run() {
+        self.executor.adoptCurrentThread()
+        defer {
+            for socket in self.sockets { socket.close() }
+            self.executor.retire()
+            self.subscriber.receiverFinished()
+        }
+        let timeout = Int64(self.options.livenessTimeoutSeconds * 1e9)
+        var pollSet = PollSet(sockets: self.sockets, wake: self.executor.wakeDescriptor)
+        while !self.subscriber.isStopping {
+            do {
+                try pollSet.wait(timeoutMilliseconds: 25)
+            } catch {
+                // ETERM: the context is shutting down.
+                self.logger.debug("receive loop ends: \(error)")
+                return
+            }
+            for index in pollSet.ready {
+                if index == self.sockets.count {
+                    self.executor.acknowledgeWake()
+                } else {
+                    self.drain(socketIndex: index)
+                }
+                // Consumers preferring this executor run here, right after their message arrived.
+                self.executor.runPendingJobs()
+            }
+            let now = monotonicNanoseconds()
+            for index in self.liveness.indices where self.liveness[index].alive {
+                let silence = now - self.liveness[index].lastSeenNanoseconds
+                if silence > timeout {
+                    self.liveness[index].alive = false
+                    self.subscriber.deliver(
+                        .publisherLost(endpoint: self.endpoints[index], stage: self.liveness[index].stage,
+                                       silenceSeconds: Double(silence) / 1e9),
+                        topic: nil)
+                }
+            }
+        }
+    }
+
+    private func drain(socketIndex: Int) {
+        let socket = self.sockets[socketIndex]
+        // A bounded burst per wake, so one busy publisher cannot starve liveness checks.
+        for _ in 0..<10_000 {
+            guard (try? self.topicFrame.receive(from: socket)) == true else { return }
+            let receiveTime = wallClockNanoseconds()
+            var frameCount = 1
+            var oversized = self.topicFrame.size > self.options.maximumFrameBytes
+            if self.topicFrame.hasMore, (try? self.headerFrame.receive(from: socket)) == true {
+                frameCount = 2
+                oversized = oversized || self.headerFrame.size > self.options.maximumFrameBytes
+                if self.headerFrame.hasMore, (try? self.payloadFrame.receive(from: socket)) == true {
+                    frameCount = 3
+                    oversized = oversized || self.payloadFrame.size > self.options.maximumFrameBytes
+                    var more = self.payloadFrame.hasMore
+                    while more {
+                        guard (try? self.extraFrame.receive(from: socket)) == true else { break }
+                        frameCount += 1
+                        more = self.extraFrame.hasMore
+                    }
+                }
+            }
+            let topic = self.topicFrame.withBytes { String(decoding: $0, as: UTF8.self) }
+            let endpoint = self.endpoints[socketIndex]
+            if oversized {
+                self.drop(.init(reason: .oversized, detail: "a frame exceeds \(self.options.maximumFrameBytes) bytes"),
+                          topic: topic, endpoint: endpoint)
+                continue
+            }
+            let isHeartbeat = topic == EnvelopeHeader.heartbeatTopic
+            guard frameCount == (isHeartbeat ? 3 : 3) else {
+                self.drop(.init(reason: .malformed, detail: "\(frameCount) frames, expected 3"),
+                          topic: topic, endpoint: endpoint)
+                continue
+            }
+            do {
+                let header = try self.headerFrame.withBytes { bytes throws(DecodeFailure) in
+                    try Envelope.decodeHeader(bytes)
+                }
+                self.noteAlive(socketIndex: socketIndex, stage: header.stage)
+                if isHeartbeat {
+                    guard header.typeID == EnvelopeHeader.heartbeatTypeID else {
+                        throw DecodeFailure(reason: .malformed, detail: "type id \(header.typeID) on the heartbeat topic")
+                    }
+                    self.subscriber.count { $0.heartbeats += 1 }
+                    continue
+                }
+                let message = try self.payloadFrame.withBytes { bytes throws(DecodeFailure) in
+                    try Envelope.decodePayload(topic: topic, header: header, payload: bytes)
+                }
+                self.checkSequence(header, topic: topic, socketIndex: socketIndex)
+                self.subscriber.count { $0.received += 1 }
+                self.subscriber.deliver(
+                    .message(ReceivedMessage(header: header, message: message, endpoint: endpoint,
+                                             receiveTimeNanoseconds: receiveTime)),
+                    topic: topic)
+            } catch let failure as DecodeFailure {
+                self.drop(failure, topic: topic, endpoint: endpoint)
+            } catch {
+                self.drop(.init(reason: .malformed, detail: "\(error)"), topic: topic, endpoint: endpoint)
+            }
+        }
+    }
+
+    private func noteAlive(socketIndex: Int, stage: String) {
+        self.liveness[socketIndex].lastSeenNanoseconds = monotonicNanoseconds()
+        if !self.liveness[socketIndex].alive || self.liveness[socketIndex].stage != stage {
+            self.liveness[socketIndex].alive = true
+            self.liveness[socketIndex].stage = stage
+            self.subscriber.deliver(.publisherUp(endpoint: self.endpoints[socketIndex], stage: stage), topic: nil)
+        }
+    }
+
+    private func checkSequence(_ header: EnvelopeHeader, topic: String, socketIndex: Int) {
+        let key = StreamKey(socketIndex: socketIndex, stage: header.stage, typeID: header.typeID)
+        let endpoint = self.endpoints[socketIndex]
+        defer { self.lastSequence[key] = header.sequence }
+        guard let last = self.lastSequence[key] else { return }
+        if header.sequence > last &+ 1 {
+            let missing = header.sequence - last - 1
+            self.subscriber.count { $0.sequenceGaps += missing }
+            self.logOnce("gap|\(endpoint)|\(header.stage)|\(topic)",
+                         "sequence gap: \(missing) message(s) missing on topic '\(topic)' from stage '\(header.stage)' at \(endpoint) (counted; further gaps are counted silently)")
+        } else if header.sequence <= last {
+            self.subscriber.count { $0.senderRestarts += 1 }
+        }
+    }
+
+    private func drop(_ failure: DecodeFailure, topic: String, endpoint: String) {
+        self.subscriber.count { $0.dropped[failure.reason, default: 0] += 1 }
+        let printableTopic = topic.unicodeScalars.allSatisfy { $0.isASCII && $0.value >= 32 } ? topic : "<binary>"
+        self.logOnce("\(failure.reason)|\(endpoint)",
+                     "dropped a \(failure.reason.rawValue) frame on topic '\(printableTopic)' from \(endpoint): \(failure.detail) (counted; further \(failure.reason.rawValue) frames from there are counted silently)")
+    }
+
+    private func logOnce(_ key: String, _ message: String) {
+        guard self.logged.insert(key).inserted else { return }
+        self.logger.warning("\(message)")
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import Synchronization
+
+/// The receive thread's own task executor.
+///
+/// A consumer that runs with this executor as its task executor preference is resumed on the
+/// receive thread right after a message is decoded, instead of waking a thread of the cooperative
+/// pool: one thread switch less per message (about 25 µs on a small machine). Jobs enqueued from
+/// other threads (timers, other tasks) wake the thread through a pipe in its poll set.
+/// Once the receive thread ends, every job goes to the global concurrent executor instead.
+public final class ReceiveExecutor: TaskExecutor, @unchecked Sendable {
+    private struct State {
+        var jobs: [UnownedJob] = []
+        var running = true
+    }
+
+    private let state = Mutex(State())
+    /// The read end of the pipe that wakes the receive thread's poll.
+    let wakeDescriptor: Int32
+    private let wakeWriteDescriptor: Int32
+    private let ownerThread = Atomic<UInt>(0)
+
+    init() {
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) != 0 { fatalError("pipe() failed: errno \(errno)") }
+        for end in ends {
+            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+        }
+        self.wakeDescriptor = ends[0]
+        self.wakeWriteDescriptor = ends[1]
+    }
+
+    deinit {
+        close(self.wakeDescriptor)
+        close(self.wakeWriteDescriptor)
+    }
+
+    private var onOwnerThread: Bool {
+        self.ownerThread.load(ordering: .relaxed) == UInt(bitPattern: Int(bitPattern: pthread_self()))
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        let accepted = self.state.withLock { state -> Bool in
+            guard state.running else { return false }
+            state.jobs.append(unowned)
+            return true
+        }
+        guard accepted else {
+            globalConcurrentExecutor.enqueue(unowned)
+            return
+        }
+        if !self.onOwnerThread {
+            var one: UInt8 = 1
+            _ = write(self.wakeWriteDescriptor, &one, 1)
+        }
+    }
+
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
+    }
+
+    /// Marks the calling thread as the one that runs jobs.
+    func adoptCurrentThread() {
+        self.ownerThread.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .relaxed)
+    }
+
+    /// Empties the wake pipe.
+    func acknowledgeWake() {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while read(self.wakeDescriptor, &buffer, buffer.count) > 0 {}
+    }
+
+    /// Runs the jobs queued so far, and those they enqueue, up to a bound that keeps receiving alive.
+    func runPendingJobs() {
+        for _ in 0..<64 {
+            let jobs = self.state.withLock { state -> [UnownedJob] in
+                defer { state.jobs.removeAll(keepingCapacity: true) }
+                return state.jobs
+            }
+            if jobs.isEmpty { return }
+            for job in jobs {
+                job.runSynchronously(on: self.asUnownedTaskExecutor())
+            }
+        }
+    }
+
+    /// Called as the receive thread ends: hands what is queued, and all later jobs, to the global executor.
+    func retire() {
+        let leftover = self.state.withLock { state -> [UnownedJob] in
+            state.running = false
+            defer { state.jobs.removeAll() }
+            return state.jobs
+        }
+        for job in leftover {
+            globalConcurrentExecutor.enqueue(job)
+        }
+    }
+}

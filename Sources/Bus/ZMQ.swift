@@ -1,0 +1,184 @@
+internal import CZeroMQ
+import Foundation
+
+/// A failed libzmq call: its errno and which call failed.
+public struct ZMQError: Error, CustomStringConvertible, Sendable {
+    /// The errno libzmq reported.
+    public let code: Int32
+    /// The call that failed, with its argument where it helps, for example "zmq_bind(ipc:///tmp/x)".
+    public let operation: String
+
+    /// Captures `zmq_errno()` for the call just made.
+    init(operation: String) {
+        self.code = zmq_errno()
+        self.operation = operation
+    }
+
+    public var description: String {
+        "\(self.operation) failed: \(String(cString: zmq_strerror(self.code))) (errno \(self.code))"
+    }
+}
+
+/// A ZeroMQ context: thread-safe, one per process is usual, shared by all sockets that use `inproc://`.
+public final class ZMQContext: Sendable {
+    nonisolated(unsafe) let handle: UnsafeMutableRawPointer
+
+    /// Creates a context.
+    public init() {
+        guard let handle = zmq_ctx_new() else { fatalError("zmq_ctx_new failed: out of memory") }
+        self.handle = handle
+    }
+
+    /// Wakes every blocking call on every socket of this context, then frees it once they are closed.
+    public func terminate() {
+        zmq_ctx_shutdown(self.handle)
+        zmq_ctx_term(self.handle)
+    }
+}
+
+/// A ZeroMQ socket. Not thread-safe: one thread uses it at a time (behind a `Mutex`, or owned by a thread);
+/// `@unchecked Sendable` only so that it can be handed to the thread that will own it.
+final class ZMQSocket: @unchecked Sendable {
+    let handle: UnsafeMutableRawPointer
+
+    init(context: ZMQContext, type: Int32) throws(ZMQError) {
+        guard let handle = zmq_socket(context.handle, type) else {
+            throw ZMQError(operation: "zmq_socket")
+        }
+        self.handle = handle
+        // Closing never waits for unsent messages: shutdown must not hang on an absent peer.
+        try self.setOption(ZMQ_LINGER, Int32(0))
+    }
+
+    func setOption(_ option: Int32, _ value: Int32) throws(ZMQError) {
+        var value = value
+        if zmq_setsockopt(self.handle, option, &value, MemoryLayout<Int32>.size) != 0 {
+            throw ZMQError(operation: "zmq_setsockopt(\(option))")
+        }
+    }
+
+    func subscribe(_ prefix: String) throws(ZMQError) {
+        let bytes = Array(prefix.utf8)
+        let rc = bytes.withUnsafeBytes { zmq_setsockopt(self.handle, ZMQ_SUBSCRIBE, $0.baseAddress, bytes.count) }
+        if rc != 0 { throw ZMQError(operation: "zmq_setsockopt(ZMQ_SUBSCRIBE)") }
+    }
+
+    func bind(_ endpoint: String) throws(ZMQError) {
+        if zmq_bind(self.handle, endpoint) != 0 { throw ZMQError(operation: "zmq_bind(\(endpoint))") }
+    }
+
+    func connect(_ endpoint: String) throws(ZMQError) {
+        if zmq_connect(self.handle, endpoint) != 0 { throw ZMQError(operation: "zmq_connect(\(endpoint))") }
+    }
+
+    /// Sends one frame; `more` marks that another frame of the same message follows.
+    func send(_ bytes: UnsafeRawBufferPointer, more: Bool, dontWait: Bool = true) throws(ZMQError) {
+        var flags: Int32 = more ? ZMQ_SNDMORE : 0
+        if dontWait { flags |= ZMQ_DONTWAIT }
+        if zmq_send(self.handle, bytes.baseAddress, bytes.count, flags) < 0 {
+            throw ZMQError(operation: "zmq_send")
+        }
+    }
+
+    func close() {
+        zmq_close(self.handle)
+    }
+}
+
+/// One received frame, read through `zmq_msg_t` so that its true size is always known.
+struct ZMQFrame: ~Copyable {
+    private let message: UnsafeMutablePointer<zmq_msg_t>
+
+    init() {
+        self.message = .allocate(capacity: 1)
+        zmq_msg_init(self.message)
+    }
+
+    deinit {
+        zmq_msg_close(self.message)
+        self.message.deallocate()
+    }
+
+    /// Receives the next frame without blocking; returns false when nothing is waiting.
+    func receive(from socket: ZMQSocket) throws(ZMQError) -> Bool {
+        if zmq_msg_recv(self.message, socket.handle, ZMQ_DONTWAIT) >= 0 { return true }
+        if zmq_errno() == EAGAIN { return false }
+        throw ZMQError(operation: "zmq_msg_recv")
+    }
+
+    var size: Int { zmq_msg_size(self.message) }
+
+    var hasMore: Bool { zmq_msg_more(self.message) != 0 }
+
+    func withBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        let size = zmq_msg_size(self.message)
+        guard let data = zmq_msg_data(self.message), size > 0 else {
+            return try body(UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+        return try body(UnsafeRawBufferPointer(start: data, count: size))
+    }
+}
+
+/// A reusable poll set: ZeroMQ sockets plus one plain file descriptor (a wake pipe), built once.
+struct PollSet {
+    private var items: [zmq_pollitem_t]
+    private(set) var ready: [Int] = []
+
+    init(sockets: [ZMQSocket], wake: Int32) {
+        self.items = sockets.map { zmq_pollitem_t(socket: $0.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0) }
+        self.items.append(zmq_pollitem_t(socket: nil, fd: wake, events: Int16(ZMQ_POLLIN), revents: 0))
+        self.ready.reserveCapacity(self.items.count)
+    }
+
+    /// Waits up to `timeoutMilliseconds` for input; afterwards ``ready`` holds the indices with input
+    /// (the last index is the wake descriptor).
+    mutating func wait(timeoutMilliseconds: Int) throws(ZMQError) {
+        self.ready.removeAll(keepingCapacity: true)
+        let count = Int32(self.items.count)
+        let rc = self.items.withUnsafeMutableBufferPointer { zmq_poll($0.baseAddress, count, timeoutMilliseconds) }
+        if rc < 0 {
+            if zmq_errno() == EINTR { return }
+            throw ZMQError(operation: "zmq_poll")
+        }
+        if rc == 0 { return }
+        for index in self.items.indices where self.items[index].revents & Int16(ZMQ_POLLIN) != 0 {
+            self.ready.append(index)
+        }
+    }
+}
+
+/// The socket types this transport uses.
+enum ZMQSocketType {
+    static let publisher = ZMQ_PUB
+    static let subscriber = ZMQ_SUB
+}
+
+/// Socket option names this transport uses.
+enum ZMQOption {
+    static let sendHighWaterMark = ZMQ_SNDHWM
+    static let receiveHighWaterMark = ZMQ_RCVHWM
+    static let conflate = ZMQ_CONFLATE
+    static let reconnectInterval = ZMQ_RECONNECT_IVL
+    static let linger = ZMQ_LINGER
+}
+
+/// The libzmq version linked at run time, for example "4.3.4".
+public func zmqVersion() -> String {
+    var major: Int32 = 0, minor: Int32 = 0, patch: Int32 = 0
+    zmq_version(&major, &minor, &patch)
+    return "\(major).\(minor).\(patch)"
+}
+
+/// Wall-clock time now [nanoseconds since 1970-01-01T00:00:00Z].
+func wallClockNanoseconds() -> Int64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
+}
+
+/// Monotonic time now [nanoseconds since an arbitrary start]; for timeouts, never for message times.
+func monotonicNanoseconds() -> Int64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &spec)
+    return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
+}

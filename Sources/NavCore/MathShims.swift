@@ -1,0 +1,15 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// The C maths library, reached without Foundation. Internal: core's public API speaks Double.
+@inline(__always) func _log(_ x: Double) -> Double { log(x) }
+@inline(__always) func _cos(_ x: Double) -> Double { cos(x) }
+@inline(__always) func _sin(_ x: Double) -> Double { sin(x) }
+@inline(__always) func _atan2(_ y: Double, _ x: Double) -> Double { atan2(y, x) }
+@inline(__always) func _asin(_ x: Double) -> Double { asin(x) }
+@inline(__always) func _fmod(_ x: Double, _ y: Double) -> Double { fmod(x, y) }

@@ -1,0 +1,40 @@
+/// A source of bus messages: a simulated walker, a log replay, a live receiver.
+///
+/// The stage calls ``run(emit:)`` once; the plugin emits what it produces and returns at the end of
+/// its input (a finite log), or runs until its task is cancelled (a live source).
+public protocol MessageSource: Sendable {
+    /// The id that configs use to choose this plugin, for example "sim".
+    static var id: String { get }
+    /// Produces messages until the input ends or the task is cancelled.
+    func run(emit: @Sendable (BusMessage) async throws -> Void) async throws
+}
+
+/// A message as a sink sees it: the message with where and when it came from.
+public struct RecordedMessage: Codable, Equatable, Sendable {
+    /// When it arrived [seconds since 1970-01-01T00:00:00Z, receiver's wall clock].
+    public var receiveTimeSeconds: Double
+    /// The sending stage's name.
+    public var stage: String
+    /// The sender's sequence number on this topic [count].
+    public var sequence: UInt64
+    /// The message.
+    public var message: BusMessage
+
+    /// Creates a record.
+    public init(receiveTimeSeconds: Double, stage: String, sequence: UInt64, message: BusMessage) {
+        self.receiveTimeSeconds = receiveTimeSeconds
+        self.stage = stage
+        self.sequence = sequence
+        self.message = message
+    }
+}
+
+/// Somewhere messages go to be kept: a recording file, a database.
+public protocol MessageSink: Sendable {
+    /// The id that configs use to choose this plugin, for example "jsonl".
+    static var id: String { get }
+    /// Keeps one message.
+    func record(_ message: RecordedMessage) async throws
+    /// Flushes and closes; called once at the end.
+    func finish() async throws
+}

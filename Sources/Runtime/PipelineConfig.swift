@@ -1,0 +1,244 @@
+public import Bus
+import Foundation
+public import NavCore
+
+/// What a stage does. Each role has its own stage actor and its own plugins.
+public enum StageRole: String, CaseIterable, Sendable {
+    /// Publishes fixes, headings and attitude from a ``MessageSource`` plugin.
+    case source
+    /// Writes what it receives with a ``MessageSink`` plugin.
+    case recorder
+}
+
+/// One stage of a pipeline config.
+public struct StageConfig: Sendable {
+    /// The stage's name; also the sender id in every header it writes.
+    public var name: String
+    /// What it does.
+    public var role: StageRole
+    /// The plugin id within its role.
+    public var plugin: String
+    /// The plugin's settings, read and checked by the plugin.
+    public var settings: Settings
+    /// Endpoints its publisher binds (for example "ipc:///tmp/hapticnav/source.sock" or "tcp://*:5601").
+    public var publish: [String]
+    /// Endpoints other stages connect to for it; defaults to `publish` with "*" as 127.0.0.1.
+    public var advertise: [String]
+    /// Endpoints it subscribes to, resolved from stage names or given directly.
+    public var inputs: [String]
+    /// Topics it subscribes to; empty means all.
+    public var topics: [String]
+    /// The host group it belongs to (for `hapticnav run --group`), for example "1" for the map logic.
+    public var group: String?
+}
+
+/// Transport settings shared by every stage of a pipeline.
+public struct BusConfig: Sendable {
+    /// Publisher options.
+    public var publisher = PublisherOptions()
+    /// Subscriber options, topics excepted (each stage sets its own).
+    public var subscriber = SubscriberOptions()
+}
+
+/// A pipeline: its stages, their plugins and endpoints, and the bus settings.
+public struct PipelineConfig: Sendable {
+    /// The pipeline's name.
+    public var name: String
+    /// The file it was read from.
+    public var file: String
+    /// Bus settings.
+    public var bus: BusConfig
+    /// The stages in start order: by role, then by name.
+    public var stages: [StageConfig]
+
+    /// The stage called `name`, or an error that lists the stages.
+    public func stage(named name: String) throws(ConfigError) -> StageConfig {
+        guard let stage = self.stages.first(where: { $0.name == name }) else {
+            throw .unknownStage(path: "the command line", name: name, known: self.stages.map(\.name))
+        }
+        return stage
+    }
+
+    /// Every endpoint some stage advertises, for `monitor`.
+    public var allAdvertisedEndpoints: [String] {
+        var seen = Set<String>()
+        return self.stages.flatMap(\.advertise).filter { seen.insert($0).inserted }
+    }
+
+    /// Reads and checks a config file (JSON, or JSON5 with comments and trailing commas).
+    public static func load(file: String) throws -> PipelineConfig {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: file))
+        } catch {
+            throw ConfigError.unreadable(file: file, reason: error.localizedDescription)
+        }
+        let decoder = JSONDecoder()
+        decoder.allowsJSON5 = true
+        let root: SettingValue
+        do {
+            root = try decoder.decode(JSONSetting.self, from: data).value
+        } catch let error as DecodingError {
+            throw ConfigError.unreadable(file: file, reason: Self.describe(error))
+        }
+        let base = (file as NSString).deletingLastPathComponent
+        return try self.parse(root, file: file, baseDirectory: base.isEmpty ? "." : base)
+    }
+
+    /// Checks a parsed config tree.
+    public static func parse(_ root: SettingValue, file: String, baseDirectory: String) throws -> PipelineConfig {
+        var top = try Settings(root, path: "the config", baseDirectory: baseDirectory)
+        let name = try top.string("name", default: (file as NSString).lastPathComponent)
+        _ = try top.string("description", default: "")
+        let bus = try self.parseBus(try top.object("bus"))
+        guard case let .object(stageValues)? = top.value("stages"), !stageValues.isEmpty else {
+            throw ConfigError.missingKey(path: "the config", key: "stages")
+        }
+        try top.finish()
+
+        var stages: [StageConfig] = []
+        for stageName in stageValues.keys.sorted() {
+            var raw = try Settings(stageValues[stageName], path: "stages.\(stageName)", baseDirectory: baseDirectory)
+            let roleName = try raw.string("role", default: stageName)
+            guard let role = StageRole(rawValue: roleName) else {
+                throw ConfigError.unknownRole(path: "stages.\(stageName).role", role: roleName,
+                                              known: StageRole.allCases.map(\.rawValue))
+            }
+            let plugin = try raw.string("plugin")
+            let known = PluginRegistry.pluginIDs(for: role)
+            guard known.contains(plugin) else {
+                throw ConfigError.unknownPlugin(path: "stages.\(stageName).plugin", id: plugin, known: known)
+            }
+            let settings = try raw.object("settings")
+            let publish = try self.endpoints(&raw, "publish", stage: stageName)
+            var advertise = try self.endpoints(&raw, "advertise", stage: stageName)
+            if advertise.isEmpty {
+                advertise = publish.map { $0.replacingOccurrences(of: "tcp://*:", with: "tcp://127.0.0.1:")
+                    .replacingOccurrences(of: "tcp://0.0.0.0:", with: "tcp://127.0.0.1:") }
+            }
+            let inputs = try raw.strings("inputs")
+            let topics = try raw.strings("topics")
+            for (index, topic) in topics.enumerated() where BusMessage.Kind(topic: topic) == nil {
+                throw ConfigError.invalidValue(path: "stages.\(stageName).topics[\(index)]",
+                                               expected: "one of \(BusMessage.Kind.allCases.map(\.topic).joined(separator: ", "))",
+                                               found: "'\(topic)'")
+            }
+            let group = raw.contains("group") ? try raw.string("group") : nil
+            try raw.finish()
+            stages.append(StageConfig(name: stageName, role: role, plugin: plugin, settings: settings,
+                                      publish: publish, advertise: advertise, inputs: inputs, topics: topics,
+                                      group: group))
+        }
+        // Resolve inputs that name stages into those stages' advertised endpoints.
+        let byName = Dictionary(uniqueKeysWithValues: stages.map { ($0.name, $0) })
+        for index in stages.indices {
+            var resolved: [String] = []
+            for input in stages[index].inputs {
+                if input.contains("://") {
+                    resolved.append(input)
+                } else if let other = byName[input] {
+                    guard !other.advertise.isEmpty else {
+                        throw ConfigError.invalidValue(path: "stages.\(stages[index].name).inputs",
+                                                       expected: "a stage that publishes",
+                                                       found: "'\(input)', which has no publish endpoint")
+                    }
+                    resolved.append(contentsOf: other.advertise)
+                } else {
+                    throw ConfigError.unknownStage(path: "stages.\(stages[index].name).inputs", name: input,
+                                                   known: stages.map(\.name))
+                }
+            }
+            stages[index].inputs = resolved
+        }
+        let order = Dictionary(uniqueKeysWithValues: StageRole.allCases.enumerated().map { ($1, $0) })
+        stages.sort { (order[$0.role]!, $0.name) < (order[$1.role]!, $1.name) }
+        // Check every plugin's settings now, so that `run` fails before it starts anything.
+        for stage in stages {
+            try PluginRegistry.check(stage)
+        }
+        return PipelineConfig(name: name, file: file, bus: bus, stages: stages)
+    }
+
+    private static func endpoints(_ raw: inout Settings, _ key: String, stage: String) throws -> [String] {
+        let list: [String]
+        switch raw.value(key) {
+        case nil: list = []
+        case let .string(single)?: list = [single]
+        case .array?: list = try raw.strings(key)
+        case let other?:
+            throw ConfigError.invalidValue(path: "stages.\(stage).\(key)", expected: "an endpoint or a list of them",
+                                           found: other.typeName)
+        }
+        for endpoint in list {
+            let schemes = ["ipc://", "tcp://", "inproc://"]
+            guard schemes.contains(where: { endpoint.hasPrefix($0) }) else {
+                throw ConfigError.invalidValue(path: "stages.\(stage).\(key)",
+                                               expected: "an endpoint starting with \(schemes.joined(separator: ", "))",
+                                               found: "'\(endpoint)'")
+            }
+        }
+        return list
+    }
+
+    private static func parseBus(_ settings: Settings) throws -> BusConfig {
+        var settings = settings
+        var bus = BusConfig()
+        bus.publisher.heartbeatIntervalSeconds = try settings.double("heartbeatIntervalSeconds", default: 0.2, in: 0.01...10)
+        bus.publisher.sendHighWaterMark = Int32(try settings.int("sendHighWaterMark", default: 1000, in: 1...1_000_000))
+        bus.subscriber.livenessTimeoutSeconds = try settings.double("livenessTimeoutSeconds", default: 0.75, in: 0.05...60)
+        guard bus.subscriber.livenessTimeoutSeconds > bus.publisher.heartbeatIntervalSeconds * 2 else {
+            throw ConfigError.invalidValue(path: "bus.livenessTimeoutSeconds",
+                                           expected: "more than twice bus.heartbeatIntervalSeconds",
+                                           found: "\(bus.subscriber.livenessTimeoutSeconds)")
+        }
+        bus.subscriber.maximumFrameBytes = try settings.int("maximumFrameBytes", default: Envelope.defaultMaximumFrameBytes,
+                                                            in: 1024...(1 << 30))
+        bus.subscriber.receiveHighWaterMark = Int32(try settings.int("receiveHighWaterMark", default: 10_000, in: 1...1_000_000))
+        var topics = try settings.object("topics")
+        for topic in topics.keys {
+            guard BusMessage.Kind(topic: topic) != nil else {
+                throw ConfigError.unknownKey(path: "bus.topics", key: topic, valid: BusMessage.Kind.allCases.map(\.topic))
+            }
+            var options = try topics.object(topic)
+            bus.subscriber.topicOptions[topic] = TopicOptions(
+                highWaterMark: try options.int("highWaterMark", default: 1000, in: 1...1_000_000),
+                conflate: try options.bool("conflate", default: false))
+            try options.finish()
+        }
+        try topics.finish()
+        try settings.finish()
+        return bus
+    }
+
+    private static func describe(_ error: DecodingError) -> String {
+        switch error {
+        case let .dataCorrupted(context):
+            let underlying = (context.underlyingError as NSError?)?.userInfo["NSDebugDescription"] as? String
+            return underlying ?? context.debugDescription
+        default:
+            return "\(error)"
+        }
+    }
+}
+
+/// Decodes any JSON value into a ``SettingValue``.
+struct JSONSetting: Decodable {
+    let value: SettingValue
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self.value = .null
+        } else if let flag = try? container.decode(Bool.self) {
+            self.value = .bool(flag)
+        } else if let number = try? container.decode(Double.self) {
+            self.value = .number(number)
+        } else if let string = try? container.decode(String.self) {
+            self.value = .string(string)
+        } else if let array = try? container.decode([JSONSetting].self) {
+            self.value = .array(array.map(\.value))
+        } else {
+            self.value = .object(try container.decode([String: JSONSetting].self).mapValues(\.value))
+        }
+    }
+}

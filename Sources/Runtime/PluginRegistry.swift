@@ -1,0 +1,51 @@
+public import NavCore
+import Recorder
+import SimSource
+
+/// The plugins this build knows, per role. Registration is this explicit list, so an unknown id is an
+/// error that lists the known ones. (Programs outside this build join the bus through its wire protocol.)
+public enum PluginRegistry {
+    private static let sources: [String: @Sendable (Settings) throws -> any MessageSource] = [
+        SimulatedWalker.id: { try SimulatedWalker(settings: $0) },
+    ]
+
+    private static let sinks: [String: (check: @Sendable (Settings) throws -> Void,
+                                        make: @Sendable (Settings) throws -> any MessageSink)] = [
+        JSONLinesRecorder.id: (check: { _ = try JSONLinesRecorder.file(from: $0) },
+                               make: { try JSONLinesRecorder(settings: $0) }),
+    ]
+
+    /// The plugin ids a role accepts, sorted.
+    public static func pluginIDs(for role: StageRole) -> [String] {
+        switch role {
+        case .source: return self.sources.keys.sorted()
+        case .recorder: return self.sinks.keys.sorted()
+        }
+    }
+
+    /// Checks a stage's plugin settings without side effects on files or devices.
+    public static func check(_ stage: StageConfig) throws {
+        switch stage.role {
+        case .source: _ = try self.makeSource(stage)
+        case .recorder: try self.sinks[stage.plugin]!.check(stage.settings)
+        }
+    }
+
+    /// Builds a stage's source plugin.
+    public static func makeSource(_ stage: StageConfig) throws -> any MessageSource {
+        guard let make = self.sources[stage.plugin] else {
+            throw ConfigError.unknownPlugin(path: "stages.\(stage.name).plugin", id: stage.plugin,
+                                            known: self.pluginIDs(for: .source))
+        }
+        return try make(stage.settings)
+    }
+
+    /// Builds a stage's sink plugin.
+    public static func makeSink(_ stage: StageConfig) throws -> any MessageSink {
+        guard let entry = self.sinks[stage.plugin] else {
+            throw ConfigError.unknownPlugin(path: "stages.\(stage.name).plugin", id: stage.plugin,
+                                            known: self.pluginIDs(for: .recorder))
+        }
+        return try entry.make(stage.settings)
+    }
+}

@@ -1,0 +1,106 @@
+import Bus
+import Foundation
+import Synchronization
+public import Logging
+import NavCore
+import ServiceLifecycle
+import Stages
+
+/// Runs one stage of a pipeline in this process: its transport, then the stage, as one `ServiceGroup`
+/// that SIGTERM and SIGINT stop gracefully.
+public enum StageHost {
+    /// Runs the stage until its input ends or a signal stops it.
+    public static func run(stage: StageConfig, bus: BusConfig, logger: Logger) async throws {
+        var logger = logger
+        logger[metadataKey: "stage"] = "\(stage.name)"
+        let context = ZMQContext()
+        var publisher: BusPublisher?
+        var subscriber: BusSubscriber?
+        defer {
+            // Give the last messages (an end-of-stream status) a moment to leave, then close.
+            publisher?.close(lingerMilliseconds: 200)
+            subscriber?.close()
+            context.terminate()
+        }
+        if !stage.publish.isEmpty {
+            publisher = try BusPublisher(context: context, bind: stage.publish, stage: stage.name, options: bus.publisher)
+        }
+        if !stage.inputs.isEmpty {
+            var options = bus.subscriber
+            options.topics = stage.topics
+            subscriber = try BusSubscriber(context: context, connect: stage.inputs, options: options, logger: logger)
+        }
+        let watchdog = ParentWatchdog.startIfLaunched(logger: logger)
+        defer { watchdog?.stop() }
+
+        let service: any Service
+        switch stage.role {
+        case .source:
+            guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
+            service = SourceStage(name: stage.name, source: try PluginRegistry.makeSource(stage), output: publisher,
+                                  logger: logger)
+        case .recorder:
+            guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
+            let records = subscriber.messages.map { received in
+                RecordedMessage(receiveTimeSeconds: Double(received.receiveTimeNanoseconds) / 1e9,
+                                stage: received.header.stage, sequence: received.header.sequence,
+                                message: received.message)
+            }
+            service = RecorderStage(name: stage.name, input: records, sink: try PluginRegistry.makeSink(stage),
+                                    logger: logger)
+        }
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            cancellationSignals: [],
+            logger: logger))
+        try await group.run()
+    }
+}
+
+/// Why a stage could not start.
+public enum StageHostError: Error, CustomStringConvertible {
+    /// The role publishes but the stage has no `publish` endpoint.
+    case needsPublish(stage: String)
+    /// The role subscribes but the stage has no `inputs`.
+    case needsInputs(stage: String)
+
+    public var description: String {
+        switch self {
+        case let .needsPublish(stage): return "stage '\(stage)' needs a 'publish' endpoint"
+        case let .needsInputs(stage): return "stage '\(stage)' needs 'inputs'"
+        }
+    }
+}
+
+/// Stops a stage that `hapticnav run` started when `run` itself is gone, so that no stage outlives it.
+final class ParentWatchdog: Sendable {
+    /// The environment variable through which `run` tells a child its pid.
+    static let environmentKey = "HAPTICNAV_PARENT_PID"
+
+    private let stopped = Mutex(false)
+
+    static func startIfLaunched(logger: Logger) -> ParentWatchdog? {
+        guard let value = ProcessInfo.processInfo.environment[environmentKey], let parent = pid_t(value) else {
+            return nil
+        }
+        let watchdog = ParentWatchdog()
+        let thread = Thread {
+            while !watchdog.stopped.withLock({ $0 }) {
+                if getppid() != parent {
+                    logger.warning("the launching 'hapticnav run' (pid \(parent)) is gone; stopping")
+                    kill(getpid(), SIGTERM)
+                    return
+                }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+        }
+        thread.name = "parent-watchdog"
+        thread.start()
+        return watchdog
+    }
+
+    func stop() {
+        self.stopped.withLock { $0 = true }
+    }
+}

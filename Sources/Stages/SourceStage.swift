@@ -1,0 +1,104 @@
+public import Logging
+public import NavCore
+public import ServiceLifecycle
+
+/// The location source stage: runs a ``MessageSource`` plugin and publishes what it emits.
+///
+/// Reports its health as ``StageStatus``: running at start, periodically with its counters, and
+/// end-of-stream when a finite input (a log, a simulated walk) is exhausted.
+public actor SourceStage<Output: MessagePublisher>: Service {
+    private let name: String
+    private let source: any MessageSource
+    private let output: Output
+    private let logger: Logger
+    private let statusIntervalSeconds: Double
+    private var published: [BusMessage.Kind: UInt64] = [:]
+
+    /// Creates the stage.
+    public init(name: String, source: any MessageSource, output: Output, logger: Logger,
+                statusIntervalSeconds: Double = 2) {
+        self.name = name
+        self.source = source
+        self.output = output
+        self.logger = logger
+        self.statusIntervalSeconds = statusIntervalSeconds
+    }
+
+    private func count(_ kind: BusMessage.Kind) {
+        self.published[kind, default: 0] += 1
+    }
+
+    private func status(_ health: StageHealth, _ message: String, at time: Double) async throws {
+        let counters = BusMessage.Kind.allCases.compactMap { kind in
+            self.published[kind].map { StatusCounter(name: "published.\(kind.topic)", value: $0) }
+        }
+        try await self.output.publish(.status(StageStatus(timeSeconds: time, stage: self.name, health: health,
+                                                          message: message, counters: counters)))
+    }
+
+    public func run() async throws {
+        let sourceID = type(of: self.source).id
+        try await self.status(.running, "\(sourceID) started", at: WallClock.nowSeconds())
+        self.logger.info("source '\(self.name)' running plugin '\(sourceID)'")
+        let finished: Bool = try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                try await cancelWhenGracefulShutdown {
+                    try await self.source.run { message in
+                        try await self.output.publish(message)
+                        await self.count(message.kind)
+                    }
+                }
+                return true
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    try await Task.sleep(for: .seconds(self.statusIntervalSeconds))
+                    try await self.status(.running, "\(sourceID) running", at: WallClock.nowSeconds())
+                }
+                return false
+            }
+            defer { group.cancelAll() }
+            do {
+                return try await group.next() ?? false
+            } catch is CancellationError {
+                return false
+            }
+        }
+        if finished {
+            self.logger.info("source '\(self.name)': end of stream")
+            try await self.status(.endOfStream, "\(sourceID): end of stream", at: WallClock.nowSeconds())
+        } else {
+            try? await self.status(.stopping, "\(sourceID) stopped", at: WallClock.nowSeconds())
+        }
+    }
+}
+
+/// The recorder stage: hands every received message to a ``MessageSink`` plugin until shutdown.
+public actor RecorderStage<Input: AsyncSequence & Sendable>: Service where Input.Element == RecordedMessage {
+    private let name: String
+    private let input: Input
+    private let sink: any MessageSink
+    private let logger: Logger
+    private var recorded: UInt64 = 0
+
+    /// Creates the stage.
+    public init(name: String, input: Input, sink: any MessageSink, logger: Logger) {
+        self.name = name
+        self.input = input
+        self.sink = sink
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        do {
+            for try await message in self.input.cancelOnGracefulShutdown() {
+                try await self.sink.record(message)
+                self.recorded += 1
+            }
+        } catch is CancellationError {
+            // Shutdown: fall through and close the recording.
+        }
+        try await self.sink.finish()
+        self.logger.info("recorder '\(self.name)': \(self.recorded) messages recorded")
+    }
+}

@@ -1,0 +1,296 @@
+public import ArgumentParser
+import Bus
+import Foundation
+public import Logging
+import NavCore
+import Runtime
+
+@main
+struct HapticNav: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hapticnav",
+        abstract: "Guidance for blind and low-vision walkers, as a pipeline of processes on a ZeroMQ bus.",
+        subcommands: [Run.self, StageCommand.self, Monitor.self, ConfigCommand.self, BusCommand.self, Bench.self])
+}
+
+/// Options every command that logs shares.
+struct LoggingOptions: ParsableArguments {
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: Logger.Level = .info
+
+    func bootstrap() -> Logger {
+        let level = self.logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        return Logger(label: "hapticnav")
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+func loadConfig(_ file: String) throws -> PipelineConfig {
+    do {
+        return try PipelineConfig.load(file: file)
+    } catch let error as ConfigError {
+        throw ValidationError("\(error)")
+    }
+}
+
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Start every stage of a pipeline config as its own process; stop them all on SIGTERM or SIGINT.")
+
+    @Option(name: .shortAndLong, help: "The pipeline config (JSON or JSON5).")
+    var config: String
+
+    @Option(help: "Start only the stages of this host group (for example 1 for the map logic, 2 for the haptic logic).")
+    var group: String?
+
+    @OptionGroup var logging: LoggingOptions
+
+    func run() throws {
+        let logger = self.logging.bootstrap()
+        let pipeline = try loadConfig(self.config)
+        let stages = pipeline.stages.filter { self.group == nil || $0.group == self.group }
+        guard !stages.isEmpty else {
+            let groups = Set(pipeline.stages.compactMap(\.group)).sorted()
+            throw ValidationError("no stage is in group '\(self.group ?? "")'; groups: \(groups.joined(separator: ", "))")
+        }
+        var launcher = Launcher(configFile: self.config, stages: stages.map(\.name), logger: logger)
+        launcher.childArguments = ["--log-level", "\(self.logging.logLevel)"]
+        logger.info("pipeline '\(pipeline.name)': starting \(stages.map(\.name).joined(separator: ", "))")
+        let status = try launcher.run()
+        throw ExitCode(status)
+    }
+}
+
+struct StageCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stage", abstract: "Run one stage of a pipeline config in this process.")
+
+    @Argument(help: "The stage's name in the config.")
+    var name: String
+
+    @Option(name: .shortAndLong, help: "The pipeline config (JSON or JSON5).")
+    var config: String
+
+    @OptionGroup var logging: LoggingOptions
+
+    func run() async throws {
+        let logger = self.logging.bootstrap()
+        let pipeline = try loadConfig(self.config)
+        let stage: StageConfig
+        do {
+            stage = try pipeline.stage(named: self.name)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        try await StageHost.run(stage: stage, bus: pipeline.bus, logger: logger)
+    }
+}
+
+struct Monitor: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print every message on a pipeline's bus, one line each (or JSON Lines with --json).")
+
+    @Option(name: .shortAndLong, help: "The pipeline config whose stages to listen to.")
+    var config: String?
+
+    @Option(name: .customLong("connect"), help: "An endpoint to listen to (repeatable), instead of or besides --config.")
+    var endpoints: [String] = []
+
+    @Option(help: "Only these topics (repeatable).")
+    var topic: [String] = []
+
+    @Flag(help: "Print JSON Lines.")
+    var json = false
+
+    @Option(help: "Stop after this many messages.")
+    var count: Int?
+
+    @Option(help: "Stop after this many seconds.")
+    var seconds: Double?
+
+    @OptionGroup var logging: LoggingOptions
+
+    func run() async throws {
+        let logger = self.logging.bootstrap()
+        var endpoints = self.endpoints
+        var options = SubscriberOptions()
+        if let config = self.config {
+            let pipeline = try loadConfig(config)
+            endpoints += pipeline.allAdvertisedEndpoints
+            options = pipeline.bus.subscriber
+        }
+        guard !endpoints.isEmpty else { throw ValidationError("give --config or at least one --connect endpoint") }
+        for topic in self.topic where BusMessage.Kind(topic: topic) == nil {
+            throw ValidationError("unknown topic '\(topic)'; topics: \(BusMessage.Kind.allCases.map(\.topic).joined(separator: ", "))")
+        }
+        options.topics = self.topic
+        let context = ZMQContext()
+        let subscriber = try BusSubscriber(context: context, connect: endpoints, options: options, logger: logger)
+        let format = MonitorFormat(json: self.json)
+        let limit = self.count
+        let deadline = self.seconds.map { ContinuousClock.now + .seconds($0) }
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        let stopSources = [SIGTERM, SIGINT].map { number -> any DispatchSourceSignal in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { subscriber.close() }
+            source.resume()
+            return source
+        }
+        let timer = deadline.map { deadline in
+            Thread {
+                while ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+                subscriber.close()
+            }
+        }
+        timer?.start()
+        var printed = 0
+        for await event in subscriber {
+            print(format.line(for: event, now: Date().timeIntervalSince1970))
+            fflush(nil)
+            if case .message = event {
+                printed += 1
+                if let limit, printed >= limit { break }
+            }
+        }
+        subscriber.close()
+        stopSources.forEach { $0.cancel() }
+        let counters = subscriber.snapshot
+        if counters.droppedTotal > 0 || counters.sequenceGaps > 0 {
+            logger.warning("dropped \(counters.droppedTotal) bad frame(s), \(counters.sequenceGaps) message(s) missing in sequence")
+        }
+        context.terminate()
+    }
+}
+
+struct ConfigCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "config", abstract: "Check pipeline configs.", subcommands: [Check.self])
+
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Check a config and print its stages and endpoints.")
+
+        @Argument(help: "The config files to check.")
+        var files: [String]
+
+        func run() throws {
+            for file in self.files {
+                let pipeline = try loadConfig(file)
+                print("\(file): pipeline '\(pipeline.name)', \(pipeline.stages.count) stage(s)")
+                for stage in pipeline.stages {
+                    let group = stage.group.map { " group \($0)" } ?? ""
+                    print("  \(stage.name): \(stage.role.rawValue)/\(stage.plugin)\(group)"
+                          + (stage.publish.isEmpty ? "" : " publish \(stage.publish.joined(separator: ","))")
+                          + (stage.inputs.isEmpty ? "" : " inputs \(stage.inputs.joined(separator: ","))"))
+                }
+            }
+        }
+    }
+}
+
+struct BusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bus", abstract: "Tools for the bus itself.", subcommands: [Publish.self])
+
+    struct Publish: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Publish test traffic: numbered heading samples, or one example of every message type.")
+
+        @Option(help: "Endpoint to bind, for example ipc:///tmp/hn/test.sock or tcp://127.0.0.1:5700.")
+        var bind: String
+
+        @Option(help: "Sender stage id in the headers.")
+        var stage = "bus-publish"
+
+        @Option(help: "Messages to send (0: until stopped).")
+        var count = 1000
+
+        @Option(help: "Messages per second.")
+        var rate = 1000.0
+
+        @Option(help: "Seconds of heartbeats only before the first message, so that subscribers can join.")
+        var warmup = 1.0
+
+        @Option(help: "Seconds to keep heartbeating after the last message.")
+        var linger = 0.5
+
+        @Flag(help: "Cycle through one example of every message type instead of heading samples.")
+        var examples = false
+
+        func run() throws {
+            signal(SIGPIPE, SIG_IGN)
+            let context = ZMQContext()
+            let publisher = try BusPublisher(context: context, bind: [self.bind], stage: self.stage)
+            Thread.sleep(forTimeInterval: self.warmup)
+            let interval = 1 / max(self.rate, 0.001)
+            let start = Date()
+            var index = 0
+            while self.count == 0 || index < self.count {
+                let due = start.addingTimeInterval(Double(index) * interval)
+                let wait = due.timeIntervalSinceNow
+                if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+                let message = self.examples
+                    ? BusMessage.examples[index % BusMessage.examples.count]
+                    : .heading(HeadingSample(timeSeconds: Date().timeIntervalSince1970,
+                                             headingDegrees: Double(index % 3600) / 10))
+                try publisher.send(message)
+                index += 1
+            }
+            Thread.sleep(forTimeInterval: self.linger)
+            publisher.close(lingerMilliseconds: 500)
+            context.terminate()
+        }
+    }
+}
+
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Benchmarks that print their figures.", subcommands: [BusBench.self])
+
+    struct BusBench: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "bus",
+            abstract: "One hop's latency over ipc:// through the transport and through raw libzmq, in the same run.")
+
+        @Option(help: "Messages per series.")
+        var messages = 10_000
+
+        @Option(help: "Messages per second.")
+        var rate = 1000.0
+
+        @Option(help: "Alternating blocks of raw and transport hops.")
+        var rounds = 5
+
+        @Flag(help: "Print the figures as JSON.")
+        var json = false
+
+        func run() async throws {
+            let folder = NSTemporaryDirectory() + "hapticnav-bench-\(getpid())"
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let report = try await BusBenchmark.run(messages: self.messages, rateHz: self.rate, rounds: self.rounds,
+                                                    folder: folder)
+            if self.json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                print(String(decoding: try encoder.encode(report), as: UTF8.self))
+                return
+            }
+            func row(_ name: String, _ s: LatencySummary) -> String {
+                name.padding(toLength: 22, withPad: " ", startingAt: 0)
+                    + String(format: "%8d %10.1f %10.1f %10.1f", s.count, s.p50, s.p99, s.max)
+            }
+            print("bus latency, one hop over ipc:// at \(Int(self.rate)) Hz, libzmq \(zmqVersion()), "
+                  + "payload \(report.payloadBytes) bytes, \(self.rounds) alternating rounds")
+            print("series                    count    p50 µs     p99 µs     max µs")
+            print(row("raw libzmq PUB→SUB", report.raw))
+            print(row("hapticnav transport", report.transport))
+            print(String(format: "ratio transport/raw p50: %.2f (target ≤ 1.50)", report.ratioP50))
+        }
+    }
+}

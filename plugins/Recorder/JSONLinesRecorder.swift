@@ -1,0 +1,68 @@
+import Foundation
+public import NavCore
+
+/// Records every message it is given as one JSON line, for replay and for analysis in any language.
+///
+/// A line is a ``RecordedMessage``: `{"receiveTimeSeconds":…,"stage":…,"sequence":…,"message":{"topic":…,"payload":{…}}}`.
+public actor JSONLinesRecorder: MessageSink {
+    public static let id = "jsonl"
+
+    /// The file written.
+    public let file: String
+    private let handle: FileHandle
+    private let encoder: JSONEncoder
+    private var buffer = Data()
+    private var lastFlush = ContinuousClock.now
+
+    /// Creates (or truncates) the recording file, making its folder if needed.
+    public init(file: String) throws {
+        let folder = (file as NSString).deletingLastPathComponent
+        if !folder.isEmpty {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        }
+        guard FileManager.default.createFile(atPath: file, contents: nil) else {
+            throw ConfigError.invalidValue(path: "recorder.file", expected: "a writable file", found: file)
+        }
+        self.file = file
+        self.handle = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
+        self.encoder = JSONEncoder()
+        self.encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    }
+
+    /// Reads the settings of a config's `jsonl` recorder and opens its file.
+    public init(settings: Settings) throws {
+        try self.init(file: try Self.file(from: settings))
+    }
+
+    /// Checks the settings of a `jsonl` recorder without touching the file; returns the file's path.
+    public static func file(from settings: Settings) throws -> String {
+        var settings = settings
+        guard let file = try settings.path("file") else {
+            throw ConfigError.missingKey(path: settings.path, key: "file")
+        }
+        try settings.finish()
+        return file
+    }
+
+    public func record(_ message: RecordedMessage) throws {
+        self.buffer.append(try self.encoder.encode(message))
+        self.buffer.append(0x0A)
+        // Write at least every half second, so that a killed process loses little.
+        if self.buffer.count > 64 * 1024 || ContinuousClock.now - self.lastFlush > .milliseconds(500) {
+            try self.flush()
+        }
+    }
+
+    private func flush() throws {
+        if !self.buffer.isEmpty {
+            try self.handle.write(contentsOf: self.buffer)
+            self.buffer.removeAll(keepingCapacity: true)
+        }
+        self.lastFlush = ContinuousClock.now
+    }
+
+    public func finish() throws {
+        try self.flush()
+        try self.handle.close()
+    }
+}

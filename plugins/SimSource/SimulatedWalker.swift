@@ -1,0 +1,206 @@
+import Foundation
+public import NavCore
+
+/// A simulated walker following a route file at a steady pace, with seeded GPS and compass noise.
+///
+/// Emits a ``LocationFix`` every fix interval and a ``HeadingSample`` and ``Attitude`` every heading
+/// interval, all stamped with simulated time, and returns when the walker reaches the end.
+public struct SimulatedWalker: MessageSource {
+    public static let id = "sim"
+
+    /// The walker's settings.
+    public struct Options: Sendable, Equatable {
+        /// The path walked, start first.
+        public var path: [Coordinate]
+        /// Walking speed [metres per second, > 0].
+        public var speedMetersPerSecond = 1.4
+        /// Time between fixes [seconds, > 0].
+        public var fixIntervalSeconds = 1.0
+        /// Time between heading and attitude samples [seconds, > 0].
+        public var headingIntervalSeconds = 0.1
+        /// Standard deviation of the GPS position error [metres, ≥ 0].
+        public var gpsNoiseMeters = 4.0
+        /// Horizontal accuracy that fixes report [metres, > 0].
+        public var reportedAccuracyMeters = 5.0
+        /// Standard deviation of the compass error [degrees, ≥ 0].
+        public var compassNoiseDegrees = 3.0
+        /// How far the phone in the pocket points away from the walking direction [degrees, clockwise].
+        public var pocketOffsetDegrees = 0.0
+        /// Playback rate: 1 is real time, 10 is ten times faster, 0 is as fast as possible.
+        public var pace = 1.0
+        /// Seed of the noise; the same seed repeats the same walk.
+        public var seed: UInt64 = 1
+        /// Simulated time of the start [seconds since 1970-01-01T00:00:00Z].
+        public var startTimeSeconds = 1_767_225_600.0
+        /// Walk the path again from its start after reaching its end, until stopped.
+        public var loop = false
+
+        /// Creates options for a path.
+        public init(path: [Coordinate]) {
+            self.path = path
+        }
+    }
+
+    /// The settings in use.
+    public let options: Options
+    private let cumulative: [Double]
+
+    /// The walk's length along the path [metres].
+    public var lengthMeters: Double { self.cumulative.last ?? 0 }
+
+    /// Creates a walker; the path needs at least two points.
+    public init(options: Options) throws(ConfigError) {
+        guard options.path.count >= 2 else {
+            throw .invalidValue(path: "sim.route", expected: "a path of at least 2 points", found: "\(options.path.count)")
+        }
+        self.options = options
+        var cumulative = [0.0]
+        for index in 1..<options.path.count {
+            cumulative.append(cumulative[index - 1] + SphericalGeometry.distance(options.path[index - 1], options.path[index]))
+        }
+        self.cumulative = cumulative
+    }
+
+    /// Reads the settings of a config's `sim` plugin.
+    public init(settings: Settings) throws {
+        var settings = settings
+        let path: [Coordinate]
+        if let file = try settings.path("route") {
+            path = try GeoJSONPath.load(file: file)
+        } else {
+            throw ConfigError.missingKey(path: settings.path, key: "route")
+        }
+        var options = Options(path: path)
+        options.speedMetersPerSecond = try settings.double("speedMetersPerSecond", default: 1.4, in: 0.05...20)
+        options.fixIntervalSeconds = try settings.double("fixIntervalSeconds", default: 1.0, in: 0.01...60)
+        options.headingIntervalSeconds = try settings.double("headingIntervalSeconds", default: 0.1, in: 0.005...60)
+        options.gpsNoiseMeters = try settings.double("gpsNoiseMeters", default: 4.0, in: 0...500)
+        options.reportedAccuracyMeters = try settings.double("reportedAccuracyMeters", default: 5.0, in: 0.1...500)
+        options.compassNoiseDegrees = try settings.double("compassNoiseDegrees", default: 3.0, in: 0...180)
+        options.pocketOffsetDegrees = try settings.double("pocketOffsetDegrees", default: 0, in: -360...360)
+        options.pace = try settings.double("pace", default: 1.0, in: 0...10_000)
+        options.seed = UInt64(try settings.int("seed", default: 1, in: 0...Int.max))
+        options.startTimeSeconds = try settings.double("startTimeSeconds", default: 1_767_225_600, in: 0...1e10)
+        options.loop = try settings.bool("loop", default: false)
+        try settings.finish()
+        try self.init(options: options)
+    }
+
+    /// Where the walker is after walking `distance` metres, and the bearing it walks in.
+    public func position(atDistance distance: Double) -> (coordinate: Coordinate, bearingDegrees: Double) {
+        let clamped = min(max(distance, 0), self.lengthMeters)
+        var segment = 1
+        while segment < self.cumulative.count - 1 && self.cumulative[segment] < clamped { segment += 1 }
+        let a = self.options.path[segment - 1], b = self.options.path[segment]
+        let span = self.cumulative[segment] - self.cumulative[segment - 1]
+        let fraction = span > 0 ? (clamped - self.cumulative[segment - 1]) / span : 1
+        return (SphericalGeometry.interpolate(a, b, fraction: fraction), SphericalGeometry.bearing(from: a, to: b))
+    }
+
+    public func run(emit: @Sendable (BusMessage) async throws -> Void) async throws {
+        var random = SeededGenerator(seed: self.options.seed)
+        let duration = self.lengthMeters / self.options.speedMetersPerSecond
+        let clock = ContinuousClock()
+        let wallStart = clock.now
+        var lap = 0.0
+        repeat {
+            var nextFix = 0.0
+            var nextHeading = 0.0
+            while true {
+                let elapsed = min(nextFix, nextHeading)
+                if elapsed > duration + 1e-9 { break }
+                if self.options.pace > 0 {
+                    let due = wallStart + .seconds((lap + elapsed) / self.options.pace)
+                    try await Task.sleep(until: due, clock: clock)
+                } else {
+                    try Task.checkCancellation()
+                }
+                let time = self.options.startTimeSeconds + lap + elapsed
+                let (truth, bearing) = self.position(atDistance: elapsed * self.options.speedMetersPerSecond)
+                if nextFix <= nextHeading {
+                    let noisy = SphericalGeometry.offset(
+                        truth,
+                        eastMeters: random.gaussian(standardDeviation: self.options.gpsNoiseMeters),
+                        northMeters: random.gaussian(standardDeviation: self.options.gpsNoiseMeters))
+                    try await emit(.fix(LocationFix(
+                        timeSeconds: time, latitude: noisy.latitude, longitude: noisy.longitude,
+                        horizontalAccuracyMeters: self.options.reportedAccuracyMeters,
+                        speedMetersPerSecond: self.options.speedMetersPerSecond, courseDegrees: bearing)))
+                    nextFix += self.options.fixIntervalSeconds
+                } else {
+                    let raw = bearing + self.options.pocketOffsetDegrees
+                        + random.gaussian(standardDeviation: self.options.compassNoiseDegrees)
+                    let heading = (raw.truncatingRemainder(dividingBy: 360) + 360).truncatingRemainder(dividingBy: 360)
+                    try await emit(.heading(HeadingSample(timeSeconds: time, headingDegrees: heading,
+                                                          accuracyDegrees: self.options.compassNoiseDegrees)))
+                    try await emit(.attitude(Attitude(
+                        timeSeconds: time, pitchDegrees: random.gaussian(standardDeviation: 2),
+                        rollDegrees: random.gaussian(standardDeviation: 2))))
+                    nextHeading += self.options.headingIntervalSeconds
+                }
+            }
+            lap += duration + self.options.fixIntervalSeconds
+        } while self.options.loop
+    }
+}
+
+/// Reads a path from GeoJSON: a LineString, a MultiLineString (its first line), a Feature or a FeatureCollection.
+public enum GeoJSONPath {
+    /// Why a GeoJSON file gave no path.
+    public struct LoadError: Error, CustomStringConvertible {
+        /// The file.
+        public let file: String
+        /// What was wrong.
+        public let reason: String
+        public var description: String { "\(self.file): \(self.reason)" }
+    }
+
+    /// Loads the first line of a GeoJSON file.
+    public static func load(file: String) throws -> [Coordinate] {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: file))
+        } catch {
+            throw LoadError(file: file, reason: "cannot read: \(error.localizedDescription)")
+        }
+        let object: Any
+        do {
+            object = try JSONSerialization.jsonObject(with: data)
+        } catch {
+            throw LoadError(file: file, reason: "not JSON: \(error.localizedDescription)")
+        }
+        guard let coordinates = self.firstLine(in: object) else {
+            throw LoadError(file: file, reason: "no LineString in it")
+        }
+        var path: [Coordinate] = []
+        for (index, pair) in coordinates.enumerated() {
+            guard let numbers = pair as? [Any], numbers.count >= 2,
+                  let longitude = (numbers[0] as? NSNumber)?.doubleValue,
+                  let latitude = (numbers[1] as? NSNumber)?.doubleValue,
+                  longitude.isFinite, latitude.isFinite, abs(latitude) <= 90, abs(longitude) <= 180 else {
+                throw LoadError(file: file, reason: "coordinate \(index) is not a valid [longitude, latitude]")
+            }
+            path.append(Coordinate(latitude: latitude, longitude: longitude))
+        }
+        return path
+    }
+
+    private static func firstLine(in object: Any) -> [Any]? {
+        guard let dictionary = object as? [String: Any], let type = dictionary["type"] as? String else { return nil }
+        switch type {
+        case "LineString":
+            return dictionary["coordinates"] as? [Any]
+        case "MultiLineString":
+            return (dictionary["coordinates"] as? [Any])?.first as? [Any]
+        case "Feature":
+            return dictionary["geometry"].flatMap { self.firstLine(in: $0) }
+        case "FeatureCollection":
+            for feature in dictionary["features"] as? [Any] ?? [] {
+                if let line = self.firstLine(in: feature) { return line }
+            }
+            return nil
+        default:
+            return nil
+        }
+    }
+}
