@@ -47,16 +47,16 @@ let package = Package(
             path: "plugins/SimSource"
         ),
         .target(
-            name: "Recorder",
+            name: "Sinks",
             dependencies: ["NavCore", .product(name: "Logging", package: "swift-log")],
-            path: "plugins/Recorder"
+            path: "plugins/Sinks"
         ),
 
         // Config loading, plugin registry, process launcher, one ServiceGroup per process.
         .target(
             name: "Runtime",
             dependencies: [
-                "NavCore", "Bus", "Stages", "SimSource", "Recorder",
+                "NavCore", "Bus", "Stages", "SimSource", "Sinks",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -72,7 +72,7 @@ let package = Package(
 
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"]),
         .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore"]),
-        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "NavCore", "Stages", "SimSource", "Recorder"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "NavCore", "Stages", "SimSource", "Sinks"]),
         .testTarget(name: "EndToEndTests", dependencies: ["Bus", "NavCore"]),
     ]
 )

@@ -70,7 +70,7 @@ public struct MonitorFormat: Sendable {
             let time = Self.clock(Double(received.receiveTimeNanoseconds) / 1e9)
             let topic = received.message.kind.topic.padding(toLength: 9, withPad: " ", startingAt: 0)
             let stage = received.header.stage.padding(toLength: 10, withPad: " ", startingAt: 0)
-            return "\(time) \(stage) \(topic) #\(received.header.sequence) \(Self.summary(received.message))"
+            return "\(time) \(stage) \(topic) #\(received.header.sequence) \(received.message.summary)"
         case let .publisherUp(endpoint, stage):
             return "\(Self.clock(now)) \(stage.padding(toLength: 10, withPad: " ", startingAt: 0)) -- publisher up at \(endpoint)"
         case let .publisherLost(endpoint, stage, silence):
@@ -83,44 +83,5 @@ public struct MonitorFormat: Sendable {
         let millis = Int((seconds - Double(whole)) * 1000)
         let day = whole % 86_400
         return String(format: "%02d:%02d:%02d.%03d", day / 3600, day / 60 % 60, day % 60, millis)
-    }
-
-    private static func f(_ value: Double, _ digits: Int = 1) -> String {
-        String(format: "%.\(digits)f", value)
-    }
-
-    private static func f(_ value: Double?, _ digits: Int = 1) -> String {
-        value.map { String(format: "%.\(digits)f", $0) } ?? "-"
-    }
-
-    /// A one-line summary of a message's fields.
-    static func summary(_ message: BusMessage) -> String {
-        switch message {
-        case let .fix(fix):
-            return "lat=\(f(fix.latitude, 7)) lon=\(f(fix.longitude, 7)) acc=\(f(fix.horizontalAccuracyMeters))m speed=\(f(fix.speedMetersPerSecond, 2))m/s course=\(f(fix.courseDegrees))°"
-        case let .heading(sample):
-            return "heading=\(f(sample.headingDegrees))° (\(sample.reference == .trueNorth ? "true" : "magnetic")) acc=\(f(sample.accuracyDegrees))°"
-        case let .attitude(attitude):
-            return "pitch=\(f(attitude.pitchDegrees))° roll=\(f(attitude.rollDegrees))°"
-        case let .smoothed(fix):
-            return "lat=\(f(fix.latitude, 7)) lon=\(f(fix.longitude, 7)) acc=\(f(fix.horizontalAccuracyMeters))m speed=\(f(fix.speedMetersPerSecond, 2))m/s course=\(f(fix.courseDegrees))°\(fix.reset ? " reset" : "")"
-        case let .route(route):
-            return "route \(route.routeID) by \(route.provider): \(f(route.lengthMeters))m, \(route.points.count) points, \(route.waypoints.count) waypoints"
-        case let .progress(progress):
-            return "\(progress.state) along=\(f(progress.distanceAlongMeters))m left=\(f(progress.distanceRemainingMeters))m xtrack=\(f(progress.crossTrackMeters))m next=#\(progress.nextWaypointIndex) \(f(progress.distanceToNextMeters))m @\(f(progress.bearingToNextDegrees))° eta=\(f(progress.etaSeconds, 0))s"
-        case let .target(target):
-            return "\(target.kind) bearing=\(f(target.bearingDegrees))° distance=\(f(target.distanceMeters))m"
-        case let .cue(cue):
-            return "\(cue.kind) intensity=\(f(cue.intensity, 2)) deviation=\(f(cue.deviationDegrees))°"
-        case let .calibrationState(state):
-            return "\(state.step) progress=\(f(state.progress, 2)) cue=\(f(state.cueIntensity, 2)) \"\(state.prompt)\""
-        case let .calibrationResult(result):
-            return result.succeeded
-                ? "offset=\(f(result.offsetDegrees))° spread=\(f(result.spreadDegrees))° n=\(result.sampleCount)"
-                : "aborted: \(result.reason)"
-        case let .status(status):
-            let counters = status.counters.map { "\($0.name)=\($0.value)" }.joined(separator: " ")
-            return "\(status.health) \"\(status.message)\"\(counters.isEmpty ? "" : " " + counters)"
-        }
     }
 }

@@ -38,6 +38,9 @@ public struct BusConfig: Sendable {
     public var publisher = PublisherOptions()
     /// Subscriber options, topics excepted (each stage sets its own).
     public var subscriber = SubscriberOptions()
+    /// Time a source waits after binding before it emits, so that subscribers started with it have
+    /// connected (PUB drops what is sent before a subscriber joins) [seconds].
+    public var joinGraceSeconds = 0.5
 }
 
 /// A pipeline: its stages, their plugins and endpoints, and the bus settings.
@@ -82,7 +85,8 @@ public struct PipelineConfig: Sendable {
             throw ConfigError.unreadable(file: file, reason: Self.describe(error))
         }
         let base = (file as NSString).deletingLastPathComponent
-        return try self.parse(root, file: file, baseDirectory: base.isEmpty ? "." : base)
+        let expanded = try Self.expandVariables(root, environment: ProcessInfo.processInfo.environment, path: "the config")
+        return try self.parse(expanded, file: file, baseDirectory: base.isEmpty ? "." : base)
     }
 
     /// Checks a parsed config tree.
@@ -184,6 +188,7 @@ public struct PipelineConfig: Sendable {
         var settings = settings
         var bus = BusConfig()
         bus.publisher.heartbeatIntervalSeconds = try settings.double("heartbeatIntervalSeconds", default: 0.2, in: 0.01...10)
+        bus.joinGraceSeconds = try settings.double("joinGraceSeconds", default: 0.5, in: 0...30)
         bus.publisher.sendHighWaterMark = Int32(try settings.int("sendHighWaterMark", default: 1000, in: 1...1_000_000))
         bus.subscriber.livenessTimeoutSeconds = try settings.double("livenessTimeoutSeconds", default: 0.75, in: 0.05...60)
         guard bus.subscriber.livenessTimeoutSeconds > bus.publisher.heartbeatIntervalSeconds * 2 else {
@@ -208,6 +213,62 @@ public struct PipelineConfig: Sendable {
         try topics.finish()
         try settings.finish()
         return bus
+    }
+
+    /// Replaces `${NAME}` and `${NAME:-default}` in every string with the environment's value, so that
+    /// one config serves several hosts (`HAPTICNAV_GROUP1_HOST=10.0.0.5 hapticnav run --group 2 …`).
+    public static func expandVariables(_ value: SettingValue, environment: [String: String],
+                                       path: String) throws(ConfigError) -> SettingValue {
+        switch value {
+        case let .string(text):
+            return .string(try self.expand(text, environment: environment, path: path))
+        case let .array(items):
+            var expanded: [SettingValue] = []
+            for (index, item) in items.enumerated() {
+                expanded.append(try self.expandVariables(item, environment: environment, path: "\(path)[\(index)]"))
+            }
+            return .array(expanded)
+        case let .object(members):
+            var expanded: [String: SettingValue] = [:]
+            for (key, member) in members {
+                expanded[key] = try self.expandVariables(member, environment: environment, path: "\(path).\(key)")
+            }
+            return .object(expanded)
+        default:
+            return value
+        }
+    }
+
+    private static func expand(_ text: String, environment: [String: String], path: String) throws(ConfigError) -> String {
+        guard text.contains("${") else { return text }
+        var result = ""
+        var rest = Substring(text)
+        while let open = rest.range(of: "${") {
+            result += rest[..<open.lowerBound]
+            guard let close = rest[open.upperBound...].firstIndex(of: "}") else {
+                throw .invalidValue(path: path, expected: "a closing '}' after '${'", found: "'\(text)'")
+            }
+            let body = rest[open.upperBound..<close]
+            let name: Substring
+            let fallback: Substring?
+            if let separator = body.range(of: ":-") {
+                name = body[..<separator.lowerBound]
+                fallback = body[separator.upperBound...]
+            } else {
+                name = body
+                fallback = nil
+            }
+            if let value = environment[String(name)], !value.isEmpty {
+                result += value
+            } else if let fallback {
+                result += fallback
+            } else {
+                throw .invalidValue(path: path, expected: "environment variable \(name) to be set (or a default: ${\(name):-value})",
+                                    found: "it unset")
+            }
+            rest = rest[rest.index(after: close)...]
+        }
+        return result + rest
     }
 
     private static func describe(_ error: DecodingError) -> String {

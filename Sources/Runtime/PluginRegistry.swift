@@ -1,5 +1,5 @@
 public import NavCore
-import Recorder
+import Sinks
 import SimSource
 
 /// The plugins this build knows, per role. Registration is this explicit list, so an unknown id is an
@@ -13,6 +13,7 @@ public enum PluginRegistry {
                                         make: @Sendable (Settings) throws -> any MessageSink)] = [
         JSONLinesRecorder.id: (check: { _ = try JSONLinesRecorder.file(from: $0) },
                                make: { try JSONLinesRecorder(settings: $0) }),
+        ConsoleSink.id: (check: { _ = try ConsoleSink(settings: $0) }, make: { try ConsoleSink(settings: $0) }),
     ]
 
     /// The plugin ids a role accepts, sorted.

@@ -37,6 +37,7 @@ public enum StageHost {
         switch stage.role {
         case .source:
             guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
+            try await Task.sleep(for: .seconds(bus.joinGraceSeconds))
             service = SourceStage(name: stage.name, source: try PluginRegistry.makeSource(stage), output: publisher,
                                   logger: logger)
         case .recorder:
