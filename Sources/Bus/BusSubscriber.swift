@@ -179,7 +179,7 @@ public final class BusSubscriber: AsyncSequence, Sendable {
         self.queue.finish()
     }
 
-    public struct AsyncIterator: AsyncIteratorProtocol {
+    public struct AsyncIterator: AsyncIteratorProtocol, Sendable {
         let queue: EventQueue
 
         public mutating func next() async -> BusEvent? {

@@ -192,7 +192,7 @@ public struct Settings: Sendable {
     public func finish() throws(ConfigError) {
         let valid = Set(self.known)
         if let unknown = self.values.keys.sorted().first(where: { !valid.contains($0) }) {
-            throw .unknownKey(path: self.path, key: unknown, valid: Array(valid))
+            throw .unknownKey(path: self.path, key: unknown, valid: valid.sorted())
         }
     }
 
