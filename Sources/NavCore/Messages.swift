@@ -33,7 +33,7 @@ public struct LocationFix: Codable, Equatable, Sendable {
 }
 
 /// What a heading is measured from.
-public enum HeadingReference: UInt8, Codable, Sendable, CaseIterable {
+public enum HeadingReference: UInt8, WireEnum {
     /// Geographic (true) north.
     case trueNorth = 0
     /// Magnetic north.
@@ -123,7 +123,7 @@ public struct Coordinate: Codable, Equatable, Hashable, Sendable {
 }
 
 /// What happens at a waypoint.
-public enum WaypointKind: UInt8, Codable, Sendable, CaseIterable {
+public enum WaypointKind: UInt8, WireEnum {
     /// The start of the route.
     case start = 0
     /// A turn or another change of direction.
@@ -187,7 +187,7 @@ public struct Route: Codable, Equatable, Sendable {
 }
 
 /// Where the walker stands with respect to the route.
-public enum RouteState: UInt8, Codable, Sendable, CaseIterable {
+public enum RouteState: UInt8, WireEnum {
     /// Within the off-route threshold.
     case onRoute = 0
     /// Off the route; a reroute may follow.
@@ -241,7 +241,7 @@ public struct RouteProgress: Codable, Equatable, Sendable {
 }
 
 /// What the guidance target is.
-public enum TargetKind: UInt8, Codable, Sendable, CaseIterable {
+public enum TargetKind: UInt8, WireEnum {
     /// A point a look-ahead distance beyond the walker's projection onto the route.
     case lookAhead = 0
     /// The next waypoint.
@@ -280,7 +280,7 @@ public struct GuidanceTarget: Codable, Equatable, Sendable {
 }
 
 /// The kind of a haptic cue.
-public enum CueKind: UInt8, Codable, Sendable, CaseIterable {
+public enum CueKind: UInt8, WireEnum {
     /// On course: nothing plays.
     case silent = 0
     /// Turn left.
@@ -318,7 +318,7 @@ public struct HapticCue: Codable, Equatable, Sendable {
 }
 
 /// The step a calibration run is in.
-public enum CalibrationStep: UInt8, Codable, Sendable, CaseIterable {
+public enum CalibrationStep: UInt8, WireEnum {
     /// (a) Hold the phone flat and turn until it faces north.
     case findNorth = 0
     /// (b) Put the phone away (countdown).
@@ -382,7 +382,7 @@ public struct CalibrationResult: Codable, Equatable, Sendable {
 }
 
 /// The health of a stage.
-public enum StageHealth: UInt8, Codable, Sendable, CaseIterable {
+public enum StageHealth: UInt8, WireEnum {
     /// Starting up.
     case starting = 0
     /// Working normally.

@@ -259,3 +259,27 @@ extension WireCodable {
         return try result.get()
     }
 }
+
+/// A closed enumeration that travels as one byte on the wire and as its case name in JSON.
+public protocol WireEnum: RawRepresentable, CaseIterable, Codable, Sendable where RawValue == UInt8 {}
+
+extension WireEnum {
+    /// The case name, as JSON carries it.
+    public var name: String { "\(self)" }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let name = try container.decode(String.self)
+        guard let value = Self.allCases.first(where: { $0.name == name }) else {
+            throw DecodingError.dataCorruptedError(
+                in: container,
+                debugDescription: "unknown value '\(name)'; valid: \(Self.allCases.map(\.name).joined(separator: ", "))")
+        }
+        self = value
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(self.name)
+    }
+}

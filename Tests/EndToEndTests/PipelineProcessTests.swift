@@ -1,0 +1,130 @@
+import Foundation
+import NavCore
+import Testing
+
+/// `hapticnav run` with real child processes.
+@Suite struct PipelineProcessTests {
+    /// A pipeline like the demo's, in its own folder: a looping simulated walker, a recorder, a console.
+    private func writeConfig(in folder: String, loop: Bool, pace: Double, routePoints: Int? = nil) throws -> String {
+        var route = repositoryRoot.appendingPathComponent("data/routes/monaco-demo-walk.geojson").path
+        if let routePoints {
+            // The first points of the demo walk only, for a short run.
+            let data = try Data(contentsOf: URL(fileURLWithPath: route))
+            var feature = try #require(JSONSerialization.jsonObject(with: data) as? [String: Any])
+            var geometry = try #require(feature["geometry"] as? [String: Any])
+            geometry["coordinates"] = Array(try #require(geometry["coordinates"] as? [Any]).prefix(routePoints))
+            feature["geometry"] = geometry
+            route = "\(folder)/short.geojson"
+            try JSONSerialization.data(withJSONObject: feature).write(to: URL(fileURLWithPath: route))
+        }
+        let config = """
+        {
+          name: "e2e",
+          bus: { joinGraceSeconds: 0.5 },
+          stages: {
+            source: { plugin: "sim", publish: "ipc://\(folder)/source.sock",
+                      settings: { route: "\(route)", pace: \(pace), loop: \(loop), seed: 3 } },
+            recorder: { role: "recorder", plugin: "jsonl", inputs: ["source"],
+                        settings: { file: "\(folder)/recording.jsonl" } },
+            console: { role: "recorder", plugin: "console", inputs: ["source"], topics: ["status"] },
+          },
+        }
+        """
+        let file = "\(folder)/pipeline.json5"
+        try config.write(toFile: file, atomically: true, encoding: .utf8)
+        return file
+    }
+
+    /// Waits until `run` has `count` children; returns their pids.
+    private func waitForChildren(of run: ChildProcess, count: Int) async -> [pid_t] {
+        for _ in 0..<500 {
+            let children = childPIDs(of: run.pid)
+            if children.count == count { return children }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return childPIDs(of: run.pid)
+    }
+
+    @Test func sigtermToRunStopsEveryChildWithinTwoSeconds() async throws {
+        let folder = try scratchFolder()
+        let config = try self.writeConfig(in: folder, loop: true, pace: 5)
+        let run = try ChildProcess(try hapticnavExecutable(), ["run", "--config", config])
+        defer { run.ensureStopped() }
+        let children = await self.waitForChildren(of: run, count: 3)
+        #expect(children.count == 3, "run started three stage processes: \(run.stderr)")
+        // Let the pipeline get going: the recorder has written something.
+        for _ in 0..<500 where ((try? String(contentsOfFile: "\(folder)/recording.jsonl", encoding: .utf8)) ?? "").isEmpty {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let stoppedAt = ContinuousClock.now
+        run.signal(SIGTERM)
+        let status = await run.wait(seconds: 2)
+        let elapsed = ContinuousClock.now - stoppedAt
+        #expect(status == 0, "run exited cleanly: \(run.stderr)")
+        #expect(elapsed < .seconds(2))
+        for pid in children {
+            #expect(!isAlive(pid), "stage process \(pid) outlived run")
+        }
+        let lines = try String(contentsOfFile: "\(folder)/recording.jsonl", encoding: .utf8).split(separator: "\n")
+        #expect(!lines.isEmpty)
+    }
+
+    @Test func stagesStopThemselvesWhenRunIsKilled() async throws {
+        let folder = try scratchFolder()
+        let config = try self.writeConfig(in: folder, loop: true, pace: 5)
+        let run = try ChildProcess(try hapticnavExecutable(), ["run", "--config", config])
+        defer { run.ensureStopped() }
+        let children = await self.waitForChildren(of: run, count: 3)
+        #expect(children.count == 3)
+        run.signal(SIGKILL)
+        _ = await run.wait(seconds: 2)
+        var survivors = children
+        for _ in 0..<300 where !survivors.isEmpty {
+            survivors = survivors.filter(isAlive)
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(survivors.isEmpty, "orphaned stage processes: \(survivors)")
+        for pid in survivors { kill(pid, SIGKILL) }
+    }
+
+    @Test func aFiniteWalkRunsToItsEndAndEveryMessageIsRecorded() async throws {
+        let folder = try scratchFolder()
+        // The demo's pace (20 × real time, about 450 messages a second); at pace 0 a burst beyond the
+        // high-water marks is dropped by design, and counted.
+        let config = try self.writeConfig(in: folder, loop: false, pace: 20, routePoints: 8)
+        let run = try ChildProcess(try hapticnavExecutable(), ["run", "--config", config])
+        defer { run.ensureStopped() }
+        let status = await run.wait(seconds: 30)
+        #expect(status == 0, "run failed: \(run.stderr)")
+        let decoder = JSONDecoder()
+        let records = try String(contentsOfFile: "\(folder)/recording.jsonl", encoding: .utf8)
+            .split(separator: "\n").map { try decoder.decode(RecordedMessage.self, from: Data($0.utf8)) }
+        let statuses = records.compactMap { if case let .status(status) = $0.message { status } else { nil } }
+        let end = try #require(statuses.last, "the recorder received status reports")
+        #expect(end.health == .endOfStream)
+        // The source's own count of what it published equals what arrived, kind by kind.
+        for kind in [BusMessage.Kind.fix, .heading, .attitude] {
+            let published = end.counters.first { $0.name == "published.\(kind.topic)" }?.value
+            let recorded = records.filter { $0.message.kind == kind }.count
+            #expect(published == UInt64(recorded), "\(kind)")
+        }
+        #expect(run.stdout.contains("endOfStream"), "the console stage printed the end of the stream")
+    }
+
+    @Test func aConfigWithAnUnknownKeyIsRejectedNamingTheKeyAndTheValidOnes() async throws {
+        let folder = try scratchFolder()
+        let file = "\(folder)/bad.json5"
+        try """
+        { stages: { source: { plugin: "sim", publish: "ipc://\(folder)/s.sock", settings: { route: "x.geojson", sped: 2 } } } }
+        """.write(toFile: file, atomically: true, encoding: .utf8)
+        let check = try ChildProcess(try hapticnavExecutable(), ["config", "check", file])
+        #expect(await check.wait(seconds: 10) != 0)
+        // The route file is checked first and does not exist: fix that, and the misspelt key is next.
+        try "{\"type\": \"LineString\", \"coordinates\": [[7.42, 43.73], [7.43, 43.74]]}"
+            .write(toFile: "\(folder)/x.geojson", atomically: true, encoding: .utf8)
+        let again = try ChildProcess(try hapticnavExecutable(), ["config", "check", file])
+        #expect(await again.wait(seconds: 10) != 0)
+        #expect(again.stderr.contains("unknown key 'sped' in stages.source.settings"), "\(again.stderr)")
+        #expect(again.stderr.contains("speedMetersPerSecond"))
+    }
+}
