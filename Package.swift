@@ -70,10 +70,11 @@ let package = Package(
             ]
         ),
 
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"]),
-        .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore"]),
+        .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "NavCore", "Stages", "SimSource", "Sinks"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["Bus", "NavCore"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["Bus", "NavCore", "TestSupport"]),
     ]
 )
 

@@ -154,6 +154,15 @@ public struct Settings: Sendable {
         return string
     }
 
+    /// An optional string; nil when absent.
+    public mutating func optionalString(_ key: String) throws(ConfigError) -> String? {
+        guard self.values[key] != nil, self.values[key] != .null else {
+            self.known.append(key)
+            return nil
+        }
+        return try self.string(key)
+    }
+
     /// A file path, resolved against the config file's folder when relative; nil when absent.
     public mutating func path(_ key: String) throws(ConfigError) -> String? {
         guard self.values[key] != nil else {

@@ -127,7 +127,7 @@ public struct PipelineConfig: Sendable {
                                                expected: "one of \(BusMessage.Kind.allCases.map(\.topic).joined(separator: ", "))",
                                                found: "'\(topic)'")
             }
-            let group = raw.contains("group") ? try raw.string("group") : nil
+            let group = try raw.optionalString("group")
             try raw.finish()
             stages.append(StageConfig(name: stageName, role: role, plugin: plugin, settings: settings,
                                       publish: publish, advertise: advertise, inputs: inputs, topics: topics,

@@ -1,6 +1,7 @@
 @testable import Bus
 import Foundation
 import NavCore
+import TestSupport
 
 /// A unique endpoint for a test.
 func uniqueEndpoint(_ transport: String) -> String {
@@ -10,22 +11,6 @@ func uniqueEndpoint(_ transport: String) -> String {
     case "ipc": return "ipc:///tmp/hapticnav-tests/\(token).sock"
     default: return "tcp://127.0.0.1:\(freeTCPPort())"
     }
-}
-
-/// A TCP port that nothing listens on right now.
-func freeTCPPort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
 }
 
 /// Sends hand-made frames, to feed a subscriber bad input.

@@ -1,4 +1,5 @@
 import Foundation
+@_exported import TestSupport
 
 /// The repository's root folder.
 let repositoryRoot: URL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -35,8 +36,8 @@ final class ChildProcess: @unchecked Sendable {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         self.stdoutFile = folder.appendingPathComponent("stdout")
         self.stderrFile = folder.appendingPathComponent("stderr")
-        FileManager.default.createFile(atPath: self.stdoutFile.path, contents: nil)
-        FileManager.default.createFile(atPath: self.stderrFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: self.stdoutFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: self.stderrFile.path, contents: nil)
         self.process.executableURL = URL(fileURLWithPath: executable)
         self.process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
@@ -94,27 +95,4 @@ func isAlive(_ pid: pid_t) -> Bool {
           let close = stat.lastIndex(of: ")") else { return false }
     let state = stat[stat.index(after: close)...].split(separator: " ").first
     return state != "Z" && state != "X"
-}
-
-/// A fresh folder for a test's sockets and files, short enough for ipc:// paths.
-func scratchFolder() throws -> String {
-    let path = "/tmp/hn-e2e-\(UUID().uuidString.prefix(8))"
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
-}
-
-/// A TCP port on 127.0.0.1 that nothing listens on right now.
-func freeTCPPort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
 }

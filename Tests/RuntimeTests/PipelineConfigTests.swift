@@ -1,0 +1,120 @@
+import Foundation
+import NavCore
+@testable import Runtime
+import Testing
+
+@Suite struct PipelineConfigTests {
+    private let route = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("data/routes/monaco-demo-walk.geojson").path
+
+    private func parse(_ json5: String) throws -> PipelineConfig {
+        let decoder = JSONDecoder()
+        decoder.allowsJSON5 = true
+        let root = try decoder.decode(JSONSetting.self, from: Data(json5.utf8)).value
+        return try PipelineConfig.parse(root, file: "/configs/test.json5", baseDirectory: "/configs")
+    }
+
+    private func source(_ extra: String = "", settings: String = "") -> String {
+        "source: { plugin: \"sim\", publish: \"tcp://*:5601\", settings: { route: \"\(self.route)\" \(settings) } \(extra) }"
+    }
+
+    @Test func theBundledConfigsLoad() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("configs")
+        let files = try FileManager.default.contentsOfDirectory(atPath: root.path).filter { $0.hasSuffix(".json5") }
+        #expect(files.contains("demo.json5"))
+        #expect(files.contains("lab-two-hosts.json5"))
+        for file in files {
+            let config = try PipelineConfig.load(file: root.appendingPathComponent(file).path)
+            #expect(!config.stages.isEmpty, "\(file)")
+        }
+    }
+
+    @Test func inputsNamingStagesResolveToTheirAdvertisedEndpoints() throws {
+        let config = try self.parse("""
+        { stages: { \(self.source()), rec: { role: "recorder", plugin: "console", inputs: ["source", "ipc:///tmp/x.sock"] } } }
+        """)
+        #expect(try config.stage(named: "rec").inputs == ["tcp://127.0.0.1:5601", "ipc:///tmp/x.sock"])
+        #expect(config.stages.map(\.name) == ["source", "rec"], "sources start first")
+    }
+
+    @Test func anUnknownTopLevelKeyNamesTheValidOnes() {
+        #expect(throws: ConfigError.unknownKey(path: "the config", key: "stagez",
+                                               valid: ["bus", "description", "name", "stages"])) {
+            try self.parse("{ stagez: {}, stages: { \(self.source()) } }")
+        }
+    }
+
+    @Test func anUnknownStageKeyNamesTheValidOnes() {
+        #expect(throws: ConfigError.unknownKey(path: "stages.source", key: "publsh",
+                                               valid: ["advertise", "group", "inputs", "plugin", "publish", "role",
+                                                       "settings", "topics"])) {
+            try self.parse("{ stages: { \(self.source(", publsh: \"x\"")) } }")
+        }
+    }
+
+    @Test func anUnknownPluginSettingNamesTheValidOnes() throws {
+        do {
+            _ = try self.parse("{ stages: { \(self.source(settings: ", sped: 2")) } }")
+            Issue.record("accepted a misspelt key")
+        } catch let error as ConfigError {
+            guard case let .unknownKey(path, key, valid) = error else {
+                Issue.record("wrong error: \(error)")
+                return
+            }
+            #expect(path == "stages.source.settings")
+            #expect(key == "sped")
+            #expect(valid.contains("speedMetersPerSecond") && valid.contains("seed") && valid.contains("route"))
+        }
+    }
+
+    @Test func anUnknownPluginListsTheKnownOnes() {
+        #expect(throws: ConfigError.unknownPlugin(path: "stages.source.plugin", id: "gpsdd", known: ["sim"])) {
+            try self.parse("{ stages: { source: { plugin: \"gpsdd\", publish: \"tcp://*:1\" } } }")
+        }
+    }
+
+    @Test func anUnknownRoleListsTheKnownOnes() {
+        #expect(throws: ConfigError.unknownRole(path: "stages.x.role", role: "x", known: ["source", "recorder"])) {
+            try self.parse("{ stages: { x: { plugin: \"sim\" } } }")
+        }
+    }
+
+    @Test func anInputNamingNoStageIsAnError() {
+        #expect(throws: ConfigError.unknownStage(path: "stages.rec.inputs", name: "sauce", known: ["rec", "source"])) {
+            try self.parse("{ stages: { \(self.source()), rec: { role: \"recorder\", plugin: \"console\", inputs: [\"sauce\"] } } }")
+        }
+    }
+
+    @Test func anUnknownTopicIsAnError() {
+        #expect(throws: ConfigError.self) {
+            try self.parse("{ bus: { topics: { headings: { conflate: true } } }, stages: { \(self.source()) } }")
+        }
+    }
+
+    @Test func aBadEndpointIsAnError() {
+        #expect(throws: ConfigError.self) {
+            try self.parse("{ stages: { source: { plugin: \"sim\", publish: \"localhost:5601\", settings: { route: \"\(self.route)\" } } } }")
+        }
+    }
+
+    @Test func busTopicsSetConflationAndHighWaterMarks() throws {
+        let config = try self.parse("""
+        { bus: { topics: { heading: { conflate: true }, fix: { highWaterMark: 7 } } }, stages: { \(self.source()) } }
+        """)
+        #expect(config.bus.subscriber.topicOptions["heading"]?.conflate == true)
+        #expect(config.bus.subscriber.topicOptions["fix"]?.highWaterMark == 7)
+    }
+
+    @Test func environmentVariablesExpandWithDefaults() throws {
+        let value = SettingValue.object([
+            "a": .string("tcp://${HOST:-127.0.0.1}:${PORT:-5601}"),
+            "b": .array([.string("${HOST}")]),
+        ])
+        let expanded = try PipelineConfig.expandVariables(value, environment: ["HOST": "10.1.2.3"], path: "c")
+        #expect(expanded == .object(["a": .string("tcp://10.1.2.3:5601"), "b": .array([.string("10.1.2.3")])]))
+        #expect(throws: ConfigError.self) {
+            try PipelineConfig.expandVariables(.string("${MISSING}"), environment: [:], path: "c")
+        }
+    }
+}

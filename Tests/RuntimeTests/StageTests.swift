@@ -1,0 +1,104 @@
+import Foundation
+import NavCore
+import ServiceLifecycle
+import SimSource
+import Sinks
+import Stages
+import Testing
+import Logging
+
+/// Collects what a stage publishes, in memory.
+actor MemoryPublisher: MessagePublisher {
+    private(set) var messages: [BusMessage] = []
+
+    func publish(_ message: BusMessage) {
+        self.messages.append(message)
+    }
+}
+
+@Suite struct StageTests {
+    private let path = [
+        Coordinate(latitude: 43.7319471, longitude: 7.4216106),
+        Coordinate(latitude: 43.7321, longitude: 7.4205),
+        Coordinate(latitude: 43.7312, longitude: 7.4199),
+    ]
+
+    private func walker(seed: UInt64 = 1) throws -> SimulatedWalker {
+        var options = SimulatedWalker.Options(path: self.path)
+        options.pace = 0
+        options.seed = seed
+        return try SimulatedWalker(options: options)
+    }
+
+    @Test func theSourceStagePublishesTheWalkThenEndOfStream() async throws {
+        let output = MemoryPublisher()
+        let walker = try self.walker()
+        let stage = SourceStage(name: "source", source: walker, output: output, logger: Logger(label: "test"))
+        try await stage.run()
+        let messages = await output.messages
+        let fixes = messages.compactMap { if case let .fix(fix) = $0 { fix } else { nil } }
+        let duration = walker.lengthMeters / 1.4
+        #expect(fixes.count == Int(duration) + 1)
+        #expect(zip(fixes, fixes.dropFirst()).allSatisfy { $1.timeSeconds - $0.timeSeconds == 1 })
+        let headings = messages.filter { $0.kind == .heading }.count
+        #expect(abs(headings - Int(duration * 10)) <= 1)
+        guard case let .status(first)? = messages.first, case let .status(last)? = messages.last else {
+            Issue.record("status first and last")
+            return
+        }
+        #expect(first.health == .running)
+        #expect(last.health == .endOfStream)
+        #expect(last.counters.first { $0.name == "published.fix" }?.value == UInt64(fixes.count))
+    }
+
+    @Test func theSameSeedRepeatsTheSameWalkAndAnotherDoesNot() async throws {
+        func fixes(seed: UInt64) async throws -> [BusMessage] {
+            let output = MemoryPublisher()
+            try await self.walker(seed: seed).run { await output.publish($0) }
+            return await output.messages
+        }
+        let a = try await fixes(seed: 5), b = try await fixes(seed: 5), c = try await fixes(seed: 6)
+        #expect(a == b)
+        #expect(a != c)
+    }
+
+    @Test func theWalkerFollowsItsPathWithinItsNoise() async throws {
+        let output = MemoryPublisher()
+        var options = SimulatedWalker.Options(path: self.path)
+        options.pace = 0
+        options.gpsNoiseMeters = 0
+        let walker = try SimulatedWalker(options: options)
+        try await walker.run { await output.publish($0) }
+        let fixes = await output.messages.compactMap { if case let .fix(fix) = $0 { fix } else { nil } }
+        let first = try #require(fixes.first), last = try #require(fixes.last)
+        #expect(SphericalGeometry.distance(Coordinate(latitude: first.latitude, longitude: first.longitude), self.path[0]) < 0.01)
+        #expect(SphericalGeometry.distance(Coordinate(latitude: last.latitude, longitude: last.longitude), self.path[2]) < 1.5)
+    }
+
+    @Test func theRecorderStageWritesLinesThatDecodeBack() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("rec-\(UUID().uuidString).jsonl").path
+        let records = BusMessage.examples.enumerated().map { index, message in
+            RecordedMessage(receiveTimeSeconds: 1000 + Double(index), stage: "s", sequence: UInt64(index), message: message)
+        }
+        let (stream, continuation) = AsyncStream.makeStream(of: RecordedMessage.self)
+        for record in records { continuation.yield(record) }
+        continuation.finish()
+        let stage = RecorderStage(name: "rec", input: stream, sink: try JSONLinesRecorder(file: file),
+                                  logger: Logger(label: "test"))
+        try await stage.run()
+        let decoder = JSONDecoder()
+        let lines = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n")
+        #expect(try lines.map { try decoder.decode(RecordedMessage.self, from: Data($0.utf8)) } == records)
+    }
+
+    @Test func aGeoJSONFileWithABadCoordinateIsAClearError() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).geojson").path
+        try #"{"type":"LineString","coordinates":[[7.4,43.7],[7.5,"north"]]}"#.write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(throws: GeoJSONPath.LoadError.self) { try GeoJSONPath.load(file: file) }
+        do {
+            _ = try GeoJSONPath.load(file: file)
+        } catch {
+            #expect("\(error)".contains("coordinate 1"))
+        }
+    }
+}
