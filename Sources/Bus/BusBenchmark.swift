@@ -33,6 +33,8 @@ public enum BusBenchmark {
     public struct Report: Sendable, Codable {
         /// Through ``BusPublisher`` → ``BusSubscriber`` → an async consumer.
         public var transport: LatencySummary
+        /// The first part of the same hop: send → the receive thread's decode (wall clock, so less precise).
+        public var receiveThread: LatencySummary
         /// Raw `zmq_send` → `zmq_msg_recv` on a thread.
         public var raw: LatencySummary
         /// transport p50 / raw p50.
@@ -51,16 +53,20 @@ public enum BusBenchmark {
         let perRound = Swift.max(1, messages / Swift.max(1, rounds))
         var raw: [Double] = []
         var ours: [Double] = []
+        var receiveThread: [Double] = []
         for round in 0..<rounds {
             raw += try self.rawRound(context: context, endpoint: "ipc://\(folder)/raw-\(round).sock",
                                      count: perRound, rateHz: rateHz)
-            ours += try await self.transportRound(context: context, endpoint: "ipc://\(folder)/bus-\(round).sock",
-                                                  count: perRound, rateHz: rateHz)
+            let hop = try await self.transportRound(context: context, endpoint: "ipc://\(folder)/bus-\(round).sock",
+                                                    count: perRound, rateHz: rateHz)
+            ours += hop.consumer
+            receiveThread += hop.receiveThread
         }
         let sample = BusMessage.heading(HeadingSample(timeSeconds: 0, headingDegrees: 0))
         var writer = WireWriter()
         sample.encodePayload(to: &writer)
-        return Report(transport: LatencySummary(ours), raw: LatencySummary(raw), rateHz: rateHz,
+        return Report(transport: LatencySummary(ours), receiveThread: LatencySummary(receiveThread),
+                      raw: LatencySummary(raw), rateHz: rateHz,
                       payloadBytes: writer.bytes.count)
     }
 
@@ -139,7 +145,7 @@ public enum BusBenchmark {
     }
 
     private static func transportRound(context: ZMQContext, endpoint: String, count: Int,
-                                       rateHz: Double) async throws -> [Double] {
+                                       rateHz: Double) async throws -> (consumer: [Double], receiveThread: [Double]) {
         let publisher = try BusPublisher(context: context, bind: [endpoint], stage: "bench")
         let subscriber = try BusSubscriber(context: context, connect: [endpoint],
                                            options: SubscriberOptions(topics: ["heading"]))
@@ -172,14 +178,16 @@ public enum BusBenchmark {
         // Consume as a stage does: on the subscriber's receive thread, through its task executor.
         return await withTaskExecutorPreference(subscriber.executor) {
             var latencies: [Double] = []
+            var wire: [Double] = []
             latencies.reserveCapacity(count)
             while latencies.count < count {
                 // The sender closes the subscriber a while after its last message, so a lost one cannot hang the run.
                 guard let event = await iterator.next() else { break }
                 guard case let .message(received) = event, case let .heading(sample) = received.message else { continue }
                 latencies.append((Double(monotonicNanoseconds()) - sample.timeSeconds) / 1000)
+                wire.append(Double(received.receiveTimeNanoseconds - received.header.sendTimeNanoseconds) / 1000)
             }
-            return latencies
+            return (latencies, wire)
         }
     }
 }

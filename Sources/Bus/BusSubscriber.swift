@@ -350,6 +350,8 @@ private final class Receiver: @unchecked Sendable {
                     .message(ReceivedMessage(header: header, message: message, endpoint: endpoint,
                                              receiveTimeNanoseconds: receiveTime)),
                     topic: topic)
+                // A consumer on this thread's executor handles it now, before the next receive.
+                self.executor.runPendingJobs()
             } catch let failure as DecodeFailure {
                 self.drop(failure, topic: topic, endpoint: endpoint)
             } catch {

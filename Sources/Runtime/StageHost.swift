@@ -55,7 +55,11 @@ public enum StageHost {
             gracefulShutdownSignals: [.sigterm, .sigint],
             cancellationSignals: [],
             logger: logger))
-        try await group.run()
+        // A stage that reads the bus runs on its subscriber's receive thread: a message reaches it
+        // without a thread switch (see ReceiveExecutor).
+        try await withTaskExecutorPreference(subscriber?.executor) {
+            try await group.run()
+        }
     }
 }
 

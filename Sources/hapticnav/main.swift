@@ -265,7 +265,7 @@ struct Bench: AsyncParsableCommand {
         var rate = 1000.0
 
         @Option(help: "Alternating blocks of raw and transport hops.")
-        var rounds = 5
+        var rounds = 10
 
         @Flag(help: "Print the figures as JSON.")
         var json = false
@@ -290,6 +290,7 @@ struct Bench: AsyncParsableCommand {
             print("series                    count    p50 µs     p99 µs     max µs")
             print(row("raw libzmq PUB→SUB", report.raw))
             print(row("hapticnav transport", report.transport))
+            print(row("  of which to decode", report.receiveThread))
             print(String(format: "ratio transport/raw p50: %.2f (target ≤ 1.50)", report.ratioP50))
         }
     }
