@@ -1,6 +1,7 @@
 @testable import Bus
 import Foundation
 import NavCore
+import Synchronization
 import TestSupport
 
 /// A unique endpoint for a test.
@@ -37,40 +38,21 @@ final class RawSender {
 /// Waits for the next event, or nil after `seconds`.
 func nextEvent(_ iterator: inout BusSubscriber.AsyncIterator, within seconds: Double) async -> BusEvent? {
     let local = iterator
-    return await withTaskGroup(of: BusEvent?.self) { group in
-        group.addTask {
-            var copy = local
-            return await copy.next()
-        }
-        group.addTask {
-            try? await Task.sleep(for: .seconds(seconds))
-            return nil
-        }
-        let first = await group.next() ?? nil
-        group.cancelAll()
-        return first
+    return await withDeadline(seconds: seconds) {
+        var copy = local
+        return await copy.next()
     }
 }
 
 /// Collects messages until `count` have arrived or `seconds` have passed.
 func collectMessages(_ subscriber: BusSubscriber, count: Int, within seconds: Double) async -> [ReceivedMessage] {
-    await withTaskGroup(of: [ReceivedMessage].self) { group in
-        group.addTask {
-            var received: [ReceivedMessage] = []
-            for await message in subscriber.messages {
-                received.append(message)
-                if received.count >= count { break }
-            }
-            return received
+    let collected = Mutex<[ReceivedMessage]>([])
+    _ = await withDeadline(seconds: seconds) {
+        for await message in subscriber.messages {
+            let total = collected.withLock { $0.append(message); return $0.count }
+            if total >= count { break }
         }
-        group.addTask {
-            try? await Task.sleep(for: .seconds(seconds))
-            return []
-        }
-        var result: [ReceivedMessage] = []
-        if let first = await group.next() { result = first }
-        group.cancelAll()
-        if result.isEmpty, let second = await group.next() { result = second }
-        return result
+        return true
     }
+    return collected.withLock { $0 }
 }

@@ -24,25 +24,15 @@ import Testing
         ])
         defer { publisher.ensureStopped() }
 
-        let sequences: [UInt64] = await withTaskGroup(of: [UInt64]?.self) { group in
-            group.addTask {
-                var sequences: [UInt64] = []
-                sequences.reserveCapacity(10_000)
-                for await received in subscriber.messages {
-                    sequences.append(received.header.sequence)
-                    if sequences.count == 10_000 { break }
-                }
-                return sequences
+        let sequences = await withDeadline(seconds: 30, onTimeout: { subscriber.close() }) { () -> [UInt64]? in
+            var sequences: [UInt64] = []
+            sequences.reserveCapacity(10_000)
+            for await received in subscriber.messages {
+                sequences.append(received.header.sequence)
+                if sequences.count == 10_000 { break }
             }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(30))
-                subscriber.close()
-                return nil
-            }
-            let result = await group.next() ?? nil
-            group.cancelAll()
-            return result ?? []
-        }
+            return sequences
+        } ?? []
         #expect(sequences.count == 10_000)
         #expect(sequences == Array(0..<10_000), "in order, starting from the first")
         #expect(subscriber.snapshot.sequenceGaps == 0)
@@ -63,34 +53,24 @@ import Testing
         ])
         defer { publisher.ensureStopped() }
 
-        let noticedAfter: Duration? = await withTaskGroup(of: Duration?.self) { group in
-            group.addTask {
-                var killedAt: ContinuousClock.Instant?
-                var messages = 0
-                for await event in subscriber {
-                    switch event {
-                    case .message:
-                        messages += 1
-                        if messages == 20 {
-                            publisher.signal(SIGKILL)
-                            killedAt = .now
-                        }
-                    case .publisherLost:
-                        if let killedAt { return ContinuousClock.now - killedAt }
-                    case .publisherUp:
-                        break
+        let noticedAfter = await withDeadline(seconds: 15, onTimeout: { subscriber.close() }) { () -> Duration? in
+            var killedAt: ContinuousClock.Instant?
+            var messages = 0
+            for await event in subscriber {
+                switch event {
+                case .message:
+                    messages += 1
+                    if messages == 20 {
+                        publisher.signal(SIGKILL)
+                        killedAt = .now
                     }
+                case .publisherLost:
+                    if let killedAt { return ContinuousClock.now - killedAt }
+                case .publisherUp:
+                    break
                 }
-                return nil
             }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(15))
-                subscriber.close()
-                return nil
-            }
-            let result = await group.next() ?? nil
-            group.cancelAll()
-            return result
+            return nil
         }
         let elapsed = try #require(noticedAfter, "the loss was noticed")
         #expect(elapsed < .seconds(1))

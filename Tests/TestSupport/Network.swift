@@ -22,3 +22,20 @@ public func scratchFolder() throws -> String {
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
 }
+
+/// Runs `body`, giving up after `seconds`: then `onTimeout` runs (to unblock `body`, say by closing
+/// what it reads) and the result is nil unless `body` still returns one.
+public func withDeadline<T: Sendable>(seconds: Double, onTimeout: @escaping @Sendable () -> Void = {},
+                                      _ body: @escaping @Sendable () async -> T?) async -> T? {
+    await withTaskGroup(of: T?.self) { group in
+        group.addTask { await body() }
+        group.addTask {
+            try? await Task.sleep(for: .seconds(seconds))
+            if !Task.isCancelled { onTimeout() }
+            return nil
+        }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
+    }
+}
