@@ -71,7 +71,7 @@ let package = Package(
         ),
 
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "NavCoreTests", dependencies: ["NavCore"]),
+        .testTarget(name: "NavCoreTests", dependencies: ["NavCore"], exclude: ["Fixtures"]),
         .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "NavCore", "Stages", "SimSource", "Sinks"]),
         .testTarget(name: "EndToEndTests", dependencies: ["Bus", "NavCore", "TestSupport"]),
