@@ -10,7 +10,7 @@ struct HapticNav: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hapticnav",
         abstract: "Guidance for blind and low-vision walkers, as a pipeline of processes on a ZeroMQ bus.",
-        subcommands: [Run.self, StageCommand.self, Monitor.self, ConfigCommand.self, BusCommand.self, Bench.self])
+        subcommands: [Run.self, StageCommand.self, Monitor.self, ConfigCommand.self, BusCommand.self, Bench.self, Eval.self])
 }
 
 /// Options every command that logs shares.
@@ -292,6 +292,46 @@ struct Bench: AsyncParsableCommand {
             print(row("hapticnav transport", report.transport))
             print(row("  of which to decode", report.receiveThread))
             print(String(format: "ratio transport/raw p50: %.2f (target ≤ 1.50)", report.ratioP50))
+        }
+    }
+}
+
+struct Eval: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Evaluations that print their figures.", subcommands: [SmootherEval.self])
+
+    struct SmootherEval: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "smoother",
+            abstract: "RMS error of raw and smoothed fixes and the mean lag, on simulated walks and a real one.")
+
+        @Option(help: "A GnssLogger log whose GPS fixes are the truth of a real walk ('' to skip).")
+        var realWalk = "data/walks/gnsslogger-pixel7-stanford-walk.txt"
+
+        @Option(help: "Walks (or noise seeds on the real walk) per noise level.")
+        var walks = 20
+
+        @Option(help: "The smoother's acceleration noise [m/s²].")
+        var accelerationNoise = KalmanSmoother.Options().accelerationNoise
+
+        func run() throws {
+            var options = KalmanSmoother.Options()
+            options.accelerationNoise = self.accelerationNoise
+            let rows = try SmootherReport.run(realWalk: self.realWalk.isEmpty ? nil : self.realWalk, walks: self.walks,
+                                              options: options)
+            print("smoother: Kalman, constant velocity, acceleration noise \(options.accelerationNoise) m/s²; "
+                  + "walks at 1.4 m/s (real walk: its own pace), a fix every second, Gaussian noise per axis")
+            print("walk                                   σ m  runs  fixes  raw RMS m  smoothed RMS m  below raw  mean lag m")
+            var pass = true
+            for row in rows {
+                let m = row.metrics
+                print(row.walk.padding(toLength: 37, withPad: " ", startingAt: 0)
+                      + String(format: "%5.0f %5d %6d %10.2f %15.2f %9.0f %% %11.2f", row.sigma, row.runs, m.fixes,
+                               m.rawRMSMeters, m.smoothedRMSMeters, m.improvement * 100, m.meanLagMeters))
+                pass = pass && m.improvement >= 0.3 && (row.sigma < 10 || abs(m.meanLagMeters) <= 2)
+            }
+            print("targets: RMS at least 30 % below raw at σ 5 and 10 m; |mean lag| at most 2 m at σ 10 m: "
+                  + (pass ? "met" : "NOT met"))
         }
     }
 }

@@ -1,0 +1,172 @@
+/// Why a fix was not used.
+public enum FixRejection: String, Error, CaseIterable, Sendable, Codable {
+    /// A NaN or infinite time, latitude, longitude or accuracy.
+    case nonFinite
+    /// Latitude beyond ±90° or longitude beyond ±180°.
+    case outOfRange
+    /// A reported accuracy of zero or less: the receiver does not know.
+    case accuracyNotPositive
+    /// A reported accuracy above the configured limit.
+    case accuracyAboveLimit
+    /// A time before the previous fix's.
+    case timeWentBackwards
+}
+
+/// A Kalman filter over location fixes: position and velocity in a local metric frame, a constant-velocity
+/// model driven by white acceleration noise, and each fix weighed by its reported horizontal accuracy.
+///
+/// East and north share one model and one noise level per fix, so they share one 2×2 covariance: the
+/// filter runs as two scalar-measurement filters with a common gain. No clock reads: time comes from the
+/// fixes, so a replay at any rate gives the same output.
+public struct KalmanSmoother: Sendable {
+    /// Tuning and limits.
+    public struct Options: Sendable, Equatable {
+        /// Standard deviation of the walker's acceleration [m/s², > 0]: larger follows turns faster, smooths less.
+        public var accelerationNoise: Double = 0.5
+        /// Fixes reporting a worse horizontal accuracy are rejected [metres].
+        public var maximumAccuracyMeters: Double = 100
+        /// A gap between fixes longer than this restarts the filter [seconds].
+        public var maximumGapSeconds: Double = 10
+        /// Below this speed the course is not reported [metres per second].
+        public var minimumCourseSpeed: Double = 0.3
+        /// Velocity uncertainty at a (re)start [metres per second, one sigma].
+        public var initialVelocitySigma: Double = 1.5
+        /// The local frame moves to the walker when they are this far from its origin [metres].
+        public var recentreDistanceMeters: Double = 2000
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// What the filter has done, for stage status.
+    public struct Counters: Sendable, Equatable {
+        /// Fixes used [count].
+        public var accepted = 0
+        /// Fixes rejected, by reason [count].
+        public var rejected: [FixRejection: Int] = [:]
+        /// Restarts after a long gap [count].
+        public var resets = 0
+    }
+
+    /// The options in use.
+    public let options: Options
+    /// What the filter has done so far.
+    public private(set) var counters = Counters()
+
+    private var frame: FlatProjection?
+    private var east = (position: 0.0, velocity: 0.0)
+    private var north = (position: 0.0, velocity: 0.0)
+    // Shared covariance of (position, velocity) per axis.
+    private var pPP = 0.0, pPV = 0.0, pVV = 0.0
+    private var lastTime: Double?
+
+    /// Creates a filter.
+    public init(options: Options = Options()) {
+        self.options = options
+    }
+
+    /// Takes one fix; returns the new estimate, or why the fix was rejected (the state is then unchanged).
+    public mutating func update(with fix: LocationFix) -> Result<SmoothedFix, FixRejection> {
+        guard fix.timeSeconds.isFinite, fix.latitude.isFinite, fix.longitude.isFinite,
+              fix.horizontalAccuracyMeters.isFinite else {
+            return self.reject(.nonFinite)
+        }
+        guard abs(fix.latitude) <= 90, abs(fix.longitude) <= 180 else { return self.reject(.outOfRange) }
+        guard fix.horizontalAccuracyMeters > 0 else { return self.reject(.accuracyNotPositive) }
+        guard fix.horizontalAccuracyMeters <= self.options.maximumAccuracyMeters else {
+            return self.reject(.accuracyAboveLimit)
+        }
+        let measurementVariance = fix.horizontalAccuracyMeters * fix.horizontalAccuracyMeters
+        let position = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
+
+        guard let lastTime = self.lastTime, let frame = self.frame,
+              fix.timeSeconds - lastTime <= self.options.maximumGapSeconds else {
+            if self.lastTime != nil { self.counters.resets += 1 }
+            return .success(self.start(at: position, fix: fix, variance: measurementVariance))
+        }
+        let dt = fix.timeSeconds - lastTime
+        guard dt >= 0 else { return self.reject(.timeWentBackwards) }
+
+        // Predict (nothing to do for two fixes with the same time).
+        if dt > 0 {
+            self.east.position += dt * self.east.velocity
+            self.north.position += dt * self.north.velocity
+            let q = self.options.accelerationNoise * self.options.accelerationNoise
+            let dt2 = dt * dt
+            let newPP = self.pPP + 2 * dt * self.pPV + dt2 * self.pVV + q * dt2 * dt2 / 4
+            let newPV = self.pPV + dt * self.pVV + q * dt2 * dt / 2
+            let newVV = self.pVV + q * dt2
+            (self.pPP, self.pPV, self.pVV) = (newPP, newPV, newVV)
+        }
+
+        // Update with the measured position; the innovation variance is never below R > 0.
+        let measured = frame.project(position)
+        let s = self.pPP + measurementVariance
+        let gainP = self.pPP / s, gainV = self.pPV / s
+        let innovationEast = measured.east - self.east.position
+        let innovationNorth = measured.north - self.north.position
+        self.east.position += gainP * innovationEast
+        self.east.velocity += gainV * innovationEast
+        self.north.position += gainP * innovationNorth
+        self.north.velocity += gainV * innovationNorth
+        let newPP = (1 - gainP) * self.pPP
+        let newPV = (1 - gainP) * self.pPV
+        let newVV = self.pVV - gainV * self.pPV
+        (self.pPP, self.pPV, self.pVV) = (newPP, newPV, max(newVV, 0))
+        self.lastTime = fix.timeSeconds
+        self.counters.accepted += 1
+
+        var estimate = self.output(time: fix.timeSeconds, reset: false)
+        // Keep the frame near the walker, so that the flat approximation stays within 0.1 %.
+        let offset = (self.east.position * self.east.position + self.north.position * self.north.position).squareRoot()
+        if offset > self.options.recentreDistanceMeters {
+            let centre = Coordinate(latitude: estimate.latitude, longitude: estimate.longitude)
+            self.frame = FlatProjection(origin: centre)
+            self.east.position = 0
+            self.north.position = 0
+            estimate = self.output(time: fix.timeSeconds, reset: false)
+        }
+        return .success(estimate)
+    }
+
+    /// Forgets everything; the next fix starts afresh.
+    public mutating func reset() {
+        self.frame = nil
+        self.lastTime = nil
+    }
+
+    private mutating func reject(_ reason: FixRejection) -> Result<SmoothedFix, FixRejection> {
+        self.counters.rejected[reason, default: 0] += 1
+        return .failure(reason)
+    }
+
+    private mutating func start(at position: Coordinate, fix: LocationFix, variance: Double) -> SmoothedFix {
+        self.frame = FlatProjection(origin: position)
+        self.east = (0, 0)
+        self.north = (0, 0)
+        // A reported speed and course, when the receiver has them, are a better start than standing still.
+        if let speed = fix.speedMetersPerSecond, let course = fix.courseDegrees, speed.isFinite, course.isFinite,
+           speed >= 0, speed < 20 {
+            let radians = course * .pi / 180
+            self.east.velocity = speed * _sin(radians)
+            self.north.velocity = speed * _cos(radians)
+        }
+        self.pPP = variance
+        self.pPV = 0
+        self.pVV = self.options.initialVelocitySigma * self.options.initialVelocitySigma
+        self.lastTime = fix.timeSeconds
+        self.counters.accepted += 1
+        return self.output(time: fix.timeSeconds, reset: true)
+    }
+
+    private func output(time: Double, reset: Bool) -> SmoothedFix {
+        let frame = self.frame!
+        let coordinate = frame.unproject(ENU(east: self.east.position, north: self.north.position))
+        let speed = (self.east.velocity * self.east.velocity + self.north.velocity * self.north.velocity).squareRoot()
+        let course = speed >= self.options.minimumCourseSpeed
+            ? Angle.normalized(_atan2(self.east.velocity, self.north.velocity) * 180 / .pi) : nil
+        return SmoothedFix(timeSeconds: time, latitude: coordinate.latitude, longitude: coordinate.longitude,
+                           horizontalAccuracyMeters: self.pPP.squareRoot(), speedMetersPerSecond: speed,
+                           courseDegrees: course, reset: reset)
+    }
+}

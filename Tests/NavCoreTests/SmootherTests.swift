@@ -1,0 +1,144 @@
+import NavCore
+import Testing
+
+@Suite struct SmootherTests {
+    private let origin = Coordinate(latitude: 43.7319, longitude: 7.4216)
+
+    private func fix(_ t: Double, east: Double = 0, north: Double = 0, accuracy: Double = 5) -> LocationFix {
+        let point = FlatProjection(origin: self.origin).unproject(ENU(east: east, north: north))
+        return LocationFix(timeSeconds: 1000 + t, latitude: point.latitude, longitude: point.longitude,
+                           horizontalAccuracyMeters: accuracy)
+    }
+
+    private func allFinite(_ s: SmoothedFix) -> Bool {
+        s.latitude.isFinite && s.longitude.isFinite && s.horizontalAccuracyMeters.isFinite
+            && s.speedMetersPerSecond.isFinite && (s.courseDegrees?.isFinite ?? true)
+    }
+
+    @Test func theFirstFixStartsTheFilterAtThatFix() throws {
+        var smoother = KalmanSmoother()
+        let first = try smoother.update(with: self.fix(0, east: 3, north: 4)).get()
+        #expect(first.reset)
+        #expect(FlatProjection.distance(Coordinate(latitude: first.latitude, longitude: first.longitude),
+                                        FlatProjection(origin: self.origin).unproject(ENU(east: 3, north: 4))) < 1e-6)
+    }
+
+    @Test func aWalkerAtSteadySpeedIsTrackedWithSpeedAndCourse() throws {
+        var smoother = KalmanSmoother()
+        var last: SmoothedFix?
+        for t in 0..<60 {
+            last = try smoother.update(with: self.fix(Double(t), east: 1.4 * Double(t), accuracy: 3)).get()
+        }
+        let estimate = try #require(last)
+        #expect(abs(estimate.speedMetersPerSecond - 1.4) < 0.05)
+        #expect(Angle.separation(try #require(estimate.courseDegrees), 90) < 2)
+        #expect(estimate.horizontalAccuracyMeters < 3, "smoothing shrinks the uncertainty")
+    }
+
+    @Test func irregularTimeStepsAreHandled() throws {
+        var smoother = KalmanSmoother()
+        var t = 0.0
+        for step in [1.0, 0.2, 3.5, 0.05, 2, 7.9, 0.5] {
+            t += step
+            let estimate = try smoother.update(with: self.fix(t, east: 1.4 * t)).get()
+            #expect(self.allFinite(estimate))
+        }
+    }
+
+    @Test func twoFixesWithTheSameTimestampDoNotDivideByZero() throws {
+        var smoother = KalmanSmoother()
+        _ = try smoother.update(with: self.fix(0)).get()
+        let a = try smoother.update(with: self.fix(1, east: 1)).get()
+        let b = try smoother.update(with: self.fix(1, east: 2)).get()
+        #expect(self.allFinite(a) && self.allFinite(b))
+        #expect(b.timeSeconds == a.timeSeconds)
+        #expect(b.horizontalAccuracyMeters < a.horizontalAccuracyMeters, "a second measurement at the same time still informs")
+    }
+
+    @Test func timeThatGoesBackwardsIsDropped() throws {
+        var smoother = KalmanSmoother()
+        _ = try smoother.update(with: self.fix(0)).get()
+        _ = try smoother.update(with: self.fix(5, east: 7)).get()
+        #expect(smoother.update(with: self.fix(4, east: 100)) == .failure(.timeWentBackwards))
+        #expect(smoother.counters.rejected[.timeWentBackwards] == 1)
+        let next = try smoother.update(with: self.fix(6, east: 8.4)).get()
+        #expect(!next.reset)
+    }
+
+    @Test(arguments: [(0.0, FixRejection.accuracyNotPositive), (-3, .accuracyNotPositive), (100.5, .accuracyAboveLimit),
+                      (Double.nan, .nonFinite), (Double.infinity, .nonFinite)])
+    func badAccuraciesAreRejected(_ accuracy: Double, _ reason: FixRejection) throws {
+        var smoother = KalmanSmoother()
+        _ = try smoother.update(with: self.fix(0)).get()
+        #expect(smoother.update(with: self.fix(1, accuracy: accuracy)) == .failure(reason))
+        #expect(smoother.counters.rejected[reason] == 1)
+        #expect(self.allFinite(try smoother.update(with: self.fix(2)).get()))
+    }
+
+    @Test func theAccuracyLimitIsConfigurable() {
+        var options = KalmanSmoother.Options()
+        options.maximumAccuracyMeters = 20
+        var smoother = KalmanSmoother(options: options)
+        #expect(smoother.update(with: self.fix(0, accuracy: 25)) == .failure(.accuracyAboveLimit))
+    }
+
+    @Test func nanOrInfiniteValuesAreRejectedAndNeverEmitted() throws {
+        var smoother = KalmanSmoother()
+        _ = try smoother.update(with: self.fix(0)).get()
+        var bad = [LocationFix]()
+        for (t, lat, lon) in [(Double.nan, 43.7, 7.4), (2, .nan, 7.4), (3, 43.7, .infinity), (.infinity, 43.7, 7.4)] {
+            bad.append(LocationFix(timeSeconds: t, latitude: lat, longitude: lon, horizontalAccuracyMeters: 5))
+        }
+        for fix in bad {
+            #expect(smoother.update(with: fix) == .failure(.nonFinite))
+        }
+        #expect(smoother.update(with: LocationFix(timeSeconds: 1005, latitude: 91, longitude: 7, horizontalAccuracyMeters: 5))
+                == .failure(.outOfRange))
+        #expect(self.allFinite(try smoother.update(with: self.fix(6, east: 8)).get()))
+    }
+
+    @Test func aLongGapRestartsTheFilter() throws {
+        var smoother = KalmanSmoother()
+        for t in 0..<10 { _ = try smoother.update(with: self.fix(Double(t), east: 1.4 * Double(t))).get() }
+        let after = try smoother.update(with: self.fix(40, east: 500)).get()
+        #expect(after.reset)
+        #expect(smoother.counters.resets == 1)
+        let position = FlatProjection(origin: self.origin).project(Coordinate(latitude: after.latitude, longitude: after.longitude))
+        #expect(abs(position.east - 500) < 1e-6, "a restart trusts the new fix, not a stale velocity")
+    }
+
+    @Test func aReplayAtAnyRateGivesTheSameAnswer() {
+        let fixes = SmootherEvaluation.noisyFixes(SmootherEvaluation.simulatedWalk(seed: 3), sigma: 5, seed: 4)
+        var a = KalmanSmoother(), b = KalmanSmoother()
+        let first = fixes.map { a.update(with: $0) }
+        let second = fixes.map { b.update(with: $0) }
+        #expect(first == second, "the filter reads no clock")
+    }
+
+    @Test func theFrameFollowsALongWalkWithoutLosingAccuracy() throws {
+        // 5 km due north at 1.4 m/s with exact fixes: re-centring must not shift the estimate.
+        var smoother = KalmanSmoother()
+        var worst = 0.0
+        for t in stride(from: 0.0, through: 3600, by: 1) {
+            let truth = Geodesic.wgs84.direct(from: self.origin, azimuthDegrees: 0, distanceMeters: 1.4 * t).coordinate
+            let estimate = try smoother.update(with: LocationFix(timeSeconds: t, latitude: truth.latitude,
+                                                                 longitude: truth.longitude,
+                                                                 horizontalAccuracyMeters: 2)).get()
+            worst = max(worst, FlatProjection.distance(truth, Coordinate(latitude: estimate.latitude, longitude: estimate.longitude)))
+        }
+        #expect(worst < 2.5)
+    }
+
+    @Test func theEvaluationMeetsItsTargets() {
+        for sigma in [5.0, 10.0] {
+            let runs = (1...10).map { seed in
+                SmootherEvaluation.evaluate(SmootherEvaluation.simulatedWalk(seed: UInt64(seed)), sigma: sigma,
+                                            seed: UInt64(seed) + 500)
+            }
+            let metrics = SmootherEvaluation.Metrics.pooled(runs)
+            #expect(metrics.improvement >= 0.3, "σ \(sigma): \(metrics)")
+            if sigma == 10 { #expect(abs(metrics.meanLagMeters) <= 2) }
+            #expect(abs(metrics.rawRMSMeters - sigma * 2.0.squareRoot()) < sigma * 0.1, "raw noise is what was asked")
+        }
+    }
+}
