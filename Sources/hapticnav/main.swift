@@ -298,7 +298,7 @@ struct Bench: AsyncParsableCommand {
 
 struct Eval: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Evaluations that print their figures.", subcommands: [SmootherEval.self])
+        abstract: "Evaluations that print their figures.", subcommands: [SmootherEval.self, GuidanceEval.self])
 
     struct SmootherEval: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -332,6 +332,36 @@ struct Eval: ParsableCommand {
             }
             print("targets: RMS at least 30 % below raw at σ 5 and 10 m; |mean lag| at most 2 m at σ 10 m: "
                   + (pass ? "met" : "NOT met"))
+        }
+    }
+}
+
+extension Eval {
+    struct GuidanceEval: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "guidance",
+            abstract: "Cue changes a minute for simulated walkers who obey cues: the plain rule against the debounced one.")
+
+        @Option(help: "Minutes walked per seed.")
+        var minutes = 10.0
+
+        @Option(help: "Seeds.")
+        var seeds = 5
+
+        func run() {
+            let walker = GuidanceSimulation.Walker()
+            print("walkers who obey cues: compass noise \(walker.compassNoiseDegrees)°, drift \(walker.driftDegreesPerRootSecond)°/√s, "
+                  + "turn \(walker.turnRateDegreesPerSecond)°/s at full intensity, reaction \(walker.reactionSeconds) s, "
+                  + "\(Int(walker.sampleRateHz)) Hz; tolerance 15°, debounce 0.3 s, release band 5°")
+            print("seed   plain rule /min   debounced /min")
+            var plain: [Double] = [], debounced: [Double] = []
+            for seed in 1...max(1, self.seeds) {
+                plain.append(GuidanceSimulation.cueChangesPerMinute(debounced: false, minutes: self.minutes, seed: UInt64(seed)))
+                debounced.append(GuidanceSimulation.cueChangesPerMinute(debounced: true, minutes: self.minutes, seed: UInt64(seed)))
+                print(String(format: "%4d %17.1f %16.1f", seed, plain.last!, debounced.last!))
+            }
+            let median = { (values: [Double]) in values.sorted()[values.count / 2] }
+            print(String(format: "median %15.1f %16.1f", median(plain), median(debounced)))
         }
     }
 }
