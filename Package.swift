@@ -47,6 +47,11 @@ let package = Package(
             path: "plugins/SimSource"
         ),
         .target(
+            name: "LogSources",
+            dependencies: ["NavCore"],
+            path: "plugins/LogSources"
+        ),
+        .target(
             name: "Sinks",
             dependencies: ["NavCore", .product(name: "Logging", package: "swift-log")],
             path: "plugins/Sinks"
@@ -56,7 +61,7 @@ let package = Package(
         .target(
             name: "Runtime",
             dependencies: [
-                "NavCore", "Bus", "Stages", "SimSource", "Sinks",
+                "NavCore", "Bus", "Stages", "SimSource", "LogSources", "Sinks",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -74,6 +79,7 @@ let package = Package(
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"], exclude: ["Fixtures"]),
         .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "NavCore", "Stages", "SimSource", "Sinks"]),
+        .testTarget(name: "LogSourcesTests", dependencies: ["LogSources", "NavCore"], exclude: ["Fixtures"]),
         .testTarget(name: "EndToEndTests", dependencies: ["Bus", "NavCore", "TestSupport"]),
     ]
 )
