@@ -48,7 +48,7 @@ let package = Package(
         ),
         .target(
             name: "LogSources",
-            dependencies: ["NavCore"],
+            dependencies: ["NavCore", .product(name: "Logging", package: "swift-log")],
             path: "plugins/LogSources"
         ),
         .target(
@@ -69,7 +69,7 @@ let package = Package(
         .executableTarget(
             name: "hapticnav",
             dependencies: [
-                "Runtime", "Bus", "NavCore",
+                "Runtime", "Bus", "NavCore", "LogSources",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -7,6 +7,15 @@ public protocol MessageSource: Sendable {
     static var id: String { get }
     /// Produces messages until the input ends or the task is cancelled.
     func run(emit: @Sendable (BusMessage) async throws -> Void) async throws
+    /// True for live inputs (a receiver, a serial device), whose silence the stage reports as stale.
+    var isLive: Bool { get }
+    /// What the source has counted (lines read, records skipped), for the stage's status reports.
+    func statusCounters() async -> [StatusCounter]
+}
+
+extension MessageSource {
+    public var isLive: Bool { false }
+    public func statusCounters() async -> [StatusCounter] { [] }
 }
 
 /// A message as a sink sees it: the message with where and when it came from.

@@ -1,12 +1,18 @@
 public import NavCore
+public import Logging
+import LogSources
 import Sinks
 import SimSource
 
 /// The plugins this build knows, per role. Registration is this explicit list, so an unknown id is an
 /// error that lists the known ones. (Programs outside this build join the bus through its wire protocol.)
 public enum PluginRegistry {
-    private static let sources: [String: @Sendable (Settings) throws -> any MessageSource] = [
-        SimulatedWalker.id: { try SimulatedWalker(settings: $0) },
+    private static let sources: [String: @Sendable (Settings, Logger) throws -> any MessageSource] = [
+        SimulatedWalker.id: { settings, _ in try SimulatedWalker(settings: settings) },
+        LiveNMEASource.id: { try LiveNMEASource(settings: $0, logger: $1) },
+        GPXSource.id: { try GPXSource(settings: $0, logger: $1) },
+        SensorLogSource.id: { try SensorLogSource(settings: $0, logger: $1) },
+        LogReplaySource.id: { try LogReplaySource(settings: $0, logger: $1) },
     ]
 
     private static let sinks: [String: (check: @Sendable (Settings) throws -> Void,
@@ -27,18 +33,18 @@ public enum PluginRegistry {
     /// Checks a stage's plugin settings without side effects on files or devices.
     public static func check(_ stage: StageConfig) throws {
         switch stage.role {
-        case .source: _ = try self.makeSource(stage)
+        case .source: _ = try self.makeSource(stage, logger: Logger(label: "hapticnav.config-check"))
         case .recorder: try self.sinks[stage.plugin]!.check(stage.settings)
         }
     }
 
     /// Builds a stage's source plugin.
-    public static func makeSource(_ stage: StageConfig) throws -> any MessageSource {
+    public static func makeSource(_ stage: StageConfig, logger: Logger) throws -> any MessageSource {
         guard let make = self.sources[stage.plugin] else {
             throw ConfigError.unknownPlugin(path: "stages.\(stage.name).plugin", id: stage.plugin,
                                             known: self.pluginIDs(for: .source))
         }
-        return try make(stage.settings)
+        return try make(stage.settings, logger)
     }
 
     /// Builds a stage's sink plugin.

@@ -38,7 +38,7 @@ public enum StageHost {
         case .source:
             guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
             try await Task.sleep(for: .seconds(bus.joinGraceSeconds))
-            service = SourceStage(name: stage.name, source: try PluginRegistry.makeSource(stage), output: publisher,
+            service = SourceStage(name: stage.name, source: try PluginRegistry.makeSource(stage, logger: logger), output: publisher,
                                   logger: logger)
         case .recorder:
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }

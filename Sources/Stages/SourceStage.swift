@@ -13,10 +13,13 @@ public actor SourceStage<Output: MessagePublisher>: Service {
     private let logger: Logger
     private let statusIntervalSeconds: Double
     private var published: [BusMessage.Kind: UInt64] = [:]
+    private var lastEmission = ContinuousClock.now
+    private let staleAfterSeconds: Double
 
     /// Creates the stage.
     public init(name: String, source: any MessageSource, output: Output, logger: Logger,
-                statusIntervalSeconds: Double = 2) {
+                statusIntervalSeconds: Double = 2, staleAfterSeconds: Double = 2) {
+        self.staleAfterSeconds = staleAfterSeconds
         self.name = name
         self.source = source
         self.output = output
@@ -26,14 +29,29 @@ public actor SourceStage<Output: MessagePublisher>: Service {
 
     private func count(_ kind: BusMessage.Kind) {
         self.published[kind, default: 0] += 1
+        self.lastEmission = ContinuousClock.now
     }
 
     private func status(_ health: StageHealth, _ message: String, at time: Double) async throws {
         let counters = BusMessage.Kind.allCases.compactMap { kind in
             self.published[kind].map { StatusCounter(name: "published.\(kind.topic)", value: $0) }
-        }
+        } + (await self.source.statusCounters())
         try await self.output.publish(.status(StageStatus(timeSeconds: time, stage: self.name, health: health,
                                                           message: message, counters: counters)))
+    }
+
+    private var lastStatus = ContinuousClock.now
+
+    private var silenceSeconds: Double {
+        let elapsed = ContinuousClock.now - self.lastEmission
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
+    /// True once per status interval: a periodic report is due, and is now counted as sent.
+    private func takeStatusDue() -> Bool {
+        guard ContinuousClock.now - self.lastStatus >= .seconds(self.statusIntervalSeconds) else { return false }
+        self.lastStatus = ContinuousClock.now
+        return true
     }
 
     public func run() async throws {
@@ -51,9 +69,19 @@ public actor SourceStage<Output: MessagePublisher>: Service {
                 return true
             }
             group.addTask {
+                var wasStale = false
                 while !Task.isCancelled {
-                    try await Task.sleep(for: .seconds(self.statusIntervalSeconds))
-                    try await self.status(.running, "\(sourceID) running", at: WallClock.nowSeconds())
+                    // A live source that goes quiet says so at once, not at the next periodic report.
+                    try await Task.sleep(for: .seconds(min(self.statusIntervalSeconds, self.staleAfterSeconds / 4)))
+                    let silence = await self.silenceSeconds
+                    let stale = self.source.isLive && silence >= self.staleAfterSeconds
+                    let due = await self.takeStatusDue()
+                    if stale != wasStale || due {
+                        wasStale = stale
+                        try await self.status(stale ? .stale : .running,
+                                              stale ? "\(sourceID): no data for \(Int(silence)) s" : "\(sourceID) running",
+                                              at: WallClock.nowSeconds())
+                    }
                 }
                 return false
             }

@@ -59,3 +59,31 @@ enum CivilTime {
                             secondsOfDay: Double(hour * 3600 + minute * 60 + second) + fraction) - Double(offset)
     }
 }
+
+extension CivilTime {
+    /// A date from days since 1970-01-01 (H. Hinnant's civil_from_days).
+    static func civil(days: Int) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}
+
+/// ISO 8601 UTC with milliseconds, for printing times: 2022-09-11T19:15:03.010Z.
+public func iso8601(_ seconds: Double) -> String {
+    guard seconds.isFinite else { return "\(seconds)" }
+    let millis = Int((seconds * 1000).rounded())
+    let days = Int((Double(millis) / 86_400_000).rounded(.down))
+    let (year, month, day) = CivilTime.civil(days: days)
+    let ms = millis - days * 86_400_000
+    func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
+    let fraction = ms % 1000
+    return "\(year)-\(two(month))-\(two(day))T\(two(ms / 3_600_000)):\(two(ms / 60_000 % 60)):\(two(ms / 1000 % 60))."
+        + (fraction < 10 ? "00" : fraction < 100 ? "0" : "") + "\(fraction)Z"
+}

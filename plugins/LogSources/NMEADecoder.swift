@@ -236,6 +236,10 @@ public struct NMEADecoder: Sendable {
         let address = fields[0]
         let proprietary = address.first == "P"
         let type = proprietary ? String(address) : String(address.dropFirst(2))
+        // A sentence cut short (a logger that lost bytes, with no checksum to tell) is rejected whole.
+        if let minimum = Self.minimumFields[type], fields.count < minimum {
+            throw NMEAError.badField(sentence: type, field: fields.count, value: "(missing: \(fields.count) of \(minimum) fields)")
+        }
         var out: [BusMessage] = []
         switch type {
         case "GGA":
@@ -359,7 +363,7 @@ public struct NMEADecoder: Sendable {
             let heading = try Self.number(fields, 2, type)
             let roll = try Self.number(fields, 4, type)
             let pitch = try Self.number(fields, 5, type)
-            let headingSigma = try Self.number(fields, 10, type)
+            let headingSigma = try Self.number(fields, 9, type)
             guard let time, let heading else { break }
             let dayTime = time
             out += self.stamped(timeOfDay: dayTime) { seconds in
@@ -377,6 +381,12 @@ public struct NMEADecoder: Sendable {
         self.counters.sentences += 1
         return out
     }
+
+    /// The fewest fields (address included) each sentence type needs.
+    private static let minimumFields: [String: Int] = [
+        "GGA": 12, "GNS": 11, "RMC": 10, "GLL": 7, "VTG": 5, "GSA": 17, "GST": 8, "ZDA": 5, "HDT": 3, "HDG": 2,
+        "PASHR": 6, "PGRME": 3,
+    ]
 
     // MARK: Epochs
 

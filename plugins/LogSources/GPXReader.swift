@@ -1,0 +1,172 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+public import NavCore
+
+/// A point of a GPX track or route.
+public struct GPXPoint: Equatable, Sendable {
+    /// Where.
+    public var coordinate: Coordinate
+    /// Height [metres], as the file gives it.
+    public var elevation: Double?
+    /// When [seconds since 1970-01-01T00:00:00Z], if the file says.
+    public var time: Double?
+    /// Speed [metres per second], if the file says (GPX 1.0 `<speed>` or a Garmin extension).
+    public var speed: Double?
+    /// Course [degrees, true north, clockwise], if the file says (GPX 1.0 `<course>`).
+    public var course: Double?
+    /// Horizontal dilution of precision, if the file says.
+    public var hdop: Double?
+    /// The point's line in the file.
+    public var line: Int
+}
+
+/// Reads the track points (`trkpt`) and route points (`rtept`) of a GPX 1.0 or 1.1 file, in file order.
+/// A point with a missing or non-finite coordinate, or an unreadable time, is reported and skipped.
+final class GPXReader: NSObject, XMLParserDelegate {
+    /// A point that was skipped, with its line and why.
+    struct Problem: Equatable, Sendable {
+        /// The line in the file.
+        var line: Int
+        /// What was wrong.
+        var reason: String
+    }
+
+    /// The points read.
+    private(set) var points: [GPXPoint] = []
+    /// The points skipped.
+    private(set) var problems: [Problem] = []
+    private var current: GPXPoint?
+    private var currentValid = true
+    private var text = ""
+    private var parser: XMLParser?
+
+    /// Reads `data`; throws when the XML itself is broken beyond the points already read.
+    static func read(_ data: Data) throws -> GPXReader {
+        let reader = GPXReader()
+        let parser = XMLParser(data: data)
+        parser.delegate = reader
+        reader.parser = parser
+        // On Linux parse() can return true after an error: parserError is what tells.
+        let parsed = parser.parse() && parser.parserError == nil
+        if !parsed {
+            guard !reader.points.isEmpty else {
+                throw LogError.unreadable(reason: "not GPX: broken XML at line \(parser.lineNumber)")
+            }
+            // A logger that died mid-write: keep what was read, report the rest.
+            reader.problems.append(Problem(line: parser.lineNumber, reason: "broken XML: the rest of the file is ignored"))
+        }
+        return reader
+    }
+
+    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+                       attributes: [String: String] = [:]) {
+        self.text = ""
+        let local = name.split(separator: ":").last.map(String.init) ?? name
+        guard local == "trkpt" || local == "rtept" else { return }
+        let line = parser.lineNumber
+        guard let latText = attributes["lat"], let lonText = attributes["lon"],
+              let lat = Double(latText.trimmingCharacters(in: .whitespaces)),
+              let lon = Double(lonText.trimmingCharacters(in: .whitespaces)),
+              lat.isFinite, lon.isFinite, abs(lat) <= 90, abs(lon) <= 180 else {
+            self.problems.append(Problem(line: line, reason: "\(local) with lat '\(attributes["lat"] ?? "")' lon '\(attributes["lon"] ?? "")'"))
+            self.current = nil
+            return
+        }
+        self.current = GPXPoint(coordinate: Coordinate(latitude: lat, longitude: lon), line: line)
+        self.currentValid = true
+    }
+
+    func parser(_ parser: XMLParser, foundCharacters string: String) {
+        self.text += string
+    }
+
+    func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+        let local = name.split(separator: ":").last.map(String.init) ?? name
+        let value = self.text.trimmingCharacters(in: .whitespacesAndNewlines)
+        defer { self.text = "" }
+        guard var point = self.current else { return }
+        func number() -> Double? {
+            guard let number = Double(value), number.isFinite else {
+                self.problems.append(Problem(line: parser.lineNumber, reason: "<\(local)> is '\(value)'"))
+                self.currentValid = false
+                return nil
+            }
+            return number
+        }
+        switch local {
+        case "ele": point.elevation = number()
+        case "time":
+            guard let time = CivilTime.parseISO8601(Substring(value)) else {
+                self.problems.append(Problem(line: parser.lineNumber, reason: "<time> is '\(value)'"))
+                self.currentValid = false
+                break
+            }
+            point.time = time
+        case "speed": point.speed = number().flatMap { $0 >= 0 ? $0 : nil }
+        case "course": point.course = number().map(Angle.normalized)
+        case "hdop": point.hdop = number().flatMap { $0 > 0 ? $0 : nil }
+        case "trkpt", "rtept":
+            if self.currentValid { self.points.append(point) }
+            self.current = nil
+            return
+        default: return
+        }
+        self.current = point
+    }
+}
+
+/// Turns GPX points into fixes: times for untimed points (interpolated along the path between timed ones,
+/// or at walking speed when the file has none), and speed and course from neighbours where the file has none.
+public enum GPXFixes {
+    /// The fixes of `points`.
+    public static func fixes(_ points: [GPXPoint], walkingSpeed: Double = 1.4, uereMeters: Double = 4,
+                             assumedAccuracyMeters: Double = 10, epoch: Double = 0) -> [LocationFix] {
+        guard !points.isEmpty else { return [] }
+        var along = [0.0]
+        for index in points.indices.dropFirst() {
+            along.append(along[index - 1] + Geodesic.wgs84.inverse(points[index - 1].coordinate, points[index].coordinate).distanceMeters)
+        }
+        let timedIndices = points.indices.filter { points[$0].time != nil }
+        var times = [Double](repeating: 0, count: points.count)
+        if timedIndices.isEmpty {
+            for index in points.indices { times[index] = epoch + along[index] / walkingSpeed }
+        } else {
+            for index in points.indices {
+                if let time = points[index].time {
+                    times[index] = time
+                    continue
+                }
+                let before = timedIndices.last { $0 < index }, after = timedIndices.first { $0 > index }
+                switch (before, after) {
+                case let (b?, a?):
+                    let span = along[a] - along[b]
+                    let fraction = span > 0 ? (along[index] - along[b]) / span : 0
+                    times[index] = points[b].time! + fraction * (points[a].time! - points[b].time!)
+                case let (b?, nil):
+                    times[index] = points[b].time! + (along[index] - along[b]) / walkingSpeed
+                case let (nil, a?):
+                    times[index] = points[a].time! - (along[a] - along[index]) / walkingSpeed
+                default: break
+                }
+            }
+        }
+        return points.indices.map { index in
+            let point = points[index]
+            var speed = point.speed, course = point.course
+            if speed == nil || course == nil {
+                // Derive from the neighbours: the segment into this point, or out of the first one.
+                let from = index > 0 ? index - 1 : index, to = index > 0 ? index : min(index + 1, points.count - 1)
+                let dt = times[to] - times[from]
+                let inverse = Geodesic.wgs84.inverse(points[from].coordinate, points[to].coordinate)
+                if speed == nil, dt > 0 { speed = inverse.distanceMeters / dt }
+                if course == nil, inverse.distanceMeters > 0.5 { course = Angle.normalized(inverse.initialAzimuthDegrees) }
+            }
+            let accuracy = point.hdop.map { $0 * uereMeters } ?? assumedAccuracyMeters
+            return LocationFix(timeSeconds: times[index], latitude: point.coordinate.latitude,
+                               longitude: point.coordinate.longitude, altitudeMeters: point.elevation,
+                               horizontalAccuracyMeters: accuracy, speedMetersPerSecond: speed, courseDegrees: course)
+        }
+    }
+}
