@@ -69,9 +69,12 @@ import Testing
     }
 
     @Test func anUnknownPluginListsTheKnownOnes() {
-        #expect(throws: ConfigError.unknownPlugin(path: "stages.source.plugin", id: "gpsdd", known: ["sim"])) {
+        #expect(throws: ConfigError.unknownPlugin(path: "stages.source.plugin", id: "gpsdd",
+                                                  known: PluginRegistry.pluginIDs(for: .source))) {
             try self.parse("{ stages: { source: { plugin: \"gpsdd\", publish: \"tcp://*:1\" } } }")
         }
+        #expect(PluginRegistry.pluginIDs(for: .source).contains("sim"))
+        #expect(PluginRegistry.pluginIDs(for: .source).contains("nmea"))
     }
 
     @Test func anUnknownRoleListsTheKnownOnes() {
