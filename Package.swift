@@ -47,9 +47,9 @@ let package = Package(
             path: "plugins/SimSource"
         ),
         .target(
-            name: "LogSources",
+            name: "LocationSources",
             dependencies: ["NavCore", .product(name: "Logging", package: "swift-log")],
-            path: "plugins/LogSources"
+            path: "plugins/LocationSources"
         ),
         .target(
             name: "Sinks",
@@ -61,7 +61,7 @@ let package = Package(
         .target(
             name: "Runtime",
             dependencies: [
-                "NavCore", "Bus", "Stages", "SimSource", "LogSources", "Sinks",
+                "NavCore", "Bus", "Stages", "SimSource", "LocationSources", "Sinks",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -69,7 +69,7 @@ let package = Package(
         .executableTarget(
             name: "hapticnav",
             dependencies: [
-                "Runtime", "Bus", "NavCore", "LogSources",
+                "Runtime", "Bus", "NavCore", "LocationSources",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -79,7 +79,8 @@ let package = Package(
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"], exclude: ["Fixtures"]),
         .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "NavCore", "Stages", "SimSource", "Sinks"]),
-        .testTarget(name: "LogSourcesTests", dependencies: ["LogSources", "NavCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "LocationSourcesTests", dependencies: ["LocationSources", "NavCore", "TestSupport"],
+                    exclude: ["Fixtures"]),
         .testTarget(name: "EndToEndTests", dependencies: ["Bus", "NavCore", "TestSupport"]),
     ]
 )

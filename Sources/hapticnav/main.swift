@@ -1,7 +1,7 @@
 public import ArgumentParser
 import Bus
 import Foundation
-import LogSources
+import LocationSources
 public import Logging
 import NavCore
 import Runtime

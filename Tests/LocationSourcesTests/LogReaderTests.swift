@@ -1,5 +1,5 @@
 import Foundation
-@testable import LogSources
+@testable import LocationSources
 import NavCore
 import Testing
 

@@ -1,5 +1,5 @@
 import Foundation
-import LogSources
+import LocationSources
 import NavCore
 import Testing
 

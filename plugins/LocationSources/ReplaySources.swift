@@ -238,7 +238,8 @@ final class LineStream: Sendable {
     }
     private let closed = Flag()
 
-    init(input: LiveNMEASource.Input, logger: Logger) throws {
+    /// Opens the input; `greeting` is written first (gpsd's `?WATCH=…`).
+    init(input: LiveNMEASource.Input, logger: Logger, greeting: String? = nil) throws {
         let fd: Int32
         switch input {
         case let .serial(path, baud):
@@ -258,6 +259,13 @@ final class LineStream: Sendable {
         case .file:
             preconditionFailure("files are replayed, not streamed")
         }
+        if let greeting {
+            let bytes = Array(greeting.utf8)
+            guard write(fd, bytes, bytes.count) == bytes.count else {
+                Glibc.close(fd)
+                throw LogError.unreadable(reason: "cannot write to the input: \(String(cString: strerror(errno)))")
+            }
+        }
         self.descriptor = fd
         let (stream, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(4096))
         self.lines = stream
@@ -271,7 +279,7 @@ final class LineStream: Sendable {
                     if byte == 10 || byte == 13 {
                         if !pending.isEmpty { continuation.yield(String(decoding: pending, as: UTF8.self)) }
                         pending.removeAll(keepingCapacity: true)
-                    } else if pending.count < 4096 {
+                    } else if pending.count < 65_536 {
                         pending.append(byte)
                     }
                 }

@@ -1,0 +1,112 @@
+import Foundation
+@testable import LocationSources
+import Logging
+import NavCore
+import TestSupport
+import Testing
+
+private let gpsdLogs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/gpsd")
+
+/// A real gpsd fed by `gpsfake` on a loopback port.
+private func startGPSFake(log: String, port: Int) throws -> ChildProcess {
+    guard FileManager.default.isExecutableFile(atPath: "/usr/bin/gpsfake") else {
+        throw TestProcessError("gpsfake is missing: run scripts/setup (Debian: gpsd, gpsd-clients)")
+    }
+    return try ChildProcess("/usr/bin/gpsfake", ["-P", "\(port)", "-q", "-c", "0.02", gpsdLogs.appendingPathComponent(log).path])
+}
+
+/// Stops gpsfake and the gpsd it started (which runs in a session of its own).
+private func stop(_ gpsfake: ChildProcess) async {
+    let tree = processTree(of: gpsfake.pid)
+    for pid in tree.reversed() { kill(pid, SIGTERM) }
+    if await gpsfake.wait(seconds: 3) == nil {
+        for pid in tree { kill(pid, SIGKILL) }
+    }
+    _ = await gpsfake.wait(seconds: 3)
+    for pid in tree where isAlive(pid) { kill(pid, SIGKILL) }
+}
+
+/// One 1024-week GPS rollover [seconds]: a live gpsd moves dates older than itself by that much.
+private let gpsWeekRollover = 1024.0 * 7 * 86_400
+
+private func sameTimeButForRollovers(_ a: Double, _ b: Double) -> Bool {
+    let difference = abs(a - b)
+    return abs(difference - (difference / gpsWeekRollover).rounded() * gpsWeekRollover) < 0.0005
+}
+
+/// Collects fixes from the plugin until `enough` returns true or the time runs out.
+private actor Collector {
+    var fixes: [LocationFix] = []
+    func add(_ message: BusMessage) {
+        if case let .fix(fix) = message { self.fixes.append(fix) }
+    }
+}
+
+/// The second gpsfake, started from inside the test's task group.
+private actor Holder {
+    var child: ChildProcess?
+    func set(_ child: ChildProcess?) { self.child = child }
+}
+
+@Suite(.serialized) struct GPSDClientTests {
+    @Test func fixesFromARealGPSDMatchOurOwnDecodingOfTheLog() async throws {
+        let port = freeTCPPort()
+        let gpsfake = try startGPSFake(log: "ublox-lea-4h.log", port: port)
+        let source = GPSDSource(port: UInt16(port), logger: Logger(label: "test"))
+        let collector = Collector()
+        _ = await withDeadline(seconds: 20) {
+            try? await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await source.run { await collector.add($0) } }
+                group.addTask {
+                    while await collector.fixes.count < 12 { try await Task.sleep(for: .milliseconds(50)) }
+                }
+                try await group.next()
+                group.cancelAll()
+            }
+            return true
+        }
+        await stop(gpsfake)
+        let fixes = await collector.fixes
+        #expect(fixes.count >= 12, "fixes from gpsd: \(fixes.count)")
+        // Everything gpsd reported is a fix our own decoder finds in the log, at the same time and place.
+        let own = try LogReader().read(gpsdLogs.appendingPathComponent("ublox-lea-4h.log").path).entries
+            .compactMap { if case let .fix(fix) = $0.message { fix } else { nil } }
+        for fix in fixes {
+            #expect(own.contains { sameTimeButForRollovers($0.timeSeconds, fix.timeSeconds) && abs($0.latitude - fix.latitude) <= 1e-6
+                && abs($0.longitude - fix.longitude) <= 1e-6 }, "gpsd fix at \(iso8601(fix.timeSeconds))")
+        }
+        #expect(fixes.allSatisfy { $0.horizontalAccuracyMeters > 0 })
+    }
+
+    @Test func itReconnectsWhenGPSDRestarts() async throws {
+        let port = freeTCPPort()
+        let gpsfake = try startGPSFake(log: "garmin15x.log", port: port)
+        let source = GPSDSource(port: UInt16(port), maximumBackoffSeconds: 0.5, logger: Logger(label: "test"))
+        let collector = Collector()
+        let restarted = Holder()
+        let result = await withDeadline(seconds: 40) { () -> (Int, Int)? in
+            try? await withThrowingTaskGroup(of: (Int, Int)?.self) { group in
+                group.addTask {
+                    try await source.run { await collector.add($0) }
+                    return nil
+                }
+                group.addTask {
+                    while await collector.fixes.count < 3 { try await Task.sleep(for: .milliseconds(50)) }
+                    let before = await collector.fixes.count
+                    await stop(gpsfake)
+                    try await Task.sleep(for: .seconds(1))
+                    let during = await collector.fixes.count
+                    await restarted.set(try? startGPSFake(log: "garmin15x.log", port: port))
+                    while await collector.fixes.count < during + 3 { try await Task.sleep(for: .milliseconds(50)) }
+                    return (before, await collector.fixes.count)
+                }
+                let first = try await group.next() ?? nil
+                group.cancelAll()
+                return first
+            }
+        }
+        if let again = await restarted.child { await stop(again) }
+        let (before, after) = try #require(result ?? nil, "fixes resumed after gpsd came back")
+        #expect(after >= before + 3)
+    }
+}

@@ -1,0 +1,90 @@
+public import Foundation
+
+public struct TestProcessError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// A child process whose output goes to files, so that a full pipe can never block it.
+public final class ChildProcess: @unchecked Sendable {
+    public let process = Process()
+    public let stdoutFile: URL
+    public let stderrFile: URL
+
+    public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hapticnav-e2e-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        self.stdoutFile = folder.appendingPathComponent("stdout")
+        self.stderrFile = folder.appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: self.stdoutFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: self.stderrFile.path, contents: nil)
+        self.process.executableURL = URL(fileURLWithPath: executable)
+        self.process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env.merge(environment) { $1 }
+        self.process.environment = env
+        self.process.standardOutput = try FileHandle(forWritingTo: self.stdoutFile)
+        self.process.standardError = try FileHandle(forWritingTo: self.stderrFile)
+        try self.process.run()
+    }
+
+    public var pid: pid_t { self.process.processIdentifier }
+
+    public var stdout: String { (try? String(contentsOf: self.stdoutFile, encoding: .utf8)) ?? "" }
+    public var stderr: String { (try? String(contentsOf: self.stderrFile, encoding: .utf8)) ?? "" }
+
+    /// Waits up to `seconds` for the process to end; returns its status, or nil if it is still running.
+    public func wait(seconds: Double) async -> Int32? {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while self.process.isRunning {
+            if ContinuousClock.now >= deadline { return nil }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return self.process.terminationStatus
+    }
+
+    public func signal(_ number: Int32) {
+        kill(self.pid, number)
+    }
+
+    /// Ends the process whatever it is doing (for cleanup).
+    public func ensureStopped() {
+        if self.process.isRunning {
+            kill(self.pid, SIGKILL)
+            self.process.waitUntilExit()
+        }
+    }
+}
+
+
+/// The pids whose parent is `parent`, read from /proc.
+public func childPIDs(of parent: pid_t) -> [pid_t] {
+    guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
+    return entries.compactMap { entry -> pid_t? in
+        guard let pid = pid_t(entry),
+              let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 1, let ppid = pid_t(fields[1]) else { return nil }
+        return ppid == parent ? pid : nil
+    }
+}
+
+/// True when `pid` names a live process (a zombie counts as gone).
+public func isAlive(_ pid: pid_t) -> Bool {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let close = stat.lastIndex(of: ")") else { return false }
+    let state = stat[stat.index(after: close)...].split(separator: " ").first
+    return state != "Z" && state != "X"
+}
+
+/// `pid` and all its descendants, children first found breadth-first from /proc.
+public func processTree(of pid: pid_t) -> [pid_t] {
+    var all = [pid]
+    var index = 0
+    while index < all.count {
+        all += childPIDs(of: all[index])
+        index += 1
+    }
+    return all
+}
