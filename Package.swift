@@ -52,6 +52,11 @@ let package = Package(
             path: "plugins/LocationSources"
         ),
         .target(
+            name: "Smoothers",
+            dependencies: ["NavCore"],
+            path: "plugins/Smoothers"
+        ),
+        .target(
             name: "Sinks",
             dependencies: ["NavCore", .product(name: "Logging", package: "swift-log")],
             path: "plugins/Sinks"
@@ -61,7 +66,7 @@ let package = Package(
         .target(
             name: "Runtime",
             dependencies: [
-                "NavCore", "Bus", "Stages", "SimSource", "LocationSources", "Sinks",
+                "NavCore", "Bus", "Stages", "SimSource", "LocationSources", "Smoothers", "Sinks",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

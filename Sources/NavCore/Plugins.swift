@@ -47,3 +47,19 @@ public protocol MessageSink: Sendable {
     /// Flushes and closes; called once at the end.
     func finish() async throws
 }
+
+/// A filter that turns raw fixes into smoothed ones (the smoother stage's swappable part).
+public protocol SmoothingFilter: Sendable {
+    /// Takes one fix; returns the estimate, or why the fix was not used.
+    mutating func update(with fix: LocationFix) -> Result<SmoothedFix, FixRejection>
+    /// What the filter has counted, for the stage's status reports.
+    var statusCounters: [StatusCounter] { get }
+}
+
+extension KalmanSmoother: SmoothingFilter {
+    public var statusCounters: [StatusCounter] {
+        [StatusCounter(name: "accepted", value: UInt64(self.counters.accepted)),
+         StatusCounter(name: "resets", value: UInt64(self.counters.resets))]
+            + FixRejection.allCases.map { StatusCounter(name: "rejected.\($0.rawValue)", value: UInt64(self.counters.rejected[$0, default: 0])) }
+    }
+}

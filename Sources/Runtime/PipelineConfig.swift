@@ -6,6 +6,8 @@ public import NavCore
 public enum StageRole: String, CaseIterable, Sendable {
     /// Publishes fixes, headings and attitude from a ``MessageSource`` plugin.
     case source
+    /// Turns fixes into smoothed fixes with a ``SmoothingFilter`` plugin.
+    case smoother
     /// Writes what it receives with a ``MessageSink`` plugin.
     case recorder
 }

@@ -3,6 +3,7 @@ public import Logging
 import LocationSources
 import Sinks
 import SimSource
+import Smoothers
 
 /// The plugins this build knows, per role. Registration is this explicit list, so an unknown id is an
 /// error that lists the known ones. (Programs outside this build join the bus through its wire protocol.)
@@ -23,10 +24,15 @@ public enum PluginRegistry {
         ConsoleSink.id: (check: { _ = try ConsoleSink(settings: $0) }, make: { try ConsoleSink(settings: $0) }),
     ]
 
+    private static let smoothers: [String: @Sendable (Settings) throws -> any SmoothingFilter] = [
+        KalmanPlugin.id: { try KalmanPlugin.make(settings: $0) },
+    ]
+
     /// The plugin ids a role accepts, sorted.
     public static func pluginIDs(for role: StageRole) -> [String] {
         switch role {
         case .source: return self.sources.keys.sorted()
+        case .smoother: return self.smoothers.keys.sorted()
         case .recorder: return self.sinks.keys.sorted()
         }
     }
@@ -35,6 +41,7 @@ public enum PluginRegistry {
     public static func check(_ stage: StageConfig) throws {
         switch stage.role {
         case .source: _ = try self.makeSource(stage, logger: Logger(label: "hapticnav.config-check"))
+        case .smoother: _ = try self.makeSmoother(stage)
         case .recorder: try self.sinks[stage.plugin]!.check(stage.settings)
         }
     }
@@ -46,6 +53,15 @@ public enum PluginRegistry {
                                             known: self.pluginIDs(for: .source))
         }
         return try make(stage.settings, logger)
+    }
+
+    /// Builds a stage's smoothing filter.
+    public static func makeSmoother(_ stage: StageConfig) throws -> any SmoothingFilter {
+        guard let make = self.smoothers[stage.plugin] else {
+            throw ConfigError.unknownPlugin(path: "stages.\(stage.name).plugin", id: stage.plugin,
+                                            known: self.pluginIDs(for: .smoother))
+        }
+        return try make(stage.settings)
     }
 
     /// Builds a stage's sink plugin.

@@ -40,6 +40,15 @@ public enum StageHost {
             try await Task.sleep(for: .seconds(bus.joinGraceSeconds))
             service = SourceStage(name: stage.name, source: try PluginRegistry.makeSource(stage, logger: logger), output: publisher,
                                   logger: logger)
+        case .smoother:
+            guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
+            guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
+            let fixes = subscriber.messages.compactMap { received -> LocationFix? in
+                if case let .fix(fix) = received.message { return fix }
+                return nil
+            }
+            service = SmootherStage(name: stage.name, input: fixes, output: publisher,
+                                    filter: try PluginRegistry.makeSmoother(stage), logger: logger)
         case .recorder:
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
             let records = subscriber.messages.map { received in

@@ -24,7 +24,8 @@ import Testing
           stages: {
             source: { plugin: "sim", publish: "ipc://\(folder)/source.sock",
                       settings: { route: "\(route)", pace: \(pace), loop: \(loop), seed: 3 } },
-            recorder: { role: "recorder", plugin: "jsonl", inputs: ["source"],
+            smoother: { plugin: "kalman", inputs: ["source"], topics: ["fix"], publish: "ipc://\(folder)/smoother.sock" },
+            recorder: { role: "recorder", plugin: "jsonl", inputs: ["source", "smoother"],
                         settings: { file: "\(folder)/recording.jsonl" } },
             console: { role: "recorder", plugin: "console", inputs: ["source"], topics: ["status"] },
           },
@@ -50,8 +51,8 @@ import Testing
         let config = try self.writeConfig(in: folder, loop: true, pace: 5)
         let run = try ChildProcess(try hapticnavExecutable(), ["run", "--config", config])
         defer { run.ensureStopped() }
-        let children = await self.waitForChildren(of: run, count: 3)
-        #expect(children.count == 3, "run started three stage processes: \(run.stderr)")
+        let children = await self.waitForChildren(of: run, count: 4)
+        #expect(children.count == 4, "run started four stage processes: \(run.stderr)")
         // Let the pipeline get going: the recorder has written something.
         for _ in 0..<500 where ((try? String(contentsOfFile: "\(folder)/recording.jsonl", encoding: .utf8)) ?? "").isEmpty {
             try await Task.sleep(for: .milliseconds(10))
@@ -74,8 +75,8 @@ import Testing
         let config = try self.writeConfig(in: folder, loop: true, pace: 5)
         let run = try ChildProcess(try hapticnavExecutable(), ["run", "--config", config])
         defer { run.ensureStopped() }
-        let children = await self.waitForChildren(of: run, count: 3)
-        #expect(children.count == 3)
+        let children = await self.waitForChildren(of: run, count: 4)
+        #expect(children.count == 4)
         run.signal(SIGKILL)
         _ = await run.wait(seconds: 2)
         var survivors = children
@@ -99,7 +100,7 @@ import Testing
         let decoder = JSONDecoder()
         let records = try String(contentsOfFile: "\(folder)/recording.jsonl", encoding: .utf8)
             .split(separator: "\n").map { try decoder.decode(RecordedMessage.self, from: Data($0.utf8)) }
-        let statuses = records.compactMap { if case let .status(status) = $0.message { status } else { nil } }
+        let statuses = records.compactMap { if case let .status(status) = $0.message, status.stage == "source" { status } else { nil } }
         let end = try #require(statuses.last, "the recorder received status reports")
         #expect(end.health == .endOfStream)
         // The source's own count of what it published equals what arrived, kind by kind.
@@ -109,6 +110,12 @@ import Testing
             #expect(published == UInt64(recorded), "\(kind)")
         }
         #expect(run.stdout.contains("endOfStream"), "the console stage printed the end of the stream")
+        // The sim's fixes crossed to the smoother, another process, and came back smoothed, every one.
+        let fixes = records.filter { $0.message.kind == .fix }.count
+        let smoothed = records.compactMap { if case let .smoothed(fix) = $0.message { fix } else { nil } }
+        #expect(smoothed.count == fixes)
+        #expect(records.allSatisfy { $0.message.kind != .smoothed || $0.stage == "smoother" })
+        #expect(smoothed.allSatisfy { $0.latitude.isFinite && $0.longitude.isFinite && $0.speedMetersPerSecond.isFinite })
     }
 
     @Test func aConfigWithAnUnknownKeyIsRejectedNamingTheKeyAndTheValidOnes() async throws {

@@ -78,7 +78,7 @@ import Testing
     }
 
     @Test func anUnknownRoleListsTheKnownOnes() {
-        #expect(throws: ConfigError.unknownRole(path: "stages.x.role", role: "x", known: ["source", "recorder"])) {
+        #expect(throws: ConfigError.unknownRole(path: "stages.x.role", role: "x", known: StageRole.allCases.map(\.rawValue))) {
             try self.parse("{ stages: { x: { plugin: \"sim\" } } }")
         }
     }

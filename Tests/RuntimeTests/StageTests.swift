@@ -102,3 +102,29 @@ actor MemoryPublisher: MessagePublisher {
         }
     }
 }
+
+@Suite struct SmootherStageTests {
+    @Test func badFixesAreDroppedAndTheStreamGoesOn() async throws {
+        let (stream, continuation) = AsyncStream.makeStream(of: LocationFix.self)
+        for (t, lat, accuracy) in [(0.0, 43.73, 5.0), (1, .nan, 5), (2, 43.73001, -1), (3, 43.73002, 5), (2.5, 43.73, 5), (4, 43.73003, 5)] {
+            continuation.yield(LocationFix(timeSeconds: 1000 + t, latitude: lat, longitude: 7.42, horizontalAccuracyMeters: accuracy))
+        }
+        continuation.finish()
+        let output = MemoryPublisher()
+        let stage = SmootherStage(name: "smoother", input: stream, output: output, filter: KalmanSmoother(),
+                                  logger: Logger(label: "test"))
+        try await stage.run()
+        let messages = await output.messages
+        let smoothed = messages.compactMap { if case let .smoothed(s) = $0 { s } else { nil } }
+        #expect(smoothed.map(\.timeSeconds) == [1000, 1003, 1004])
+        guard case let .status(last)? = messages.last else {
+            Issue.record("a final status")
+            return
+        }
+        let counters = Dictionary(uniqueKeysWithValues: last.counters.map { ($0.name, $0.value) })
+        #expect(counters["accepted"] == 3)
+        #expect(counters["rejected.nonFinite"] == 1)
+        #expect(counters["rejected.accuracyNotPositive"] == 1)
+        #expect(counters["rejected.timeWentBackwards"] == 1)
+    }
+}
