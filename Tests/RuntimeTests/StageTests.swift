@@ -128,3 +128,43 @@ actor MemoryPublisher: MessagePublisher {
         #expect(counters["rejected.timeWentBackwards"] == 1)
     }
 }
+
+@Suite struct SimulatedWalkerTests {
+    private let path = [Coordinate(latitude: 43.7319471, longitude: 7.4216106), Coordinate(latitude: 43.7329, longitude: 7.4216106)]
+
+    @Test func aTiltEpisodeStandsThePhoneUpAndFlipsTheCompass() async throws {
+        var options = SimulatedWalker.Options(path: self.path)
+        options.pace = 0
+        options.compassNoiseDegrees = 1
+        options.pocketOffsetDegrees = 30
+        options.tiltEpisodes = [(start: 20, duration: 3)]
+        let output = MemoryPublisher()
+        try await SimulatedWalker(options: options).run { await output.publish($0) }
+        let messages = await output.messages
+        let start = 1_767_225_600.0
+        let headings = messages.compactMap { if case let .heading(h) = $0 { h } else { nil } }
+        let attitudes = messages.compactMap { if case let .attitude(a) = $0 { a } else { nil } }
+        let during = headings.filter { $0.timeSeconds >= start + 20.5 && $0.timeSeconds < start + 22.5 }
+        let before = headings.filter { $0.timeSeconds >= start + 10 && $0.timeSeconds < start + 19 }
+        #expect(!during.isEmpty && !before.isEmpty)
+        // Walking north with the phone 30° off: 30° normally, 210° while upright.
+        #expect(during.allSatisfy { Angle.separation($0.headingDegrees, 210) < 6 })
+        #expect(before.allSatisfy { Angle.separation($0.headingDegrees, 30) < 6 })
+        #expect(attitudes.filter { $0.timeSeconds >= start + 20.5 && $0.timeSeconds < start + 22.5 }.allSatisfy { $0.pitchDegrees > 75 })
+        #expect(attitudes.filter { $0.timeSeconds < start + 19 }.allSatisfy { $0.pitchDegrees < 30 })
+    }
+
+    @Test func randomEpisodesComeFromTheSeed() throws {
+        let route = FileManager.default.temporaryDirectory.appendingPathComponent("walk-\(UUID().uuidString).geojson").path
+        try #"{"type":"LineString","coordinates":[[7.4216,43.7319],[7.4216,43.7419]]}"#.write(toFile: route, atomically: true, encoding: .utf8)
+        func episodes(seed: Int) throws -> [Double] {
+            let settings = try Settings(.object(["route": .string(route), "seed": .number(Double(seed)),
+                                                 "tiltEpisodesPerMinute": .number(2)]), path: "sim", baseDirectory: "")
+            return try SimulatedWalker(settings: settings).options.tiltEpisodes.map(\.start)
+        }
+        #expect(try episodes(seed: 4) == episodes(seed: 4))
+        #expect(try episodes(seed: 4) != episodes(seed: 5))
+        // 1.1 km at 1.4 m/s is 13 minutes: about 26 episodes at 2 a minute.
+        #expect(try (10...45).contains(episodes(seed: 4).count))
+    }
+}

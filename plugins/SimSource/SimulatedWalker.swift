@@ -1,15 +1,20 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 public import NavCore
 
 /// A simulated walker following a route file at a steady pace, with seeded GPS and compass noise.
 ///
 /// Emits a ``LocationFix`` every fix interval and a ``HeadingSample`` and ``Attitude`` every heading
 /// interval, all stamped with simulated time, and returns when the walker reaches the end.
+/// Also, from the seed: a phone-in-pocket heading offset, and episodes of tilt in which the phone stands
+/// nearly upright and its compass flips, as phones in pockets do.
 public struct SimulatedWalker: MessageSource {
     public static let id = "sim"
 
     /// The walker's settings.
-    public struct Options: Sendable, Equatable {
+    public struct Options: Sendable {
         /// The path walked, start first.
         public var path: [Coordinate]
         /// Walking speed [metres per second, > 0].
@@ -34,6 +39,12 @@ public struct SimulatedWalker: MessageSource {
         public var startTimeSeconds = 1_767_225_600.0
         /// Walk the path again from its start after reaching its end, until stopped.
         public var loop = false
+        /// The phone's usual pitch [degrees, positive = top up]: about 0 held flat, more in a pocket.
+        public var phonePitchDegrees = 10.0
+        /// Episodes when the phone stands nearly upright and the compass flips: (start, duration) [seconds from the start].
+        public var tiltEpisodes: [(start: Double, duration: Double)] = []
+        /// Pitch during a tilt episode [degrees].
+        public var tiltPitchDegrees = 85.0
 
         /// Creates options for a path.
         public init(path: [Coordinate]) {
@@ -82,7 +93,34 @@ public struct SimulatedWalker: MessageSource {
         options.seed = UInt64(try settings.int("seed", default: 1, in: 0...Int.max))
         options.startTimeSeconds = try settings.double("startTimeSeconds", default: 1_767_225_600, in: 0...1e10)
         options.loop = try settings.bool("loop", default: false)
+        options.phonePitchDegrees = try settings.double("phonePitchDegrees", default: 10, in: -90...90)
+        options.tiltPitchDegrees = try settings.double("tiltPitchDegrees", default: 85, in: -90...90)
+        // Tilt episodes: explicit [start, duration] pairs, and/or random ones at a rate, from the seed.
+        if case let .array(items)? = settings.value("tiltEpisodes") {
+            for (index, item) in items.enumerated() {
+                guard case let .array(pair) = item, pair.count == 2, case let .number(start) = pair[0],
+                      case let .number(duration) = pair[1], start >= 0, duration > 0 else {
+                    throw ConfigError.invalidValue(path: "\(settings.path).tiltEpisodes[\(index)]",
+                                                   expected: "[start seconds, duration seconds]", found: "\(item)")
+                }
+                options.tiltEpisodes.append((start, duration))
+            }
+        }
+        let rate = try settings.double("tiltEpisodesPerMinute", default: 0, in: 0...60)
+        let episodeSeconds = try settings.double("tiltEpisodeSeconds", default: 2, in: 0.1...60)
         try settings.finish()
+        if rate > 0 {
+            var random = SeededGenerator(seed: options.seed &+ 0x7157)
+            let total = path.count > 1 ? Polyline(path).lengthMeters / options.speedMetersPerSecond : 0
+            var t = 0.0
+            while true {
+                // Exponential gaps: a Poisson process of episodes.
+                t += -60 / rate * log(Double.random(in: Double.ulpOfOne..<1, using: &random))
+                guard t < total else { break }
+                options.tiltEpisodes.append((t, episodeSeconds))
+                t += episodeSeconds
+            }
+        }
         try self.init(options: options)
     }
 
@@ -128,13 +166,17 @@ public struct SimulatedWalker: MessageSource {
                         speedMetersPerSecond: self.options.speedMetersPerSecond, courseDegrees: bearing)))
                     nextFix += self.options.fixIntervalSeconds
                 } else {
-                    let raw = bearing + self.options.pocketOffsetDegrees
+                    let tilted = self.options.tiltEpisodes.contains { elapsed >= $0.start && elapsed < $0.start + $0.duration }
+                    // Near vertical the compass heading flips: it reads the opposite way.
+                    let raw = bearing + self.options.pocketOffsetDegrees + (tilted ? 180 : 0)
                         + random.gaussian(standardDeviation: self.options.compassNoiseDegrees)
                     let heading = (raw.truncatingRemainder(dividingBy: 360) + 360).truncatingRemainder(dividingBy: 360)
                     try await emit(.heading(HeadingSample(timeSeconds: time, headingDegrees: heading,
                                                           accuracyDegrees: self.options.compassNoiseDegrees)))
+                    let pitch = (tilted ? self.options.tiltPitchDegrees : self.options.phonePitchDegrees)
+                        + random.gaussian(standardDeviation: 2)
                     try await emit(.attitude(Attitude(
-                        timeSeconds: time, pitchDegrees: random.gaussian(standardDeviation: 2),
+                        timeSeconds: time, pitchDegrees: min(90, max(-90, pitch)),
                         rollDegrees: random.gaussian(standardDeviation: 2))))
                     nextHeading += self.options.headingIntervalSeconds
                 }
