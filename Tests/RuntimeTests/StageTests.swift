@@ -168,3 +168,31 @@ actor MemoryPublisher: MessagePublisher {
         #expect(try (10...45).contains(episodes(seed: 4).count))
     }
 }
+
+/// A live source that sends one fix and then goes quiet.
+private struct QuietLiveSource: MessageSource {
+    static let id = "quiet"
+    var isLive: Bool { true }
+    func run(emit: @Sendable (BusMessage) async throws -> Void) async throws {
+        try await emit(.fix(LocationFix(timeSeconds: 1, latitude: 43.7, longitude: 7.4, horizontalAccuracyMeters: 5)))
+        try await Task.sleep(for: .seconds(30))
+    }
+}
+
+@Suite struct LiveSourceTests {
+    @Test func aLiveSourceThatGoesQuietIsReportedStale() async throws {
+        let output = MemoryPublisher()
+        let stage = SourceStage(name: "gps", source: QuietLiveSource(), output: output, logger: Logger(label: "test"),
+                                statusIntervalSeconds: 10, staleAfterSeconds: 0.5)
+        let task = Task { try await stage.run() }
+        var stale: StageStatus?
+        for _ in 0..<100 {
+            try await Task.sleep(for: .milliseconds(20))
+            stale = await output.messages.compactMap { if case let .status(s) = $0, s.health == .stale { s } else { nil } }.first
+            if stale != nil { break }
+        }
+        task.cancel()
+        let report = try #require(stale, "a stale status within 2 s")
+        #expect(report.message.contains("no data"))
+    }
+}
