@@ -57,6 +57,11 @@ let package = Package(
             path: "plugins/Smoothers"
         ),
         .target(
+            name: "Routers",
+            dependencies: ["NavCore", .product(name: "Logging", package: "swift-log")],
+            path: "plugins/Routers"
+        ),
+        .target(
             name: "Sinks",
             dependencies: ["NavCore", .product(name: "Logging", package: "swift-log")],
             path: "plugins/Sinks"
@@ -66,7 +71,7 @@ let package = Package(
         .target(
             name: "Runtime",
             dependencies: [
-                "NavCore", "Bus", "Stages", "SimSource", "LocationSources", "Smoothers", "Sinks",
+                "NavCore", "Bus", "Stages", "SimSource", "LocationSources", "Smoothers", "Routers", "Sinks",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -84,6 +89,7 @@ let package = Package(
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"], exclude: ["Fixtures"]),
         .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "NavCore", "Stages", "SimSource", "Sinks"]),
+        .testTarget(name: "RoutersTests", dependencies: ["Routers", "NavCore"], exclude: ["Fixtures"]),
         .testTarget(name: "LocationSourcesTests", dependencies: ["LocationSources", "NavCore", "TestSupport"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "EndToEndTests", dependencies: ["Bus", "NavCore", "TestSupport"]),

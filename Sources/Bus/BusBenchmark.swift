@@ -37,8 +37,11 @@ public enum BusBenchmark {
         public var receiveThread: LatencySummary
         /// Raw `zmq_send` → `zmq_msg_recv` on a thread.
         public var raw: LatencySummary
-        /// transport p50 / raw p50.
+        /// transport p50 / raw p50, over all samples.
         public var ratioP50: Double { self.transport.p50 / self.raw.p50 }
+        /// The median over rounds of each round's transport p50 / raw p50: each pair is measured seconds apart,
+        /// so a machine that speeds up or slows down during the run moves both alike.
+        public var medianRoundRatioP50: Double
         /// Messages per second asked for.
         public var rateHz: Double
         /// Bytes of the transport's payload frame.
@@ -54,19 +57,23 @@ public enum BusBenchmark {
         var raw: [Double] = []
         var ours: [Double] = []
         var receiveThread: [Double] = []
+        var roundRatios: [Double] = []
         for round in 0..<rounds {
-            raw += try self.rawRound(context: context, endpoint: "ipc://\(folder)/raw-\(round).sock",
-                                     count: perRound, rateHz: rateHz)
+            let rawRound = try self.rawRound(context: context, endpoint: "ipc://\(folder)/raw-\(round).sock",
+                                             count: perRound, rateHz: rateHz)
+            raw += rawRound
             let hop = try await self.transportRound(context: context, endpoint: "ipc://\(folder)/bus-\(round).sock",
                                                     count: perRound, rateHz: rateHz)
             ours += hop.consumer
             receiveThread += hop.receiveThread
+            roundRatios.append(LatencySummary(hop.consumer).p50 / LatencySummary(rawRound).p50)
         }
         let sample = BusMessage.heading(HeadingSample(timeSeconds: 0, headingDegrees: 0))
         var writer = WireWriter()
         sample.encodePayload(to: &writer)
         return Report(transport: LatencySummary(ours), receiveThread: LatencySummary(receiveThread),
-                      raw: LatencySummary(raw), rateHz: rateHz,
+                      raw: LatencySummary(raw), medianRoundRatioP50: roundRatios.sorted()[roundRatios.count / 2],
+                      rateHz: rateHz,
                       payloadBytes: writer.bytes.count)
     }
 

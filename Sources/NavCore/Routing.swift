@@ -1,0 +1,47 @@
+/// A route as a provider returns it: geometry, with the street name of each segment where known.
+public struct RoutePlan: Sendable, Equatable {
+    /// The geometry, start to destination.
+    public var points: [Coordinate]
+    /// The name of the street from point i to point i + 1 (count = points − 1), nil where unknown.
+    public var segmentNames: [String?]
+    /// Length as the provider measured it [metres], nil to measure it from the geometry.
+    public var reportedLengthMeters: Double?
+
+    /// Creates a plan; names may be empty (all unknown).
+    public init(points: [Coordinate], segmentNames: [String?] = [], reportedLengthMeters: Double? = nil) {
+        self.points = points
+        self.segmentNames = segmentNames.count == max(0, points.count - 1)
+            ? segmentNames : Array(repeating: nil, count: max(0, points.count - 1))
+        self.reportedLengthMeters = reportedLengthMeters
+    }
+}
+
+/// Why a route could not be made.
+public enum RoutingError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// No walkable way near a point.
+    case noWayNear(point: Coordinate, withinMeters: Double, which: String)
+    /// Start and destination are not connected by walkable ways.
+    case unreachable
+    /// The engine or file failed; the reason says how.
+    case providerFailed(reason: String)
+
+    public var description: String {
+        switch self {
+        case let .noWayNear(point, within, which):
+            return "no walkable way within \(Int(within)) m of the \(which) (\(point.latitude), \(point.longitude))"
+        case .unreachable:
+            return "start and destination are not connected by walkable ways"
+        case let .providerFailed(reason):
+            return reason
+        }
+    }
+}
+
+/// Something that makes walking routes: an offline map, a routing engine, a file (the route controller's
+/// swappable part).
+public protocol RouteProvider: Sendable {
+    /// A short name for route messages, for example "osm".
+    var name: String { get }
+    /// The walking route from `start` to `destination`.
+    func route(from start: Coordinate, to destination: Coordinate) async throws -> RoutePlan
+}

@@ -1,0 +1,220 @@
+public import NavCore
+
+/// A walking network: nodes, undirected edges with their lengths and street names, and a grid index of
+/// the edges for snapping points to the nearest way.
+public struct WalkingGraph: Sendable {
+    /// Node positions.
+    public let nodes: [Coordinate]
+    /// Edges leaving node i are `edgeTargets[edgeStart[i]..<edgeStart[i + 1]]` (compressed rows).
+    let edgeStart: [Int32]
+    let edgeTargets: [Int32]
+    let edgeLengths: [Double]
+    let edgeNames: [Int32]
+    /// Distinct street names; index −1 is "no name".
+    let names: [String]
+    /// Undirected segments (node a, node b, name) for snapping.
+    let segments: [(a: Int32, b: Int32, name: Int32)]
+    private let grid: [Int64: [Int32]]
+    private static let cellDegrees = 0.002
+
+    /// What loading found wrong and worked around.
+    public let warnings: [String]
+
+    /// Number of undirected edges.
+    public var edgeCount: Int { self.segments.count }
+
+    init(nodes: [Coordinate], edges: [(a: Int32, b: Int32, name: Int32)], names: [String], warnings: [String]) {
+        self.nodes = nodes
+        self.names = names
+        self.warnings = warnings
+        self.segments = edges
+        var degree = [Int32](repeating: 0, count: nodes.count + 1)
+        for edge in edges {
+            degree[Int(edge.a)] += 1
+            degree[Int(edge.b)] += 1
+        }
+        var start = [Int32](repeating: 0, count: nodes.count + 1)
+        for index in 0..<nodes.count { start[index + 1] = start[index] + degree[index] }
+        var fill = start
+        var targets = [Int32](repeating: 0, count: edges.count * 2)
+        var lengths = [Double](repeating: 0, count: edges.count * 2)
+        var edgeNames = [Int32](repeating: -1, count: edges.count * 2)
+        var grid: [Int64: [Int32]] = [:]
+        for (index, edge) in edges.enumerated() {
+            let length = FlatProjection.distance(nodes[Int(edge.a)], nodes[Int(edge.b)])
+            for (from, to) in [(edge.a, edge.b), (edge.b, edge.a)] {
+                let slot = Int(fill[Int(from)])
+                targets[slot] = to
+                lengths[slot] = length
+                edgeNames[slot] = edge.name
+                fill[Int(from)] += 1
+            }
+            for cell in Self.cells(nodes[Int(edge.a)], nodes[Int(edge.b)]) { grid[cell, default: []].append(Int32(index)) }
+        }
+        self.edgeStart = start
+        self.edgeTargets = targets
+        self.edgeLengths = lengths
+        self.edgeNames = edgeNames
+        self.grid = grid
+    }
+
+    private static func cell(_ latitude: Double, _ longitude: Double) -> (Int64, Int64) {
+        (Int64((latitude / self.cellDegrees).rounded(.down)), Int64((longitude / self.cellDegrees).rounded(.down)))
+    }
+
+    private static func key(_ row: Int64, _ column: Int64) -> Int64 { row &* 4_000_003 &+ column }
+
+    /// The grid cells a segment's bounding box touches.
+    private static func cells(_ a: Coordinate, _ b: Coordinate) -> [Int64] {
+        let (r1, c1) = self.cell(min(a.latitude, b.latitude), min(a.longitude, b.longitude))
+        let (r2, c2) = self.cell(max(a.latitude, b.latitude), max(a.longitude, b.longitude))
+        var keys: [Int64] = []
+        for row in r1...r2 { for column in c1...c2 { keys.append(self.key(row, column)) } }
+        return keys
+    }
+
+    /// The nearest point on any edge to `point`, within `maximumMeters`.
+    public func snap(_ point: Coordinate, maximumMeters: Double) -> (segment: Int, fraction: Double, distance: Double, point: Coordinate)? {
+        let plane = FlatProjection(origin: point)
+        let (row, column) = Self.cell(point.latitude, point.longitude)
+        let rings = Int((maximumMeters / (Self.cellDegrees * 111_000 * 0.5)).rounded(.up)) + 1
+        var best: (segment: Int, fraction: Double, distance: Double, point: Coordinate)?
+        var seen = Set<Int32>()
+        for ring in 0...rings {
+            for r in (row - Int64(ring))...(row + Int64(ring)) {
+                for c in (column - Int64(ring))...(column + Int64(ring)) where max(abs(r - row), abs(c - column)) == Int64(ring) {
+                    for index in self.grid[Self.key(r, c)] ?? [] where seen.insert(index).inserted {
+                        let segment = self.segments[Int(index)]
+                        let a = plane.project(self.nodes[Int(segment.a)]), b = plane.project(self.nodes[Int(segment.b)])
+                        let de = b.east - a.east, dn = b.north - a.north
+                        let length2 = de * de + dn * dn
+                        let t = length2 > 0 ? min(1, max(0, -(a.east * de + a.north * dn) / length2)) : 0
+                        let e = a.east + t * de, n = a.north + t * dn
+                        let distance = (e * e + n * n).squareRoot()
+                        if distance <= maximumMeters, best == nil || distance < best!.distance {
+                            best = (Int(index), t, distance, plane.unproject(ENU(east: e, north: n)))
+                        }
+                    }
+                }
+            }
+            // Anything in a farther ring is at least this far away.
+            if let best, best.distance < Double(ring) * Self.cellDegrees * 111_000 * 0.5 { break }
+        }
+        return best
+    }
+
+    /// The shortest walking route between two points (A*, with straight-line distance as the heuristic).
+    public func shortestRoute(from start: Coordinate, to destination: Coordinate, snapMeters: Double = 250) throws(RoutingError) -> RoutePlan {
+        guard let from = self.snap(start, maximumMeters: snapMeters) else {
+            throw .noWayNear(point: start, withinMeters: snapMeters, which: "start")
+        }
+        guard let to = self.snap(destination, maximumMeters: snapMeters) else {
+            throw .noWayNear(point: destination, withinMeters: snapMeters, which: "destination")
+        }
+        let source = Int32(self.nodes.count), target = Int32(self.nodes.count + 1)
+        let fromSegment = self.segments[from.segment], toSegment = self.segments[to.segment]
+        func segmentLength(_ s: (a: Int32, b: Int32, name: Int32)) -> Double {
+            FlatProjection.distance(self.nodes[Int(s.a)], self.nodes[Int(s.b)])
+        }
+        // Virtual edges from the snapped start into its segment's ends, and from the destination's segment ends.
+        let fromLength = segmentLength(fromSegment), toLength = segmentLength(toSegment)
+        var startEdges: [(Int32, Double)] = [(fromSegment.a, from.fraction * fromLength), (fromSegment.b, (1 - from.fraction) * fromLength)]
+        let endEdges: [Int32: Double] = [toSegment.a: to.fraction * toLength, toSegment.b: (1 - to.fraction) * toLength]
+        if from.segment == to.segment {
+            startEdges.append((target, abs(to.fraction - from.fraction) * fromLength))
+        }
+
+        let count = self.nodes.count + 2
+        var distance = [Double](repeating: .infinity, count: count)
+        var previous = [Int32](repeating: -1, count: count)
+        var previousName = [Int32](repeating: -1, count: count)
+        var closed = [Bool](repeating: false, count: count)
+        var heap = MinHeap()
+        func position(_ node: Int32) -> Coordinate {
+            node == source ? from.point : (node == target ? to.point : self.nodes[Int(node)])
+        }
+        let goal = to.point
+        func heuristic(_ node: Int32) -> Double { FlatProjection.distance(position(node), goal) }
+        distance[Int(source)] = 0
+        heap.push(heuristic(source), source)
+        while let (_, node) = heap.pop() {
+            if closed[Int(node)] { continue }
+            closed[Int(node)] = true
+            if node == target { break }
+            var neighbours: [(Int32, Double, Int32)] = []
+            if node == source {
+                neighbours = startEdges.map { ($0.0, $0.1, fromSegment.name) }
+            } else {
+                let range = Int(self.edgeStart[Int(node)])..<Int(self.edgeStart[Int(node) + 1])
+                for slot in range { neighbours.append((self.edgeTargets[slot], self.edgeLengths[slot], self.edgeNames[slot])) }
+                if let toTarget = endEdges[node] { neighbours.append((target, toTarget, toSegment.name)) }
+            }
+            for (next, length, name) in neighbours where !closed[Int(next)] {
+                let candidate = distance[Int(node)] + length
+                if candidate < distance[Int(next)] {
+                    distance[Int(next)] = candidate
+                    previous[Int(next)] = node
+                    previousName[Int(next)] = name
+                    heap.push(candidate + heuristic(next), next)
+                }
+            }
+        }
+        guard distance[Int(target)].isFinite else { throw .unreachable }
+        var points: [Coordinate] = []
+        var names: [String?] = []
+        var node = target
+        while node != -1 {
+            points.append(position(node))
+            if previous[Int(node)] != -1 {
+                let name = previousName[Int(node)]
+                names.append(name >= 0 ? self.names[Int(name)] : nil)
+            }
+            node = previous[Int(node)]
+        }
+        points.reverse()
+        names.reverse()
+        // Drop the zero-length hops at the ends (a snap onto a node).
+        var cleanPoints = [points[0]], cleanNames: [String?] = []
+        for index in 1..<points.count where FlatProjection.distance(points[index], cleanPoints.last!) > 0.01 || index == points.count - 1 && cleanPoints.count == 1 {
+            cleanPoints.append(points[index])
+            cleanNames.append(names[index - 1])
+        }
+        return RoutePlan(points: cleanPoints, segmentNames: cleanNames, reportedLengthMeters: distance[Int(target)])
+    }
+}
+
+/// A binary min-heap of (priority, node).
+struct MinHeap {
+    private var items: [(Double, Int32)] = []
+
+    mutating func push(_ priority: Double, _ node: Int32) {
+        self.items.append((priority, node))
+        var child = self.items.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard self.items[child].0 < self.items[parent].0 else { break }
+            self.items.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func pop() -> (Double, Int32)? {
+        guard !self.items.isEmpty else { return nil }
+        let top = self.items[0]
+        let last = self.items.removeLast()
+        if !self.items.isEmpty {
+            self.items[0] = last
+            var parent = 0
+            while true {
+                let left = 2 * parent + 1, right = left + 1
+                var smallest = parent
+                if left < self.items.count && self.items[left].0 < self.items[smallest].0 { smallest = left }
+                if right < self.items.count && self.items[right].0 < self.items[smallest].0 { smallest = right }
+                if smallest == parent { break }
+                self.items.swapAt(parent, smallest)
+                parent = smallest
+            }
+        }
+        return top
+    }
+}
