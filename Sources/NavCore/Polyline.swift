@@ -37,6 +37,13 @@ public struct Polyline: Sendable {
     /// The closest point of the polyline to `point`, measured on a plane tangent at `point`
     /// (``FlatProjection``: within 0.1 % while the polyline passes within 20 km).
     public func project(_ point: Coordinate) -> PolylineProjection? {
+        self.project(point, alongRange: nil)
+    }
+
+    /// The closest point among the segments that overlap `alongRange` [metres along the polyline], or all
+    /// segments when nil: tracking a walker, this keeps the projection from jumping to another part of a
+    /// route that passes nearby.
+    public func project(_ point: Coordinate, alongRange: ClosedRange<Double>?) -> PolylineProjection? {
         guard let first = self.points.first else { return nil }
         let plane = FlatProjection(origin: point)
         guard self.points.count > 1 else {
@@ -47,6 +54,10 @@ public struct Polyline: Sendable {
         var best: PolylineProjection?
         var previous = plane.project(first)
         for index in 0..<(self.points.count - 1) {
+            if let range = alongRange, self.cumulativeMeters[index + 1] < range.lowerBound || self.cumulativeMeters[index] > range.upperBound {
+                previous = plane.project(self.points[index + 1])
+                continue
+            }
             let next = plane.project(self.points[index + 1])
             let de = next.east - previous.east, dn = next.north - previous.north
             let lengthSquared = de * de + dn * dn

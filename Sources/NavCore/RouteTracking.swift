@@ -1,0 +1,292 @@
+/// Turns a provider's plan into a ``Route``: waypoints where the route turns, with spoken instructions.
+public enum RouteBuilder {
+    /// Builds the route. A waypoint sits at each vertex where the direction changes by more than
+    /// `turnThresholdDegrees`, measured between bearings `windowMeters` before and after it (so that the
+    /// many tiny segments of a curved footpath do not each become a waypoint); of several within
+    /// `windowMeters` of each other, the sharpest stays.
+    public static func route(from plan: RoutePlan, routeID: UInt32, timeSeconds: Double, provider: String,
+                             turnThresholdDegrees: Double = 30, windowMeters: Double = 10) -> Route {
+        let line = Polyline(plan.points)
+        let length = line.lengthMeters
+        guard plan.points.count >= 2, length > 0 else {
+            let point = plan.points.first ?? Coordinate(latitude: 0, longitude: 0)
+            return Route(routeID: routeID, timeSeconds: timeSeconds, provider: provider, lengthMeters: 0, points: plan.points,
+                         waypoints: [Waypoint(coordinate: point, distanceAlongMeters: 0, outgoingBearingDegrees: 0, turnDegrees: 0,
+                                              kind: .arrival, instruction: "You are at your destination")])
+        }
+        func bearing(from a: Double, to b: Double) -> Double {
+            let pa = line.point(atDistance: a)!.coordinate, pb = line.point(atDistance: b)!.coordinate
+            return Angle.normalized(Geodesic.wgs84.inverse(pa, pb).initialAzimuthDegrees)
+        }
+        var candidates: [(index: Int, along: Double, turn: Double)] = []
+        for index in 1..<(plan.points.count - 1) {
+            let along = line.cumulativeMeters[index]
+            let before = max(0, along - windowMeters), after = min(length, along + windowMeters)
+            guard along - before > 0.5, after - along > 0.5 else { continue }
+            let turn = Angle.signedDifference(from: bearing(from: before, to: along), to: bearing(from: along, to: after))
+            if abs(turn) > turnThresholdDegrees { candidates.append((index, along, turn)) }
+        }
+        // Keep the sharpest of candidates closer than the window to each other.
+        var kept: [(index: Int, along: Double, turn: Double)] = []
+        for candidate in candidates {
+            if let last = kept.last, candidate.along - last.along < windowMeters {
+                if abs(candidate.turn) > abs(last.turn) { kept[kept.count - 1] = candidate }
+            } else {
+                kept.append(candidate)
+            }
+        }
+        func name(ofSegment index: Int) -> String? {
+            index >= 0 && index < plan.segmentNames.count ? plan.segmentNames[index] : nil
+        }
+        let startBearing = bearing(from: 0, to: min(length, windowMeters))
+        var waypoints = [Waypoint(coordinate: plan.points[0], distanceAlongMeters: 0, outgoingBearingDegrees: startBearing,
+                                  turnDegrees: 0, kind: .start,
+                                  instruction: "Head \(Self.compassWord(startBearing))" + (name(ofSegment: 0).map { " on \($0)" } ?? ""))]
+        for turn in kept {
+            let outgoing = bearing(from: turn.along, to: min(length, turn.along + windowMeters))
+            let incomingName = name(ofSegment: turn.index - 1), outgoingName = name(ofSegment: turn.index)
+            let onto = outgoingName.flatMap { $0 != incomingName ? " onto \($0)" : nil } ?? ""
+            waypoints.append(Waypoint(coordinate: plan.points[turn.index], distanceAlongMeters: turn.along,
+                                      outgoingBearingDegrees: outgoing, turnDegrees: turn.turn, kind: .turn,
+                                      instruction: Self.turnWords(turn.turn) + onto))
+        }
+        let end = plan.points[plan.points.count - 1]
+        waypoints.append(Waypoint(coordinate: end, distanceAlongMeters: length,
+                                  outgoingBearingDegrees: bearing(from: max(0, length - windowMeters), to: length),
+                                  turnDegrees: 0, kind: .arrival, instruction: "Arrive at your destination"))
+        return Route(routeID: routeID, timeSeconds: timeSeconds, provider: provider, lengthMeters: length,
+                     points: plan.points, waypoints: waypoints)
+    }
+
+    /// "Bear right", "Turn left", "Make a sharp right", "Make a U-turn".
+    public static func turnWords(_ turn: Double) -> String {
+        let side = turn > 0 ? "right" : "left"
+        switch abs(turn) {
+        case ..<45: return "Bear \(side)"
+        case ..<135: return "Turn \(side)"
+        case ..<170: return "Make a sharp \(side)"
+        default: return "Make a U-turn"
+        }
+    }
+
+    /// "north", "north-east", … for a bearing.
+    public static func compassWord(_ bearing: Double) -> String {
+        let words = ["north", "north-east", "east", "south-east", "south", "south-west", "west", "north-west"]
+        return words[Int((Angle.normalized(bearing) + 22.5) / 45) % 8]
+    }
+}
+
+/// Follows a walker along a route: progress, waypoint completion, the guidance target, off-route and
+/// wrong-way detection, and when to reroute. Time comes from the fixes: no clock reads.
+public struct RouteTracker: Sendable {
+    /// Where the guidance target is put.
+    public enum TargetMode: String, Sendable, CaseIterable {
+        /// A look-ahead distance beyond the walker's projection onto the route, capped at a sharp turn.
+        case lookAhead
+        /// The next waypoint.
+        case waypoint
+    }
+
+    /// Thresholds, all configurable.
+    public struct Options: Sendable, Equatable {
+        /// A waypoint completes within this distance [metres, 1...50].
+        public var waypointRadiusMeters = 10.0
+        /// The destination is reached within this distance [metres].
+        public var arrivalRadiusMeters = 5.0
+        /// Where the guidance target goes.
+        public var targetMode = TargetMode.lookAhead
+        /// How far ahead along the route the look-ahead target is [metres].
+        public var lookAheadMeters = 15.0
+        /// A waypoint turning at least this much caps the look-ahead target [degrees].
+        public var sharpTurnDegrees = 60.0
+        /// Off route beyond max(this, factor × fix accuracy) [metres]…
+        public var offRouteMinimumMeters = 15.0
+        /// …with this factor…
+        public var offRouteAccuracyFactor = 1.5
+        /// …for this many fixes in a row.
+        public var offRouteFixes = 3
+        /// No reroute sooner than this after the last [seconds]…
+        public var rerouteMinimumSeconds = 10.0
+        /// …nor nearer than this to where it was asked for [metres].
+        public var rerouteMinimumMeters = 30.0
+        /// Walking against the route by more than this counts as the wrong way [degrees]…
+        public var wrongWayDegrees = 120.0
+        /// …at at least this speed [metres per second]…
+        public var wrongWaySpeed = 0.5
+        /// …for this many fixes in a row.
+        public var wrongWayFixes = 3
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// What one fix caused.
+    public struct Update: Sendable, Equatable {
+        /// Progress along the route.
+        public var progress: RouteProgress
+        /// Where to steer.
+        public var target: GuidanceTarget
+        /// Waypoints completed by this fix, by index.
+        public var completedWaypoints: [Int] = []
+        /// Set when a new route should be computed from here.
+        public var rerouteFrom: Coordinate?
+        /// True on the fix that reached the destination.
+        public var arrived = false
+    }
+
+    /// The options in use.
+    public let options: Options
+    /// The route followed, if any.
+    public private(set) var route: Route?
+    /// The current state.
+    public private(set) var state: RouteState = .onRoute
+    /// Reroutes asked for so far [count].
+    public private(set) var reroutes = 0
+
+    private var polyline: Polyline?
+    private var nextWaypoint = 1
+    private var lastAlong: Double?
+    private var offRouteCount = 0
+    private var wrongWayCount = 0
+    private var lastReroute: (time: Double, position: Coordinate)?
+
+    /// Creates a tracker.
+    public init(options: Options = Options()) {
+        self.options = options
+    }
+
+    /// Follows a new route from its start (a first route, or a reroute).
+    public mutating func setRoute(_ route: Route) {
+        self.route = route
+        self.polyline = Polyline(route.points)
+        self.nextWaypoint = min(1, route.waypoints.count - 1)
+        self.lastAlong = nil
+        self.offRouteCount = 0
+        self.wrongWayCount = 0
+        if self.state != .arrived { self.state = .onRoute }
+    }
+
+    /// The reroute asked for could not be made: stay on the last good route, off it.
+    public mutating func rerouteFailed() {
+        if self.state == .rerouting { self.state = .offRoute }
+    }
+
+    /// Takes one smoothed fix; nil until there is a route.
+    public mutating func update(with fix: SmoothedFix) -> Update? {
+        guard let route = self.route, let line = self.polyline, !route.waypoints.isEmpty else { return nil }
+        let walker = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
+        let time = fix.timeSeconds
+
+        // Project within a window around the last position, unless that puts the walker far off.
+        var projection = self.lastAlong.flatMap { line.project(walker, alongRange: ($0 - 30)...($0 + 150)) }
+        let threshold = max(self.options.offRouteMinimumMeters, self.options.offRouteAccuracyFactor * fix.horizontalAccuracyMeters)
+        if projection == nil || projection!.distanceMeters > threshold {
+            if let global = line.project(walker), global.distanceMeters < (projection?.distanceMeters ?? .infinity) {
+                projection = global
+            }
+        }
+        guard let here = projection else { return nil }
+        self.lastAlong = here.distanceAlongMeters
+        var update = Update(progress: self.progress(fix, here, route), target: self.target(fix, here, route, line))
+
+        guard self.state != .arrived else {
+            update.progress.state = .arrived
+            update.target.kind = .arrived
+            return update
+        }
+
+        // Waypoints: within the radius, or passed along the route while on it.
+        while self.nextWaypoint < route.waypoints.count {
+            let waypoint = route.waypoints[self.nextWaypoint]
+            let isArrival = self.nextWaypoint == route.waypoints.count - 1
+            let distance = FlatProjection.distance(walker, waypoint.coordinate)
+            let radius = isArrival ? self.options.arrivalRadiusMeters : self.options.waypointRadiusMeters
+            let onRoute = here.distanceMeters <= threshold
+            let passed = isArrival
+                ? onRoute && here.distanceAlongMeters >= route.lengthMeters - 0.5
+                : onRoute && here.distanceAlongMeters > waypoint.distanceAlongMeters + 2
+            guard distance <= radius || passed else { break }
+            update.completedWaypoints.append(self.nextWaypoint)
+            self.nextWaypoint += 1
+            if isArrival {
+                self.state = .arrived
+                update.arrived = true
+                update.progress.state = .arrived
+                update.target.kind = .arrived
+                return update
+            }
+        }
+        update.progress.nextWaypointIndex = UInt32(min(self.nextWaypoint, route.waypoints.count - 1))
+        update.progress = self.progress(fix, here, route)
+        update.target = self.target(fix, here, route, line)
+
+        // Off route, for several fixes in a row: ask for a reroute, unless one was asked for too recently or too near.
+        self.offRouteCount = here.distanceMeters > threshold ? self.offRouteCount + 1 : 0
+        if self.offRouteCount >= self.options.offRouteFixes {
+            let allowed = self.lastReroute.map {
+                time - $0.time >= self.options.rerouteMinimumSeconds
+                    && FlatProjection.distance($0.position, walker) >= self.options.rerouteMinimumMeters
+            } ?? true
+            if allowed && self.state != .rerouting {
+                self.lastReroute = (time, walker)
+                self.reroutes += 1
+                self.state = .rerouting
+                update.rerouteFrom = walker
+            } else if self.state != .rerouting {
+                self.state = .offRoute
+            }
+        } else if self.offRouteCount == 0 && (self.state == .offRoute) {
+            self.state = .onRoute
+        }
+
+        // Walking against the route.
+        if self.state != .rerouting, self.offRouteCount == 0, let course = fix.courseDegrees,
+           fix.speedMetersPerSecond >= self.options.wrongWaySpeed,
+           let segmentBearing = line.point(atDistance: here.distanceAlongMeters)?.bearingDegrees {
+            self.wrongWayCount = Angle.separation(course, segmentBearing) > self.options.wrongWayDegrees ? self.wrongWayCount + 1 : 0
+            if self.wrongWayCount >= self.options.wrongWayFixes {
+                self.state = .wrongWay
+            } else if self.state == .wrongWay && self.wrongWayCount == 0 {
+                self.state = .onRoute
+            }
+        }
+        update.progress.state = self.state
+        return update
+    }
+
+    private func progress(_ fix: SmoothedFix, _ here: PolylineProjection, _ route: Route) -> RouteProgress {
+        let walker = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
+        let index = min(self.nextWaypoint, route.waypoints.count - 1)
+        let next = route.waypoints[index].coordinate
+        let remaining = max(0, route.lengthMeters - here.distanceAlongMeters)
+        return RouteProgress(timeSeconds: fix.timeSeconds, routeID: route.routeID, distanceAlongMeters: here.distanceAlongMeters,
+                             distanceRemainingMeters: remaining, crossTrackMeters: here.crossTrackMeters,
+                             nextWaypointIndex: UInt32(index), bearingToNextDegrees: FlatProjection.bearing(from: walker, to: next),
+                             distanceToNextMeters: FlatProjection.distance(walker, next),
+                             etaSeconds: fix.speedMetersPerSecond > 0.3 ? (remaining + here.distanceMeters) / fix.speedMetersPerSecond : nil,
+                             state: self.state)
+    }
+
+    private func target(_ fix: SmoothedFix, _ here: PolylineProjection, _ route: Route, _ line: Polyline) -> GuidanceTarget {
+        let walker = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
+        let index = min(self.nextWaypoint, route.waypoints.count - 1)
+        let point: Coordinate
+        let kind: TargetKind
+        switch self.options.targetMode {
+        case .waypoint:
+            point = route.waypoints[index].coordinate
+            kind = .waypoint
+        case .lookAhead:
+            var along = here.distanceAlongMeters + self.options.lookAheadMeters
+            // Not past the next sharp turn: aim at its corner until it is reached.
+            if let sharp = route.waypoints[index...].first(where: { $0.kind == .arrival || abs($0.turnDegrees) >= self.options.sharpTurnDegrees }) {
+                along = min(along, sharp.distanceAlongMeters)
+            }
+            point = line.point(atDistance: along)?.coordinate ?? route.waypoints[index].coordinate
+            kind = .lookAhead
+        }
+        return GuidanceTarget(timeSeconds: fix.timeSeconds, routeID: route.routeID, coordinate: point,
+                              bearingDegrees: FlatProjection.bearing(from: walker, to: point),
+                              distanceMeters: FlatProjection.distance(walker, point), kind: kind)
+    }
+}

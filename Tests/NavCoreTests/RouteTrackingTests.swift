@@ -1,0 +1,187 @@
+import NavCore
+import Testing
+
+@Suite struct RouteBuilderTests {
+    private let corner = Coordinate(latitude: 43.7300, longitude: 7.4200)
+
+    private func lShape() -> RoutePlan {
+        let east = Geodesic.wgs84.direct(from: self.corner, azimuthDegrees: 90, distanceMeters: 200).coordinate
+        let north = Geodesic.wgs84.direct(from: east, azimuthDegrees: 0, distanceMeters: 150).coordinate
+        // A gently curving footpath along the first leg: many small bends, none a turn.
+        var points = [self.corner]
+        for step in 1...9 {
+            let along = Geodesic.wgs84.direct(from: self.corner, azimuthDegrees: 90, distanceMeters: Double(step) * 20).coordinate
+            points.append(Geodesic.wgs84.direct(from: along, azimuthDegrees: 0, distanceMeters: step % 2 == 0 ? 0.8 : 0).coordinate)
+        }
+        return RoutePlan(points: points + [east, north],
+                         segmentNames: Array(repeating: "Quai Albert Ier", count: 10) + ["Rue Grimaldi"])
+    }
+
+    @Test func waypointsSitWhereTheRouteTurnsOnly() {
+        let route = RouteBuilder.route(from: self.lShape(), routeID: 1, timeSeconds: 0, provider: "test")
+        #expect(route.waypoints.map(\.kind) == [.start, .turn, .arrival])
+        let turn = route.waypoints[1]
+        #expect(abs(turn.distanceAlongMeters - 200) < 0.5)
+        #expect(abs(turn.turnDegrees - (-90)) < 3, "east then north is a left turn")
+        #expect(turn.instruction == "Turn left onto Rue Grimaldi")
+        #expect(route.waypoints[0].instruction == "Head east on Quai Albert Ier")
+        #expect(abs(route.lengthMeters - 350) < 0.5)
+    }
+
+    @Test func theTurnThresholdIsConfigurable() {
+        let route = RouteBuilder.route(from: self.lShape(), routeID: 1, timeSeconds: 0, provider: "test", turnThresholdDegrees: 100)
+        #expect(route.waypoints.map(\.kind) == [.start, .arrival])
+    }
+
+    @Test(arguments: [(20.0, "Bear right"), (-90, "Turn left"), (150, "Make a sharp right"), (-178, "Make a U-turn")])
+    func turnsAreWordedByTheirAngle(_ turn: Double, _ words: String) {
+        #expect(RouteBuilder.turnWords(turn) == words)
+    }
+}
+
+/// A walk scripted as legs of (bearing, metres), at 1.4 m/s, one smoothed fix a second.
+struct ScriptedWalk {
+    var start: Coordinate
+    var legs: [(bearing: Double, meters: Double)]
+
+    func fixes(accuracy: Double = 4) -> [SmoothedFix] {
+        var fixes: [SmoothedFix] = []
+        var position = self.start
+        var t = 0.0
+        for leg in self.legs {
+            var walked = 0.0
+            while walked < leg.meters {
+                let step = min(1.4, leg.meters - walked)
+                position = Geodesic.wgs84.direct(from: position, azimuthDegrees: leg.bearing, distanceMeters: step).coordinate
+                walked += step
+                t += 1
+                fixes.append(SmoothedFix(timeSeconds: t, latitude: position.latitude, longitude: position.longitude,
+                                         horizontalAccuracyMeters: accuracy, speedMetersPerSecond: 1.4,
+                                         courseDegrees: leg.bearing, reset: false))
+            }
+        }
+        return fixes
+    }
+}
+
+@Suite struct RouteTrackerTests {
+    private let corner = Coordinate(latitude: 43.7300, longitude: 7.4200)
+    private var east: Coordinate { Geodesic.wgs84.direct(from: self.corner, azimuthDegrees: 90, distanceMeters: 200).coordinate }
+    private var end: Coordinate { Geodesic.wgs84.direct(from: self.east, azimuthDegrees: 0, distanceMeters: 150).coordinate }
+
+    private func route(id: UInt32 = 1, from start: Coordinate? = nil) -> Route {
+        RouteBuilder.route(from: RoutePlan(points: [start ?? self.corner, self.east, self.end]), routeID: id,
+                           timeSeconds: 0, provider: "test")
+    }
+
+    private struct Log {
+        var states: [RouteState] = []
+        var completed: [(route: UInt32, index: Int)] = []
+        var reroutes: [Coordinate] = []
+        var arrivals = 0
+        var targets: [GuidanceTarget] = []
+    }
+
+    /// Runs a walk; each reroute request is answered with a straight route from there to the corner and on.
+    private func run(_ walk: ScriptedWalk, options: RouteTracker.Options = .init(), answerReroutes: Bool = true) -> Log {
+        var tracker = RouteTracker(options: options)
+        tracker.setRoute(self.route())
+        var log = Log()
+        var nextID: UInt32 = 2
+        for fix in walk.fixes() {
+            guard let update = tracker.update(with: fix) else { continue }
+            log.states.append(update.progress.state)
+            log.completed += update.completedWaypoints.map { (update.progress.routeID, $0) }
+            log.targets.append(update.target)
+            if update.arrived { log.arrivals += 1 }
+            if let from = update.rerouteFrom {
+                log.reroutes.append(from)
+                if answerReroutes {
+                    tracker.setRoute(self.route(id: nextID, from: from))
+                    nextID += 1
+                }
+            }
+        }
+        return log
+    }
+
+    @Test func aWalkAlongTheRouteCompletesWaypointsInOrderAndArrivesOnce() {
+        let log = self.run(ScriptedWalk(start: self.corner, legs: [(90, 200), (0, 150), (0, 20)]))
+        #expect(log.completed.map(\.index) == [1, 2])
+        #expect(log.arrivals == 1)
+        #expect(log.reroutes.isEmpty)
+        #expect(!log.states.contains(.offRoute) && !log.states.contains(.rerouting))
+        #expect(log.states.last == .arrived)
+    }
+
+    @Test func leavingTheRouteDeclaresOffRouteReroutesOnceAndArrives() {
+        // 80 m east, 40 m south (off the route), back north 40 m, then on to the end.
+        let walk = ScriptedWalk(start: self.corner, legs: [(90, 80), (180, 40), (90, 20), (0, 40), (90, 100), (0, 150)])
+        let log = self.run(walk)
+        #expect(log.states.contains(.rerouting) || log.states.contains(.offRoute))
+        #expect(log.reroutes.count == 1, "one reroute, not a storm: \(log.reroutes.count)")
+        #expect(log.arrivals == 1)
+        // Per route, waypoints complete in order.
+        for id in Set(log.completed.map(\.route)) {
+            let indices = log.completed.filter { $0.route == id }.map(\.index)
+            #expect(indices == indices.sorted())
+        }
+    }
+
+    @Test func staysOffRouteWithoutARerouteStorm() {
+        // The engine is down: reroutes are never answered, and the walker wanders for two minutes.
+        let walk = ScriptedWalk(start: self.corner, legs: [(90, 50), (180, 60), (270, 40), (180, 60)])
+        var options = RouteTracker.Options()
+        options.rerouteMinimumSeconds = 10
+        let log = self.run(walk, options: options, answerReroutes: false)
+        #expect(log.reroutes.count == 1, "a request is outstanding; no new ones pile up")
+        var tracker = RouteTracker(options: options)
+        tracker.setRoute(self.route())
+        var requests: [Double] = []
+        for fix in walk.fixes() {
+            if let update = tracker.update(with: fix), update.rerouteFrom != nil {
+                requests.append(fix.timeSeconds)
+                tracker.rerouteFailed()
+            }
+        }
+        #expect(requests.count >= 2)
+        #expect(zip(requests, requests.dropFirst()).allSatisfy { $1 - $0 >= 10 }, "never twice within 10 s: \(requests)")
+    }
+
+    @Test func walkingBackAlongTheRouteIsNoticed() {
+        let log = self.run(ScriptedWalk(start: self.corner, legs: [(90, 60), (270, 30)]))
+        #expect(log.states.suffix(5).contains(.wrongWay))
+        #expect(log.reroutes.isEmpty)
+    }
+
+    @Test func theLookAheadTargetIsAheadOnTheRouteAndCappedAtTheCorner() {
+        var tracker = RouteTracker()
+        tracker.setRoute(self.route())
+        let along = Geodesic.wgs84.direct(from: self.corner, azimuthDegrees: 90, distanceMeters: 50).coordinate
+        let fix = SmoothedFix(timeSeconds: 1, latitude: along.latitude, longitude: along.longitude, horizontalAccuracyMeters: 3,
+                              speedMetersPerSecond: 1.4, courseDegrees: 90, reset: false)
+        let update = tracker.update(with: fix)!
+        #expect(abs(update.target.distanceMeters - 15) < 0.2)
+        #expect(Angle.separation(update.target.bearingDegrees, 90) < 1)
+        // 12 m before the 90° corner (outside its 10 m radius) the target is the corner itself, not 15 m round it.
+        let near = Geodesic.wgs84.direct(from: self.corner, azimuthDegrees: 90, distanceMeters: 188).coordinate
+        let nearFix = SmoothedFix(timeSeconds: 2, latitude: near.latitude, longitude: near.longitude, horizontalAccuracyMeters: 3,
+                                  speedMetersPerSecond: 1.4, courseDegrees: 90, reset: false)
+        var fresh = RouteTracker()
+        fresh.setRoute(self.route())
+        let capped = fresh.update(with: nearFix)!
+        #expect(abs(capped.target.distanceMeters - 12) < 0.3)
+    }
+
+    @Test func waypointModeAimsAtTheNextWaypoint() {
+        var options = RouteTracker.Options()
+        options.targetMode = .waypoint
+        var tracker = RouteTracker(options: options)
+        tracker.setRoute(self.route())
+        let fix = SmoothedFix(timeSeconds: 1, latitude: self.corner.latitude, longitude: self.corner.longitude,
+                              horizontalAccuracyMeters: 3, speedMetersPerSecond: 1.4, courseDegrees: 90, reset: false)
+        let update = tracker.update(with: fix)!
+        #expect(update.target.kind == .waypoint)
+        #expect(abs(update.target.distanceMeters - 200) < 0.5)
+    }
+}
