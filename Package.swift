@@ -43,7 +43,7 @@ let package = Package(
         // Plugins: one target per swappable part.
         .target(
             name: "SimSource",
-            dependencies: ["NavCore"],
+            dependencies: ["NavCore", "Routers"],
             path: "plugins/SimSource"
         ),
         .target(
@@ -58,7 +58,7 @@ let package = Package(
         ),
         .target(
             name: "Routers",
-            dependencies: ["NavCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["NavCore", "LocationSources", .product(name: "Logging", package: "swift-log")],
             path: "plugins/Routers"
         ),
         .target(
@@ -88,7 +88,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"], exclude: ["Fixtures"]),
         .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore", "TestSupport"]),
-        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "NavCore", "Stages", "SimSource", "Sinks"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "NavCore", "Stages", "SimSource", "Sinks", "Routers"]),
         .testTarget(name: "RoutersTests", dependencies: ["Routers", "NavCore"], exclude: ["Fixtures"]),
         .testTarget(name: "LocationSourcesTests", dependencies: ["LocationSources", "NavCore", "TestSupport"],
                     exclude: ["Fixtures"]),

@@ -8,6 +8,8 @@ public enum StageRole: String, CaseIterable, Sendable {
     case source
     /// Turns fixes into smoothed fixes with a ``SmoothingFilter`` plugin.
     case smoother
+    /// Routes, tracks progress and reroutes with a ``RouteProvider`` plugin.
+    case route
     /// Writes what it receives with a ``MessageSink`` plugin.
     case recorder
 }
@@ -22,6 +24,8 @@ public struct StageConfig: Sendable {
     public var plugin: String
     /// The plugin's settings, read and checked by the plugin.
     public var settings: Settings
+    /// The stage's own settings (for a route stage: the destination and tracking thresholds).
+    public var options: Settings
     /// Endpoints its publisher binds (for example "ipc:///tmp/hapticnav/source.sock" or "tcp://*:5601").
     public var publish: [String]
     /// Endpoints other stages connect to for it; defaults to `publish` with "*" as 127.0.0.1.
@@ -116,6 +120,7 @@ public struct PipelineConfig: Sendable {
                 throw ConfigError.unknownPlugin(path: "stages.\(stageName).plugin", id: plugin, known: known)
             }
             let settings = try raw.object("settings")
+            let stageOptions = try raw.object("options")
             let publish = try self.endpoints(&raw, "publish", stage: stageName)
             var advertise = try self.endpoints(&raw, "advertise", stage: stageName)
             if advertise.isEmpty {
@@ -131,7 +136,7 @@ public struct PipelineConfig: Sendable {
             }
             let group = try raw.optionalString("group")
             try raw.finish()
-            stages.append(StageConfig(name: stageName, role: role, plugin: plugin, settings: settings,
+            stages.append(StageConfig(name: stageName, role: role, plugin: plugin, settings: settings, options: stageOptions,
                                       publish: publish, advertise: advertise, inputs: inputs, topics: topics,
                                       group: group))
         }

@@ -3,6 +3,7 @@ public import Logging
 import LocationSources
 import Sinks
 import SimSource
+import Routers
 import Smoothers
 
 /// The plugins this build knows, per role. Registration is this explicit list, so an unknown id is an
@@ -28,11 +29,19 @@ public enum PluginRegistry {
         KalmanPlugin.id: { try KalmanPlugin.make(settings: $0) },
     ]
 
+    private static let routers: [String: @Sendable (Settings, Logger) throws -> any RouteProvider] = [
+        OSMRouteProvider.id: { try OSMRouteProvider(settings: $0, logger: $1) },
+        FileRouteProvider.id: { settings, _ in try FileRouteProvider(settings: settings) },
+        ValhallaRouteProvider.id: { settings, _ in try ValhallaRouteProvider(settings: settings) },
+        OSRMRouteProvider.id: { settings, _ in try OSRMRouteProvider(settings: settings) },
+    ]
+
     /// The plugin ids a role accepts, sorted.
     public static func pluginIDs(for role: StageRole) -> [String] {
         switch role {
         case .source: return self.sources.keys.sorted()
         case .smoother: return self.smoothers.keys.sorted()
+        case .route: return self.routers.keys.sorted()
         case .recorder: return self.sinks.keys.sorted()
         }
     }
@@ -42,6 +51,10 @@ public enum PluginRegistry {
         switch stage.role {
         case .source: _ = try self.makeSource(stage, logger: Logger(label: "hapticnav.config-check"))
         case .smoother: _ = try self.makeSmoother(stage)
+        case .route:
+            _ = try RouteStageOptions.parse(stage.options)
+            // Loading a map takes a moment and the settings are the plugin's to check: check the keys only.
+            if stage.plugin != OSMRouteProvider.id { _ = try self.makeRouter(stage, logger: Logger(label: "hapticnav.config-check")) }
         case .recorder: try self.sinks[stage.plugin]!.check(stage.settings)
         }
     }
@@ -62,6 +75,14 @@ public enum PluginRegistry {
                                             known: self.pluginIDs(for: .smoother))
         }
         return try make(stage.settings)
+    }
+
+    /// Builds a stage's route provider.
+    public static func makeRouter(_ stage: StageConfig, logger: Logger) throws -> any RouteProvider {
+        guard let make = self.routers[stage.plugin] else {
+            throw ConfigError.unknownPlugin(path: "stages.\(stage.name).plugin", id: stage.plugin, known: self.pluginIDs(for: .route))
+        }
+        return try make(stage.settings, logger)
     }
 
     /// Builds a stage's sink plugin.

@@ -49,6 +49,16 @@ public enum StageHost {
             }
             service = SmootherStage(name: stage.name, input: fixes, output: publisher,
                                     filter: try PluginRegistry.makeSmoother(stage), logger: logger)
+        case .route:
+            guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
+            guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
+            let fixes = subscriber.messages.compactMap { received -> SmoothedFix? in
+                if case let .smoothed(fix) = received.message { return fix }
+                return nil
+            }
+            service = RouteControllerStage(name: stage.name, input: fixes, output: publisher,
+                                           provider: try PluginRegistry.makeRouter(stage, logger: logger),
+                                           options: try RouteStageOptions.parse(stage.options), logger: logger)
         case .recorder:
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
             let records = subscriber.messages.map { received in

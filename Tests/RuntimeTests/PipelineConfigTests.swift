@@ -47,7 +47,7 @@ import Testing
 
     @Test func anUnknownStageKeyNamesTheValidOnes() {
         #expect(throws: ConfigError.unknownKey(path: "stages.source", key: "publsh",
-                                               valid: ["advertise", "group", "inputs", "plugin", "publish", "role",
+                                               valid: ["advertise", "group", "inputs", "options", "plugin", "publish", "role",
                                                        "settings", "topics"])) {
             try self.parse("{ stages: { \(self.source(", publsh: \"x\"")) } }")
         }

@@ -1,6 +1,7 @@
 import Foundation
 import NavCore
 import ServiceLifecycle
+import Routers
 import SimSource
 import Sinks
 import Stages
@@ -94,9 +95,9 @@ actor MemoryPublisher: MessagePublisher {
     @Test func aGeoJSONFileWithABadCoordinateIsAClearError() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).geojson").path
         try #"{"type":"LineString","coordinates":[[7.4,43.7],[7.5,"north"]]}"#.write(toFile: file, atomically: true, encoding: .utf8)
-        #expect(throws: GeoJSONPath.LoadError.self) { try GeoJSONPath.load(file: file) }
+        #expect(throws: RoutingError.self) { try RouteFile.load(file: file) }
         do {
-            _ = try GeoJSONPath.load(file: file)
+            _ = try RouteFile.load(file: file)
         } catch {
             #expect("\(error)".contains("coordinate 1"))
         }

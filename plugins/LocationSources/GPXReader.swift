@@ -170,3 +170,15 @@ public enum GPXFixes {
         }
     }
 }
+
+/// The points of a GPX file's tracks and routes, for using one as a path (a route file).
+public enum GPXPath {
+    /// Loads the points; throws when there are fewer than two.
+    public static func load(file: String) throws -> [Coordinate] {
+        let reader = try GPXReader.read(try Data(contentsOf: URL(fileURLWithPath: file)))
+        guard reader.points.count >= 2 else {
+            throw LogError.unreadable(reason: "\(file): fewer than two usable points")
+        }
+        return reader.points.map(\.coordinate)
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import Routers
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -77,7 +78,7 @@ public struct SimulatedWalker: MessageSource {
         var settings = settings
         let path: [Coordinate]
         if let file = try settings.path("route") {
-            path = try GeoJSONPath.load(file: file)
+            path = try RouteFile.load(file: file).points
         } else {
             throw ConfigError.missingKey(path: settings.path, key: "route")
         }
@@ -183,66 +184,5 @@ public struct SimulatedWalker: MessageSource {
             }
             lap += duration + self.options.fixIntervalSeconds
         } while self.options.loop
-    }
-}
-
-/// Reads a path from GeoJSON: a LineString, a MultiLineString (its first line), a Feature or a FeatureCollection.
-public enum GeoJSONPath {
-    /// Why a GeoJSON file gave no path.
-    public struct LoadError: Error, CustomStringConvertible {
-        /// The file.
-        public let file: String
-        /// What was wrong.
-        public let reason: String
-        public var description: String { "\(self.file): \(self.reason)" }
-    }
-
-    /// Loads the first line of a GeoJSON file.
-    public static func load(file: String) throws -> [Coordinate] {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: file))
-        } catch {
-            throw LoadError(file: file, reason: "cannot read: \(error.localizedDescription)")
-        }
-        let object: Any
-        do {
-            object = try JSONSerialization.jsonObject(with: data)
-        } catch {
-            throw LoadError(file: file, reason: "not JSON: \(error.localizedDescription)")
-        }
-        guard let coordinates = self.firstLine(in: object) else {
-            throw LoadError(file: file, reason: "no LineString in it")
-        }
-        var path: [Coordinate] = []
-        for (index, pair) in coordinates.enumerated() {
-            guard let numbers = pair as? [Any], numbers.count >= 2,
-                  let longitude = (numbers[0] as? NSNumber)?.doubleValue,
-                  let latitude = (numbers[1] as? NSNumber)?.doubleValue,
-                  longitude.isFinite, latitude.isFinite, abs(latitude) <= 90, abs(longitude) <= 180 else {
-                throw LoadError(file: file, reason: "coordinate \(index) is not a valid [longitude, latitude]")
-            }
-            path.append(Coordinate(latitude: latitude, longitude: longitude))
-        }
-        return path
-    }
-
-    private static func firstLine(in object: Any) -> [Any]? {
-        guard let dictionary = object as? [String: Any], let type = dictionary["type"] as? String else { return nil }
-        switch type {
-        case "LineString":
-            return dictionary["coordinates"] as? [Any]
-        case "MultiLineString":
-            return (dictionary["coordinates"] as? [Any])?.first as? [Any]
-        case "Feature":
-            return dictionary["geometry"].flatMap { self.firstLine(in: $0) }
-        case "FeatureCollection":
-            for feature in dictionary["features"] as? [Any] ?? [] {
-                if let line = self.firstLine(in: feature) { return line }
-            }
-            return nil
-        default:
-            return nil
-        }
     }
 }
