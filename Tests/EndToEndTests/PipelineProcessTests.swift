@@ -135,3 +135,25 @@ import Testing
         #expect(again.stderr.contains("speedMetersPerSecond"))
     }
 }
+
+@Suite struct RouteCommandTests {
+    @Test func routeJSONCarriesTheLengthAndTheCoordinates() async throws {
+        let map = repositoryRoot.appendingPathComponent("data/maps/monaco-highways.osm").path
+        let route = try ChildProcess(try hapticnavExecutable(), [
+            "route", "--from", "43.7319471,7.4216106", "--to", "43.7297696,7.4165044", "--map", map, "--format", "json",
+        ])
+        #expect(await route.wait(seconds: 60) == 0, "\(route.stderr)")
+        let object = try #require(JSONSerialization.jsonObject(with: Data(route.stdout.utf8)) as? [String: Any])
+        let length = try #require(object["lengthMeters"] as? Double)
+        #expect(abs(length - 658) / 658 < 0.02, "Valhalla's route is 658 m")
+        #expect((object["coordinates"] as? [[Double]])?.count ?? 0 > 10)
+        #expect((object["waypoints"] as? [[String: Any]])?.last?["kind"] as? String == "arrival")
+    }
+
+    @Test func aPointInTheSeaIsAClearError() async throws {
+        let map = repositoryRoot.appendingPathComponent("data/maps/monaco-highways.osm").path
+        let route = try ChildProcess(try hapticnavExecutable(), ["route", "--from", "43.70,7.50", "--to", "43.7297,7.4165", "--map", map])
+        #expect(await route.wait(seconds: 60) != 0)
+        #expect(route.stderr.contains("no walkable way within 250 m of the start"))
+    }
+}

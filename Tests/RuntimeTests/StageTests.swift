@@ -197,3 +197,61 @@ private struct QuietLiveSource: MessageSource {
         #expect(report.message.contains("no data"))
     }
 }
+
+@Suite struct RouteControllerStageTests {
+    @Test func routesFromTheFirstFixTracksProgressAndArrivesOnce() async throws {
+        let start = Coordinate(latitude: 43.7300, longitude: 7.4200)
+        let corner = Geodesic.wgs84.direct(from: start, azimuthDegrees: 90, distanceMeters: 120).coordinate
+        let end = Geodesic.wgs84.direct(from: corner, azimuthDegrees: 0, distanceMeters: 80).coordinate
+        let provider = FileRouteProvider(plan: RoutePlan(points: [start, corner, end]))
+        var fixes: [SmoothedFix] = []
+        var t = 0.0
+        for (bearing, meters) in [(90.0, 120.0), (0.0, 85.0)] {
+            var position = fixes.last.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) } ?? start
+            for _ in 0..<Int(meters / 1.4) {
+                position = Geodesic.wgs84.direct(from: position, azimuthDegrees: bearing, distanceMeters: 1.4).coordinate
+                t += 1
+                fixes.append(SmoothedFix(timeSeconds: t, latitude: position.latitude, longitude: position.longitude,
+                                         horizontalAccuracyMeters: 3, speedMetersPerSecond: 1.4, courseDegrees: bearing, reset: false))
+            }
+        }
+        let (stream, continuation) = AsyncStream.makeStream(of: SmoothedFix.self)
+        for fix in fixes { continuation.yield(fix) }
+        continuation.finish()
+        let output = MemoryPublisher()
+        let stage = RouteControllerStage(name: "route", input: stream, output: output, provider: provider,
+                                         options: RouteControllerOptions(destination: end), logger: Logger(label: "test"))
+        try await stage.run()
+        let messages = await output.messages
+        let routes = messages.compactMap { if case let .route(r) = $0 { r } else { nil } }
+        let progress = messages.compactMap { if case let .progress(p) = $0 { p } else { nil } }
+        let targets = messages.compactMap { if case let .target(g) = $0 { g } else { nil } }
+        #expect(!routes.isEmpty && routes.allSatisfy { $0.routeID == 1 }, "one route, republished")
+        #expect(routes.count >= 2, "republished for late joiners")
+        #expect(progress.count == fixes.count)
+        #expect(progress.filter { $0.state == .arrived }.count >= 1)
+        #expect(progress.first { $0.state == .arrived }.map { $0.distanceRemainingMeters < 6 } == true)
+        #expect(targets.last?.kind == .arrived)
+        let statuses = messages.compactMap { if case let .status(s) = $0 { s.message } else { nil } }
+        #expect(statuses.filter { $0 == "arrived" }.count == 1)
+    }
+
+    @Test func anEngineThatIsDownLeavesAClearStatusAndNoTarget() async throws {
+        // Nothing listens on this port: the client retries, then gives up with a clear status.
+        let provider = ValhallaRouteProvider(url: URL(string: "http://127.0.0.1:9")!, timeoutSeconds: 0.5, retries: 1)
+        let (stream, continuation) = AsyncStream.makeStream(of: SmoothedFix.self)
+        continuation.yield(SmoothedFix(timeSeconds: 1, latitude: 43.73, longitude: 7.42, horizontalAccuracyMeters: 3,
+                                       speedMetersPerSecond: 1, courseDegrees: 0, reset: false))
+        continuation.finish()
+        let output = MemoryPublisher()
+        let stage = RouteControllerStage(name: "route", input: stream, output: output, provider: provider,
+                                         options: RouteControllerOptions(destination: Coordinate(latitude: 43.74, longitude: 7.42)),
+                                         logger: Logger(label: "test"))
+        try await stage.run()
+        let messages = await output.messages
+        let degraded = messages.compactMap { if case let .status(s) = $0, s.health == .degraded { s } else { nil } }
+        #expect(degraded.first?.message.contains("did not answer") == true, "\(degraded)")
+        let targets = messages.compactMap { if case let .target(g) = $0 { g } else { nil } }
+        #expect(targets.allSatisfy { $0.kind == .none })
+    }
+}
