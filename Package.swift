@@ -89,7 +89,7 @@ let package = Package(
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"], exclude: ["Fixtures"]),
         .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "NavCore", "Stages", "SimSource", "Sinks", "Routers"]),
-        .testTarget(name: "RoutersTests", dependencies: ["Routers", "NavCore", "TestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "RoutersTests", dependencies: ["Routers", "NavCore", "TestSupport"]),
         .testTarget(name: "LocationSourcesTests", dependencies: ["LocationSources", "NavCore", "TestSupport"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "EndToEndTests", dependencies: ["Bus", "NavCore", "TestSupport"]),

@@ -253,7 +253,7 @@ struct BusCommand: ParsableCommand {
 
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Benchmarks that print their figures.", subcommands: [BusBench.self])
+        abstract: "Benchmarks that print their figures.", subcommands: [BusBench.self, RoutesBench.self])
 
     struct BusBench: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -526,5 +526,35 @@ struct RouteCommand: AsyncParsableCommand {
         let route = RouteBuilder.route(from: plan, routeID: 1, timeSeconds: Date().timeIntervalSince1970, provider: provider.name,
                                        turnThresholdDegrees: self.turnThreshold)
         print(RouteOutput.render(route, format: self.format.rawValue))
+    }
+}
+
+extension Bench {
+    struct RoutesBench: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "routes",
+            abstract: "The osm router against the 25 Monaco reference routes, and its query times against a live Valhalla's.")
+
+        @Option(help: "The OSM extract.")
+        var map = "data/maps/monaco-highways.osm"
+
+        @Option(help: "The reference routes.")
+        var pairs = "data/routing/monaco-pedestrian-routes.json"
+
+        @Option(help: "A running Valhalla to time in the same run (scripts/valhalla-serve starts one).")
+        var valhallaURL: String?
+
+        @Option(help: "Queries per pair and engine.")
+        var repeats = 5
+
+        func run() async throws {
+            let osm = try OSMRouteProvider(map: self.map, logger: Logger(label: "bench"))
+            let valhalla = try self.valhallaURL.map { text -> ValhallaRouteProvider in
+                guard let url = URL(string: text) else { throw ValidationError("--valhalla-url: not a URL") }
+                return ValhallaRouteProvider(url: url, timeoutSeconds: 10, retries: 0)
+            }
+            print(try await RouteBenchmark.run(pairs: try RouteBenchmark.pairs(file: self.pairs), osm: osm, valhalla: valhalla,
+                                               repeats: self.repeats))
+        }
     }
 }

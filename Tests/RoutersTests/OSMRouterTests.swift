@@ -15,7 +15,7 @@ struct ReferenceRoute: Sendable, CustomStringConvertible {
     var description: String { "pair \(self.index)" }
 
     static let all: [ReferenceRoute] = {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/monaco-pedestrian-routes.json")
+        let url = repository.appendingPathComponent("data/routing/monaco-pedestrian-routes.json")
         guard let data = try? Data(contentsOf: url),
               let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
               let routes = root["routes"] as? [[String: Any]] else { return [] }
