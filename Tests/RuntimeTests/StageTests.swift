@@ -255,3 +255,16 @@ private struct QuietLiveSource: MessageSource {
         #expect(targets.allSatisfy { $0.kind == .none })
     }
 }
+
+@Suite struct SimulatedWalkerOnAMapTests {
+    @Test func aWalkerCanFollowARouteComputedOverAMap() throws {
+        let map = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("data/maps/monaco-highways.osm").path
+        let settings = try Settings(.object([
+            "map": .string(map), "from": .array([.number(43.7319471), .number(7.4216106)]),
+            "to": .array([.number(43.7297696), .number(7.4165044)]),
+        ]), path: "sim", baseDirectory: "")
+        let walker = try SimulatedWalker(settings: settings)
+        #expect(abs(walker.lengthMeters - 659) < 7)
+    }
+}

@@ -46,9 +46,15 @@ public enum RouteFile {
             // OSRM / Mapbox: routes[0].geometry, a polyline (precision unknown: the one matching "distance") or GeoJSON.
             if let encoded = first["geometry"] as? String {
                 let distance = first["distance"] as? Double
-                let candidates = try [5, 6].map { try self.decode(encoded, precision: $0, file: file) }
-                guard let distance, distance > 0 else { return RoutePlan(points: candidates[precision == 6 ? 1 : 0]) }
-                let best = candidates.min { abs(Polyline($0).lengthMeters - distance) < abs(Polyline($1).lengthMeters - distance) }!
+                guard let distance, distance > 0 else {
+                    return RoutePlan(points: try self.decode(encoded, precision: precision, file: file))
+                }
+                // Decoded at the wrong precision, coordinates are off by ten (or out of range): keep the one whose
+                // length matches the response's distance.
+                let candidates = [5, 6].compactMap { try? self.decode(encoded, precision: $0, file: file) }
+                guard let best = candidates.min(by: { abs(Polyline($0).lengthMeters - distance) < abs(Polyline($1).lengthMeters - distance) }) else {
+                    throw RoutingError.providerFailed(reason: "\(file): routes[0].geometry is not an encoded polyline")
+                }
                 return RoutePlan(points: best, reportedLengthMeters: distance)
             }
             if let geometry = first["geometry"] as? [String: Any], let line = self.firstLine(in: geometry) {
