@@ -61,6 +61,13 @@ let package = Package(
             dependencies: ["NavCore", "LocationSources", .product(name: "Logging", package: "swift-log")],
             path: "plugins/Routers"
         ),
+        // posix_openpt and friends, which Swift's Glibc module leaves out.
+        .target(name: "CPseudoTerminal"),
+        .target(
+            name: "Devices",
+            dependencies: ["NavCore", "CPseudoTerminal", .product(name: "Logging", package: "swift-log")],
+            path: "plugins/Devices"
+        ),
         .target(
             name: "Sinks",
             dependencies: ["NavCore", .product(name: "Logging", package: "swift-log")],
@@ -71,7 +78,7 @@ let package = Package(
         .target(
             name: "Runtime",
             dependencies: [
-                "NavCore", "Bus", "Stages", "SimSource", "LocationSources", "Smoothers", "Routers", "Sinks",
+                "NavCore", "Bus", "Stages", "SimSource", "LocationSources", "Smoothers", "Routers", "Devices", "Sinks",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -96,7 +103,7 @@ let package = Package(
     ]
 )
 
-for target in package.targets where target.type != .system {
+for target in package.targets where target.type != .system && target.name != "CPseudoTerminal" {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     settings.append(.enableUpcomingFeature("InternalImportsByDefault"))

@@ -59,6 +59,14 @@ public struct Guidance: Sendable {
         self.options = options.clamped
     }
 
+    /// Forgets the current cue and debounce state (after a fail-safe stop): the next cue is sent afresh.
+    public mutating func reset() {
+        self.current = nil
+        self.outsideSince = nil
+        self.lastSent = nil
+        self.lastChangeTime = nil
+    }
+
     /// The true heading for a raw compass heading [degrees, 0..<360].
     public func trueHeading(raw: Double) -> Double {
         Angle.normalized(raw - self.options.offsetDegrees)

@@ -63,3 +63,41 @@ extension KalmanSmoother: SmoothingFilter {
             + FixRejection.allCases.map { StatusCounter(name: "rejected.\($0.rawValue)", value: UInt64(self.counters.rejected[$0, default: 0])) }
     }
 }
+
+/// Something that renders haptic cues: a band, a speaker, a console (the haptic sink's swappable part).
+public protocol OutputDevice: Sendable {
+    /// A short name for logs and status, for example "band".
+    var name: String { get }
+    /// Keeps the device going (connects, reconnects, reads acknowledgements) until cancelled.
+    func run() async throws
+    /// True when the device can render now: connected and acknowledging.
+    func isAvailable() async -> Bool
+    /// Renders a cue; a silent cue stops whatever plays.
+    func render(_ cue: HapticCue) async throws
+    /// Stops every motor and sound at once.
+    func stopAll() async throws
+    /// Says or shows a short prompt ("Recalculating route").
+    func announce(_ text: String) async throws
+    /// What the device did, in one line, for the status and the demo's summary.
+    func summary() async -> String
+}
+
+extension OutputDevice {
+    public func run() async throws {}
+    public func isAvailable() async -> Bool { true }
+    public func announce(_ text: String) async throws {}
+}
+
+/// What the haptic sink reads from the bus.
+public enum SinkInput: Sendable {
+    /// A raw compass heading from the source.
+    case heading(HeadingSample)
+    /// The phone's tilt.
+    case attitude(Attitude)
+    /// Where to steer, from the route controller.
+    case target(GuidanceTarget)
+    /// Progress along the route (for spoken events: rerouting, arrived).
+    case progress(RouteProgress)
+    /// A publisher went silent (the transport noticed its heartbeats stop).
+    case publisherLost(stage: String)
+}

@@ -1,0 +1,157 @@
+import Foundation
+public import Logging
+public import NavCore
+
+/// The `band` device: a vibrating band on a byte stream (TCP, or a serial device or pseudo-terminal by path)
+/// speaking ``BandProtocol``. It pings every 250 ms; it is available while connected and acknowledging within
+/// the last second, and it reconnects, with backoff, when the link drops.
+public actor BandDevice: OutputDevice {
+    public static let id = "band"
+    public nonisolated let name = "band"
+
+    /// Where the band is.
+    public enum Address: Sendable, Equatable {
+        /// A TCP endpoint.
+        case tcp(host: String, port: UInt16)
+        /// A serial device or pseudo-terminal.
+        case path(String, baud: Int)
+    }
+
+    /// The band's address.
+    public let address: Address
+    /// Without an acknowledgement for this long, the band counts as gone [seconds].
+    public let acknowledgeTimeoutSeconds: Double
+    private let logger: Logger
+    private var link: ByteLink?
+    private var sequence: UInt8 = 0
+    private var lastAck: ContinuousClock.Instant?
+    private var connectedAt: ContinuousClock.Instant?
+    private var framesSent = 0
+    private var acks = 0
+    private var connections = 0
+    private var battery: Int?
+    private var buttons = 0
+    private var motors: (left: UInt8, right: UInt8) = (0, 0)
+
+    /// Creates the device.
+    public init(address: Address, acknowledgeTimeoutSeconds: Double = 1, logger: Logger) {
+        self.address = address
+        self.acknowledgeTimeoutSeconds = acknowledgeTimeoutSeconds
+        self.logger = logger
+    }
+
+    /// Reads a config's settings: one of `tcp` ("host:port") or `device` (a serial port or pty path, with `baud`),
+    /// and `acknowledgeTimeoutSeconds`.
+    public init(settings: Settings, logger: Logger) throws {
+        var settings = settings
+        let tcp = try settings.optionalString("tcp")
+        let device = try settings.optionalString("device")
+        let baud = try settings.int("baud", default: 115_200, in: 1200...4_000_000)
+        let timeout = try settings.double("acknowledgeTimeoutSeconds", default: 1, in: 0.1...30)
+        try settings.finish()
+        let address: Address
+        switch (tcp, device) {
+        case let (text?, nil):
+            guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
+                throw ConfigError.invalidValue(path: "\(settings.path).tcp", expected: "host:port", found: "'\(text)'")
+            }
+            address = .tcp(host: String(text[..<colon]), port: port)
+        case let (nil, path?): address = .path(path, baud: baud)
+        default:
+            throw ConfigError.invalidValue(path: settings.path, expected: "exactly one of tcp or device", found: "\(settings.keys)")
+        }
+        self.init(address: address, acknowledgeTimeoutSeconds: timeout, logger: logger)
+    }
+
+    public func run() async throws {
+        var backoff = 0.1
+        while !Task.isCancelled {
+            let link: ByteLink
+            do {
+                switch self.address {
+                case let .tcp(host, port): link = try ByteLink.tcp(host: host, port: port)
+                case let .path(path, baud): link = try ByteLink.path(path, baud: baud)
+                }
+            } catch {
+                if self.connections == 0 && backoff == 0.1 { self.logger.warning("band unreachable (\(error)); retrying") }
+                try await Task.sleep(for: .seconds(backoff))
+                backoff = min(backoff * 2, 1)
+                continue
+            }
+            backoff = 0.1
+            self.connections += 1
+            self.link = link
+            self.connectedAt = ContinuousClock.now
+            self.lastAck = nil
+            self.logger.info("band connected (\(self.connections == 1 ? "first time" : "again"))")
+            _ = self.send(.stopAll, [])
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    var decoder = BandProtocol.Decoder()
+                    for await chunk in link.bytes {
+                        for result in decoder.feed(chunk) {
+                            if case let .success(frame) = result { await self.received(frame) }
+                        }
+                    }
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .milliseconds(250))
+                        guard await self.send(.ping, []) else { break }
+                    }
+                }
+                await group.next()
+                group.cancelAll()
+                link.close()
+            }
+            self.link = nil
+            self.logger.warning("band link dropped; reconnecting")
+        }
+    }
+
+    private func received(_ frame: BandProtocol.Frame) {
+        switch frame.type {
+        case .ack:
+            self.acks += 1
+            self.lastAck = ContinuousClock.now
+        case .battery: self.battery = frame.payload.first.map(Int.init)
+        case .button: self.buttons += frame.payload.count > 1 && frame.payload[1] == 1 ? 1 : 0
+        default: break
+        }
+    }
+
+    /// Sends one frame; false when the link is down.
+    @discardableResult
+    private func send(_ type: BandProtocol.FrameType, _ payload: [UInt8]) -> Bool {
+        guard let link = self.link else { return false }
+        self.sequence &+= 1
+        let ok = link.write(BandProtocol.Frame(type: type, sequence: self.sequence, payload: payload).bytes)
+        if ok {
+            self.framesSent += 1
+            if type == .setMotors { self.motors = (payload[0], payload[1]) }
+            if type == .stopAll { self.motors = (0, 0) }
+        } else {
+            link.close()
+        }
+        return ok
+    }
+
+    public func isAvailable() -> Bool {
+        guard self.link != nil, let connected = self.connectedAt else { return false }
+        let reference = self.lastAck ?? connected
+        return ContinuousClock.now - reference < .seconds(self.acknowledgeTimeoutSeconds)
+    }
+
+    public func render(_ cue: HapticCue) throws {
+        for (type, payload) in BandProtocol.frames(for: cue) { self.send(type, payload) }
+    }
+
+    public func stopAll() {
+        self.send(.stopAll, [])
+    }
+
+    public func summary() -> String {
+        "\(self.framesSent) frames sent, \(self.acks) acknowledged, \(self.connections) connection(s)"
+            + (self.battery.map { ", battery \($0) %" } ?? "") + ", motors now \(self.motors.left)/\(self.motors.right)"
+    }
+}

@@ -1,0 +1,144 @@
+internal import CPseudoTerminal
+import Foundation
+public import Synchronization
+
+/// The band's side of ``BandProtocol``, for tests and for trying a pipeline without the hardware
+/// (`hapticnav band-emulator`). It listens on TCP or a pseudo-terminal, acknowledges every valid frame,
+/// reports its battery every few seconds, and logs every frame it receives as a JSON line with its receive
+/// time and the motor state after it.
+public final class BandEmulator: Sendable {
+    /// Where it listens.
+    public enum Listen: Sendable {
+        /// A TCP port on a host (127.0.0.1 for tests).
+        case tcp(host: String, port: UInt16)
+        /// A new pseudo-terminal, linked at this path for the plugin to open.
+        case pty(link: String)
+    }
+
+    private struct State {
+        var left: UInt8 = 0
+        var right: UInt8 = 0
+        var frames = 0
+    }
+
+    private let listen: Listen
+    private let log: @Sendable (String) -> Void
+    private let state = Mutex(State())
+    /// While true, frames are logged but not acknowledged (a band that hangs).
+    public let muted = Atomic<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
+
+    /// Creates an emulator that writes its log lines through `log`.
+    public init(listen: Listen, log: @escaping @Sendable (String) -> Void) {
+        self.listen = listen
+        self.log = log
+    }
+
+    /// Serves until ``stop()``; connections are served one at a time, and a new one is accepted when one ends.
+    public func serve(ready: @Sendable (String) -> Void = { _ in }) throws {
+        switch self.listen {
+        case let .tcp(host, port):
+            let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var one: Int32 = 1
+            setsockopt(server, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            address.sin_addr.s_addr = inet_addr(host)
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0, Glibc.listen(server, 4) == 0 else {
+                throw DeviceError.unreachable("cannot listen on \(host):\(port): \(String(cString: strerror(errno)))")
+            }
+            ready("tcp://\(host):\(port)")
+            while !self.stopped.load(ordering: .relaxed) {
+                let client = accept(server, nil, nil)
+                if client < 0 { continue }
+                var noDelay: Int32 = 1
+                setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
+                self.session(fd: client)
+                Glibc.close(client)
+            }
+            Glibc.close(server)
+        case let .pty(link):
+            var name = [CChar](repeating: 0, count: 256)
+            let master = hn_open_pseudo_terminal(&name, name.count)
+            guard master >= 0 else {
+                throw DeviceError.unreachable("cannot open a pseudo-terminal: \(String(cString: strerror(errno)))")
+            }
+            let slave = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            // Raw mode on the slave side, so that no byte is translated; keep one descriptor open so that the
+            // master does not see a hang-up between the plugin's connections.
+            let keeper = open(slave, O_RDWR | O_NOCTTY)
+            var options = termios()
+            if tcgetattr(keeper, &options) == 0 {
+                cfmakeraw(&options)
+                _ = tcsetattr(keeper, TCSANOW, &options)
+            }
+            unlink(link)
+            guard symlink(slave, link) == 0 else {
+                throw DeviceError.unreachable("cannot link \(link) to \(slave): \(String(cString: strerror(errno)))")
+            }
+            ready(link)
+            self.session(fd: master)
+            Glibc.close(keeper)
+            unlink(link)
+        }
+    }
+
+    /// Stops serving (the current session ends when its peer goes).
+    public func stop() {
+        self.stopped.store(true, ordering: .relaxed)
+    }
+
+    private func session(fd: Int32) {
+        var decoder = BandProtocol.Decoder()
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        var sequence: UInt8 = 0
+        var lastBattery = Date.distantPast
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while !self.stopped.load(ordering: .relaxed) {
+            if Date().timeIntervalSince(lastBattery) >= 5 {
+                lastBattery = Date()
+                sequence &+= 1
+                _ = self.write(fd, BandProtocol.Frame(type: .battery, sequence: sequence, payload: [87]).bytes)
+            }
+            let ready = poll(&descriptor, 1, 200)
+            if ready == 0 { continue }
+            let count = read(fd, &buffer, buffer.count)
+            if count <= 0 { return }
+            let received = Date().timeIntervalSince1970
+            for result in decoder.feed(buffer[0..<count]) {
+                switch result {
+                case let .success(frame):
+                    let motors = self.state.withLock { state -> (UInt8, UInt8) in
+                        state.frames += 1
+                        switch frame.type {
+                        case .setMotors where frame.payload.count >= 2: (state.left, state.right) = (frame.payload[0], frame.payload[1])
+                        case .stopAll: (state.left, state.right) = (0, 0)
+                        default: break
+                        }
+                        return (state.left, state.right)
+                    }
+                    let payload = frame.payload.map(String.init).joined(separator: ",")
+                    self.log("{\"receiveTimeSeconds\":\(String(format: "%.6f", received)),\"type\":\"\(frame.type.name)\",\"sequence\":\(frame.sequence),\"payload\":[\(payload)],\"motors\":{\"left\":\(motors.0),\"right\":\(motors.1)}}")
+                    if !self.muted.load(ordering: .relaxed) {
+                        sequence &+= 1
+                        _ = self.write(fd, BandProtocol.Frame(type: .ack, sequence: sequence, payload: [frame.sequence]).bytes)
+                    }
+                case let .failure(problem):
+                    self.log("{\"receiveTimeSeconds\":\(String(format: "%.6f", received)),\"error\":\"\(problem.problem)\"}")
+                    if case .badChecksum = problem.problem {
+                        sequence &+= 1
+                        _ = self.write(fd, BandProtocol.Frame(type: .nack, sequence: sequence, payload: [0, 1]).bytes)
+                    }
+                }
+            }
+        }
+    }
+
+    private func write(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { Glibc.write(fd, $0.baseAddress, $0.count) } == bytes.count
+    }
+}

@@ -1,0 +1,148 @@
+public import NavCore
+
+/// The band's framed protocol, modelled on a Bluetooth LE UART link (docs/BAND-PROTOCOL.md).
+///
+/// Every frame: 0xAA 0x55, type, sequence, payload length, payload, then the XOR of type, sequence,
+/// length and payload bytes.
+public enum BandProtocol {
+    /// Frame types. 0x0_ go to the band (TX), 0x8_ come from it (RX).
+    public enum FrameType: UInt8, Sendable, CaseIterable {
+        /// Set each motor's intensity: payload [left 0–255, right 0–255].
+        case setMotors = 0x01
+        /// Play a pulse pattern: payload [pattern, intensity 0–255, repeats].
+        case pulse = 0x02
+        /// Stop every motor: no payload.
+        case stopAll = 0x03
+        /// Keep-alive: no payload; the band acknowledges it.
+        case ping = 0x04
+        /// The band accepted the frame with sequence payload[0].
+        case ack = 0x81
+        /// Battery level: payload [percent].
+        case battery = 0x82
+        /// A button: payload [button, 1 pressed / 0 released].
+        case button = 0x83
+        /// The band refused a frame: payload [sequence, reason].
+        case nack = 0x84
+
+        /// The name used in logs.
+        public var name: String { "\(self)" }
+    }
+
+    /// Pulse patterns the band knows.
+    public enum Pattern: UInt8, Sendable, CaseIterable {
+        /// Both motors, long-short-long: turn around.
+        case turnAround = 1
+        /// Both motors, three short: arrived.
+        case arrival = 2
+        /// Both motors, one long, once: signal lost.
+        case signalLost = 3
+        /// A short tick: calibration feedback.
+        case tick = 4
+    }
+
+    /// One decoded frame.
+    public struct Frame: Equatable, Sendable {
+        /// Its type.
+        public var type: FrameType
+        /// The sender's sequence number [0–255, wrapping].
+        public var sequence: UInt8
+        /// Its payload.
+        public var payload: [UInt8]
+
+        /// Creates a frame.
+        public init(type: FrameType, sequence: UInt8, payload: [UInt8] = []) {
+            self.type = type
+            self.sequence = sequence
+            self.payload = payload
+        }
+
+        /// The frame's bytes.
+        public var bytes: [UInt8] {
+            var out: [UInt8] = [0xAA, 0x55, self.type.rawValue, self.sequence, UInt8(self.payload.count)]
+            out += self.payload
+            out.append(out[2...].reduce(0, ^))
+            return out
+        }
+    }
+
+    /// What a byte stream held that was not a frame.
+    public enum Problem: Equatable, Sendable {
+        /// A frame whose checksum is wrong.
+        case badChecksum
+        /// A frame of an unknown type.
+        case unknownType(UInt8)
+        /// Bytes before a frame's start, skipped.
+        case junk(count: Int)
+    }
+
+    /// Splits a byte stream into frames, resynchronising on 0xAA 0x55 after junk or a bad frame.
+    public struct Decoder: Sendable {
+        private var buffer: [UInt8] = []
+
+        /// Creates a decoder.
+        public init() {}
+
+        /// Feeds bytes; returns the frames and problems found so far, in order.
+        public mutating func feed(_ bytes: some Sequence<UInt8>) -> [Result<Frame, ProblemError>] {
+            self.buffer += bytes
+            var out: [Result<Frame, ProblemError>] = []
+            while true {
+                guard let start = self.findStart() else {
+                    // Keep a trailing 0xAA: it may start a frame.
+                    let keep = self.buffer.last == 0xAA ? 1 : 0
+                    if self.buffer.count > keep { out.append(.failure(ProblemError(problem: .junk(count: self.buffer.count - keep)))) }
+                    self.buffer = Array(self.buffer.suffix(keep))
+                    return out
+                }
+                if start > 0 {
+                    out.append(.failure(ProblemError(problem: .junk(count: start))))
+                    self.buffer.removeFirst(start)
+                }
+                guard self.buffer.count >= 5 else { return out }
+                let length = Int(self.buffer[4])
+                guard self.buffer.count >= 6 + length else { return out }
+                let frame = Array(self.buffer[0..<(6 + length)])
+                let checksum = frame[2..<(5 + length)].reduce(0, ^)
+                if checksum != frame[5 + length] {
+                    out.append(.failure(ProblemError(problem: .badChecksum)))
+                    self.buffer.removeFirst(2)  // resynchronise after this start
+                    continue
+                }
+                self.buffer.removeFirst(6 + length)
+                guard let type = FrameType(rawValue: frame[2]) else {
+                    out.append(.failure(ProblemError(problem: .unknownType(frame[2]))))
+                    continue
+                }
+                out.append(.success(Frame(type: type, sequence: frame[3], payload: Array(frame[5..<(5 + length)]))))
+            }
+        }
+
+        private func findStart() -> Int? {
+            guard self.buffer.count >= 2 else { return nil }
+            for index in 0..<(self.buffer.count - 1) where self.buffer[index] == 0xAA && self.buffer[index + 1] == 0x55 {
+                return index
+            }
+            return nil
+        }
+    }
+
+    /// A problem as an error value.
+    public struct ProblemError: Error, Equatable, Sendable {
+        /// What it was.
+        public let problem: Problem
+    }
+
+    /// The frames that render a cue: motors by side and intensity, patterns for the distinct cues.
+    public static func frames(for cue: HapticCue) -> [(FrameType, [UInt8])] {
+        let level = UInt8(max(0, min(255, (cue.intensity * 255).rounded())))
+        switch cue.kind {
+        case .silent: return [(.setMotors, [0, 0])]
+        case .turnLeft: return [(.setMotors, [level, 0])]
+        case .turnRight: return [(.setMotors, [0, level])]
+        case .turnAround: return [(.setMotors, [0, 0]), (.pulse, [Pattern.turnAround.rawValue, 255, 1])]
+        case .arrival: return [(.setMotors, [0, 0]), (.pulse, [Pattern.arrival.rawValue, 255, 1])]
+        case .signalLost: return [(.stopAll, []), (.pulse, [Pattern.signalLost.rawValue, 255, 1])]
+        case .calibration: return [(.pulse, [Pattern.tick.rawValue, level, 1])]
+        }
+    }
+}

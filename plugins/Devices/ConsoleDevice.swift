@@ -1,0 +1,65 @@
+import Foundation
+public import NavCore
+
+/// The `console` device: one short line per change of cue, fit for a screen reader ("turn left, strong").
+public actor ConsoleDevice: OutputDevice {
+    public static let id = "console"
+    public nonisolated let name = "console"
+    private var last: String?
+    private var lines = 0
+    private let prefix: String
+
+    /// Creates the device; lines start with `prefix`.
+    public init(prefix: String = "") {
+        self.prefix = prefix
+    }
+
+    /// Reads a config's settings: `prefix`.
+    public init(settings: Settings) throws {
+        var settings = settings
+        let prefix = try settings.string("prefix", default: "")
+        try settings.finish()
+        self.init(prefix: prefix)
+    }
+
+    /// The words for a cue.
+    public static func words(_ cue: HapticCue) -> String {
+        let strength = cue.intensity >= 0.7 ? "strong" : (cue.intensity >= 0.4 ? "medium" : "light")
+        switch cue.kind {
+        case .silent: return "on course"
+        case .turnLeft: return "turn left, \(strength)"
+        case .turnRight: return "turn right, \(strength)"
+        case .turnAround: return "turn around"
+        case .arrival: return "arrived"
+        case .signalLost: return "signal lost, stopped"
+        case .calibration: return "calibration, \(strength)"
+        }
+    }
+
+    private func say(_ line: String) {
+        self.lines += 1
+        FileHandle.standardOutput.write(Data((self.prefix + line + "\n").utf8))
+    }
+
+    public func render(_ cue: HapticCue) {
+        let words = Self.words(cue)
+        guard words != self.last else { return }
+        self.last = words
+        self.say(words)
+    }
+
+    public func stopAll() {
+        if self.last != nil && self.last != "on course" && self.last != "signal lost, stopped" {
+            self.last = "stopped"
+            self.say("stopped")
+        }
+    }
+
+    public func announce(_ text: String) {
+        self.say(text)
+    }
+
+    public func summary() -> String {
+        "\(self.lines) line(s)"
+    }
+}
