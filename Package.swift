@@ -96,6 +96,8 @@ let package = Package(
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"], exclude: ["Fixtures"]),
         .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "NavCore", "Stages", "SimSource", "Sinks", "Routers"]),
+        .testTarget(name: "DevicesTests", dependencies: ["Devices", "Stages", "NavCore", "TestSupport",
+                                                      .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "RoutersTests", dependencies: ["Routers", "NavCore", "TestSupport"]),
         .testTarget(name: "LocationSourcesTests", dependencies: ["LocationSources", "NavCore", "TestSupport"],
                     exclude: ["Fixtures"]),

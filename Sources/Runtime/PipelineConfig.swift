@@ -10,6 +10,8 @@ public enum StageRole: String, CaseIterable, Sendable {
     case smoother
     /// Routes, tracks progress and reroutes with a ``RouteProvider`` plugin.
     case route
+    /// Turns heading and guidance into cues on ``OutputDevice`` plugins.
+    case haptic
     /// Writes what it receives with a ``MessageSink`` plugin.
     case recorder
 }

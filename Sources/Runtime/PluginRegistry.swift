@@ -3,6 +3,7 @@ public import Logging
 import LocationSources
 import Sinks
 import SimSource
+import Devices
 import Routers
 import Smoothers
 
@@ -36,12 +37,26 @@ public enum PluginRegistry {
         OSRMRouteProvider.id: { settings, _ in try OSRMRouteProvider(settings: settings) },
     ]
 
+    private static let devices: [String: @Sendable (Settings, Logger) throws -> any OutputDevice] = [
+        BandDevice.id: { try BandDevice(settings: $0, logger: $1) },
+        ConsoleDevice.id: { settings, _ in try ConsoleDevice(settings: settings) },
+    ]
+
+    /// Builds an output device.
+    public static func makeDevice(id: String, settings: Settings, path: String, logger: Logger) throws -> any OutputDevice {
+        guard let make = self.devices[id] else {
+            throw ConfigError.unknownPlugin(path: path, id: id, known: self.devices.keys.sorted())
+        }
+        return try make(settings, logger)
+    }
+
     /// The plugin ids a role accepts, sorted.
     public static func pluginIDs(for role: StageRole) -> [String] {
         switch role {
         case .source: return self.sources.keys.sorted()
         case .smoother: return self.smoothers.keys.sorted()
         case .route: return self.routers.keys.sorted()
+        case .haptic: return self.devices.keys.sorted()
         case .recorder: return self.sinks.keys.sorted()
         }
     }
@@ -51,6 +66,8 @@ public enum PluginRegistry {
         switch stage.role {
         case .source: _ = try self.makeSource(stage, logger: Logger(label: "hapticnav.config-check"))
         case .smoother: _ = try self.makeSmoother(stage)
+        case .haptic:
+            _ = try HapticStageOptions.parse(stage, logger: Logger(label: "hapticnav.config-check"), check: true)
         case .route:
             _ = try RouteStageOptions.parse(stage.options)
             // Loading a map takes a moment and the settings are the plugin's to check: check the keys only.

@@ -59,6 +59,26 @@ public enum StageHost {
             service = RouteControllerStage(name: stage.name, input: fixes, output: publisher,
                                            provider: try PluginRegistry.makeRouter(stage, logger: logger),
                                            options: try RouteStageOptions.parse(stage.options), logger: logger)
+        case .haptic:
+            guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
+            guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
+            let inputs = subscriber.compactMap { event -> SinkInput? in
+                switch event {
+                case let .message(received):
+                    switch received.message {
+                    case let .heading(sample): return .heading(sample)
+                    case let .attitude(attitude): return .attitude(attitude)
+                    case let .target(target): return .target(target)
+                    case let .progress(progress): return .progress(progress)
+                    default: return nil
+                    }
+                case let .publisherLost(_, stage, _): return .publisherLost(stage: stage)
+                case .publisherUp: return nil
+                }
+            }
+            let (devices, options) = try HapticStageOptions.parse(stage, logger: logger, check: false)
+            service = HapticSinkStage(name: stage.name, input: inputs, output: publisher, devices: devices, options: options,
+                                      logger: logger)
         case .recorder:
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
             let records = subscriber.messages.map { received in

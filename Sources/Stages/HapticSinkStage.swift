@@ -86,9 +86,10 @@ where Input.Element == SinkInput {
                 // Input ended or shutdown: stop everything, then the other tasks.
             }
             await group.next()
+            // Stop every motor while the devices' links are still up, then end their tasks.
+            await self.stopEverything()
             group.cancelAll()
         }
-        await self.stopEverything()
         var summaries: [String] = []
         for device in self.devices { summaries.append("\(device.name): \(await device.summary())") }
         self.logger.info("sink '\(self.name)' stopped; \(summaries.joined(separator: "; "))")

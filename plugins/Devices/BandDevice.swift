@@ -102,6 +102,9 @@ public actor BandDevice: OutputDevice {
                 }
                 await group.next()
                 group.cancelAll()
+                // Never leave a motor running behind a closed link.
+                self.sequence &+= 1
+                _ = link.write(BandProtocol.Frame(type: .stopAll, sequence: self.sequence).bytes)
                 link.close()
             }
             self.link = nil

@@ -138,7 +138,12 @@ public final class BandEmulator: Sendable {
         }
     }
 
+    /// Writes to a socket without SIGPIPE when the peer has gone (and to a pty with a plain write).
     private func write(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBufferPointer { Glibc.write(fd, $0.baseAddress, $0.count) } == bytes.count
+        let sent = bytes.withUnsafeBufferPointer { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        if sent < 0 && errno == ENOTSOCK {
+            return bytes.withUnsafeBufferPointer { Glibc.write(fd, $0.baseAddress, $0.count) } == bytes.count
+        }
+        return sent == bytes.count
     }
 }

@@ -1,0 +1,181 @@
+import Devices
+import Foundation
+import Logging
+import NavCore
+import Stages
+import Synchronization
+import TestSupport
+import Testing
+
+/// A band emulator serving on a thread of this process, collecting its JSON log lines.
+final class EmulatedBand: Sendable {
+    let emulator: BandEmulator
+    let address: BandDevice.Address
+    private final class Lines: Sendable {
+        let value = Mutex<[String]>([])
+    }
+    private let lines = Lines()
+
+    init(pty: Bool) throws {
+        let store = self.lines
+        let log: @Sendable (String) -> Void = { line in store.value.withLock { $0.append(line) } }
+        if pty {
+            let link = try scratchFolder() + "/band"
+            self.emulator = BandEmulator(listen: .pty(link: link), log: log)
+            self.address = .path(link, baud: 115_200)
+        } else {
+            let port = UInt16(freeTCPPort())
+            self.emulator = BandEmulator(listen: .tcp(host: "127.0.0.1", port: port), log: log)
+            self.address = .tcp(host: "127.0.0.1", port: port)
+        }
+        let ready = DispatchSemaphore(value: 0)
+        let emulator = self.emulator
+        let thread = Thread { try? emulator.serve { _ in ready.signal() } }
+        thread.start()
+        _ = ready.wait(timeout: .now() + 5)
+    }
+
+    /// Frames received so far, as (time, type, motors).
+    var frames: [(time: Double, type: String, left: Int, right: Int, payload: [Int])] {
+        self.lines.value.withLock { $0 }.compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let type = object["type"] as? String, let time = object["receiveTimeSeconds"] as? Double,
+                  let motors = object["motors"] as? [String: Int] else { return nil }
+            return (time, type, motors["left"] ?? -1, motors["right"] ?? -1, object["payload"] as? [Int] ?? [])
+        }
+    }
+}
+
+/// An output device that records what it was asked to do.
+actor RecordingDevice: OutputDevice {
+    nonisolated let name: String
+    var cues: [(ContinuousClock.Instant, HapticCue)] = []
+    var stops = 0
+    init(name: String) { self.name = name }
+    func render(_ cue: HapticCue) { self.cues.append((.now, cue)) }
+    func stopAll() { self.stops += 1 }
+    func summary() -> String { "\(self.cues.count) cues" }
+}
+
+/// Drives a sink in this process: heading and target inputs at 20 Hz from a script.
+struct SinkHarness {
+    let stage: HapticSinkStage<AsyncStream<SinkInput>, MemoryPublisher>
+    let continuation: AsyncStream<SinkInput>.Continuation
+    let output = MemoryPublisher()
+    let task: Task<Void, any Error>
+
+    init(devices: [any OutputDevice], offset: Double = 0) {
+        let (stream, continuation) = AsyncStream.makeStream(of: SinkInput.self)
+        var options = HapticSinkOptions()
+        options.guidance.offsetDegrees = offset
+        let stage = HapticSinkStage(name: "sink", input: stream, output: self.output, devices: devices, options: options,
+                                    logger: Logger(label: "test"))
+        self.stage = stage
+        self.continuation = continuation
+        self.task = Task { try await stage.run() }
+    }
+
+    /// Sends `heading` (and a target due north) at 20 Hz for `seconds`.
+    func hold(heading: Double, targetBearing: Double = 0, seconds: Double) async throws {
+        let steps = Int(seconds * 20)
+        for _ in 0..<steps {
+            let now = Date().timeIntervalSince1970
+            self.continuation.yield(.target(GuidanceTarget(timeSeconds: now, routeID: 1, coordinate: Coordinate(latitude: 0, longitude: 0),
+                                                           bearingDegrees: targetBearing, distanceMeters: 50, kind: .lookAhead)))
+            self.continuation.yield(.heading(HeadingSample(timeSeconds: now, headingDegrees: heading)))
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    func finish() async throws {
+        self.continuation.finish()
+        try await self.task.value
+    }
+}
+
+actor MemoryPublisher: MessagePublisher {
+    private(set) var messages: [BusMessage] = []
+    func publish(_ message: BusMessage) { self.messages.append(message) }
+}
+
+@Suite(.serialized) struct HapticSinkTests {
+    @Test(arguments: [false, true])
+    func aScriptedHeadingSequenceAcrossNorthDrivesTheRightMotors(_ pty: Bool) async throws {
+        let band = try EmulatedBand(pty: pty)
+        let device = BandDevice(address: band.address, logger: Logger(label: "test"))
+        let sink = SinkHarness(devices: [device])
+        try await Task.sleep(for: .milliseconds(600))  // connect
+        var marks: [(String, Double)] = []
+        for (label, heading) in [("inside 355", 355.0), ("inside 8", 8), ("right 20", 340), ("right 50", 310), ("right 100", 260),
+                                 ("left 40", 40)] {
+            marks.append((label, Date().timeIntervalSince1970))
+            try await sink.hold(heading: heading, seconds: 0.8)
+        }
+        try await sink.finish()
+        try await Task.sleep(for: .milliseconds(300))  // the emulator's thread logs what is still in flight
+        let frames = band.frames
+        func motors(after label: String) -> (left: Int, right: Int)? {
+            guard let index = marks.firstIndex(where: { $0.0 == label }) else { return nil }
+            let end = index + 1 < marks.count ? marks[index + 1].1 : Date().timeIntervalSince1970
+            return frames.last { $0.type == "setMotors" && $0.time < end }.map { ($0.left, $0.right) }
+        }
+        // Inside the tolerance, across north: nothing runs.
+        #expect(frames.filter { $0.time < marks[2].1 && $0.type == "setMotors" }.allSatisfy { $0.left == 0 && $0.right == 0 })
+        // Deviation to the right: the right motor, stronger the further off.
+        let r20 = try #require(motors(after: "right 20")), r50 = try #require(motors(after: "right 50")), r100 = try #require(motors(after: "right 100"))
+        #expect(r20.left == 0 && r20.right > 0)
+        #expect(r50.right > r20.right && r100.right > r50.right)
+        let l40 = try #require(motors(after: "left 40"))
+        #expect(l40.left > 0 && l40.right == 0)
+        // The sink stopped the band at the end (keep-alive pings may still follow).
+        #expect(frames.last { $0.type != "ping" }?.type == "stopAll")
+        band.emulator.stop()
+    }
+
+    @Test func staleInputStopsEveryMotorWithinTheLimitAndSignalLostPlaysOnce() async throws {
+        let band = try EmulatedBand(pty: false)
+        let device = BandDevice(address: band.address, logger: Logger(label: "test"))
+        let sink = SinkHarness(devices: [device])
+        try await Task.sleep(for: .milliseconds(600))
+        try await sink.hold(heading: 270, seconds: 1.5)   // 90° off: a strong right cue
+        let lastInput = Date().timeIntervalSince1970
+        try await Task.sleep(for: .seconds(2))            // the route controller is gone
+        let frames = band.frames
+        #expect(frames.contains { $0.type == "setMotors" && $0.right > 0 && $0.time < lastInput }, "the motor ran")
+        let stop = try #require(frames.first { $0.time > lastInput && $0.type == "stopAll" }, "a stop")
+        #expect(stop.time - lastInput < 1.2, "stopped \(stop.time - lastInput) s after the last input")
+        let lost = frames.filter { $0.type == "pulse" && $0.payload.first == Int(BandProtocol.Pattern.signalLost.rawValue) }
+        #expect(lost.count == 1)
+        #expect(frames.last { $0.type != "ping" }.map { $0.left == 0 && $0.right == 0 } == true)
+        let cues = await sink.output.messages.compactMap { if case let .cue(c) = $0 { c } else { nil } }
+        #expect(cues.filter { $0.kind == .signalLost }.count == 1)
+        try await sink.finish()
+        band.emulator.stop()
+    }
+
+    @Test func cuesFallBackToTheNextDeviceWhenTheBandStopsAcknowledgingAndComeBack() async throws {
+        let band = try EmulatedBand(pty: false)
+        let device = BandDevice(address: band.address, logger: Logger(label: "test"))
+        let speaker = RecordingDevice(name: "speaker")
+        let sink = SinkHarness(devices: [device, speaker])
+        try await Task.sleep(for: .milliseconds(600))
+        try await sink.hold(heading: 300, seconds: 1)
+        #expect(await speaker.cues.isEmpty, "the band plays while it answers")
+        band.emulator.muted.store(true, ordering: .relaxed)
+        let mutedAt = ContinuousClock.now
+        try await sink.hold(heading: 300, seconds: 2.5)
+        let first = try #require(await speaker.cues.first, "the speaker took over")
+        #expect(first.0 - mutedAt < .seconds(2), "within 1 s of the band's 1 s of silence")
+        band.emulator.muted.store(false, ordering: .relaxed)
+        let back = Date().timeIntervalSince1970
+        let speakerCount = await speaker.cues.count
+        try await sink.hold(heading: 300, seconds: 1.5)
+        let frames = band.frames
+        let resumed = try #require(frames.first { $0.time > back && $0.type == "setMotors" && $0.left + $0.right > 0 }, "the band took over again")
+        #expect(resumed.time - back < 1, "within 1 s")
+        #expect(await speaker.stops > 0, "the speaker was stopped when the band came back")
+        _ = speakerCount
+        try await sink.finish()
+        band.emulator.stop()
+    }
+}
