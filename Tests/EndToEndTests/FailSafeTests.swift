@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+
+/// The band emulator's log, read from its file.
+private func bandFrames(_ file: String) -> [(time: Double, type: String, left: Int, right: Int)] {
+    let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+    return text.split(separator: "\n").compactMap { line in
+        guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+              let type = object["type"] as? String, let time = object["receiveTimeSeconds"] as? Double,
+              let motors = object["motors"] as? [String: Int] else { return nil }
+        return (time, type, motors["left"] ?? 0, motors["right"] ?? 0)
+    }
+}
+
+@Suite(.serialized) struct FailSafeTests {
+    /// A pipeline whose walker holds the phone 60° off its walking direction while the sink assumes no offset:
+    /// a turn cue, and so a running motor, almost all the time.
+    private func writeConfig(folder: String, bandPort: Int) throws -> String {
+        let route = repositoryRoot.appendingPathComponent("data/routes/monaco-demo-walk.geojson").path
+        let config = """
+        {
+          bus: { joinGraceSeconds: 0.3 },
+          stages: {
+            source: { plugin: "sim", publish: "ipc://\(folder)/source.sock",
+                      settings: { route: "\(route)", pace: 1, loop: true, pocketOffsetDegrees: 60, compassNoiseDegrees: 1, seed: 5 } },
+            smoother: { plugin: "kalman", inputs: ["source"], topics: ["fix"], publish: "ipc://\(folder)/smoother.sock" },
+            route: { plugin: "file", inputs: ["smoother"], topics: ["smoothed"], publish: "ipc://\(folder)/route.sock",
+                     settings: { file: "\(route)" }, options: { destination: [43.72977, 7.416504] } },
+            haptic: { plugin: "band", inputs: ["source", "route"], topics: ["heading", "target", "progress"],
+                      publish: "ipc://\(folder)/haptic.sock", settings: { tcp: "127.0.0.1:\(bandPort)" },
+                      options: { offsetDegrees: 0 } },
+          },
+        }
+        """
+        let file = "\(folder)/pipeline.json5"
+        try config.write(toFile: file, atomically: true, encoding: .utf8)
+        return file
+    }
+
+    @Test func killingTheRouteControllerStopsEveryMotorWithinOneAndAHalfSecondsTwentyTimesOutOfTwenty() async throws {
+        let folder = try scratchFolder()
+        let port = freeTCPPort()
+        let log = "\(folder)/band.jsonl"
+        let binary = try hapticnavExecutable()
+        let band = try ChildProcess(binary, ["band-emulator", "--tcp", "127.0.0.1:\(port)", "--log", log])
+        defer { band.ensureStopped() }
+        let config = try self.writeConfig(folder: folder, bandPort: port)
+        let stages = try ["source", "smoother", "haptic"].map { try ChildProcess(binary, ["stage", $0, "--config", config]) }
+        defer { stages.forEach { $0.ensureStopped() } }
+
+        var delays: [Double] = []
+        for trial in 1...20 {
+            let route = try ChildProcess(binary, ["stage", "route", "--config", config])
+            defer { route.ensureStopped() }
+            let started = Date().timeIntervalSince1970
+            // Wait (bounded) until a motor runs on guidance from this route controller.
+            var running = false
+            for _ in 0..<300 {
+                try await Task.sleep(for: .milliseconds(50))
+                if let last = bandFrames(log).last(where: { $0.type == "setMotors" || $0.type == "stopAll" }), last.time > started,
+                   last.left + last.right > 0 {
+                    running = true
+                    break
+                }
+            }
+            #expect(running, "trial \(trial): a motor ran")
+            guard running else { continue }
+            route.signal(SIGKILL)
+            let killed = Date().timeIntervalSince1970
+            var stoppedAt: Double?
+            for _ in 0..<60 {
+                try await Task.sleep(for: .milliseconds(50))
+                if let last = bandFrames(log).last(where: { $0.type == "setMotors" || $0.type == "stopAll" }), last.time > killed,
+                   last.left == 0 && last.right == 0 {
+                    stoppedAt = bandFrames(log).first { $0.time > killed && ($0.type == "stopAll" || ($0.type == "setMotors" && $0.left + $0.right == 0)) }?.time
+                    break
+                }
+            }
+            let delay = try #require(stoppedAt, "trial \(trial): the motors stopped") - killed
+            delays.append(delay)
+            #expect(delay < 1.5, "trial \(trial): motors at zero \(delay) s after SIGKILL")
+            _ = await route.wait(seconds: 2)
+        }
+        #expect(delays.count == 20)
+        let sorted = delays.sorted()
+        print("fail-safe: motors at zero after SIGKILL of the route controller: median \(sorted[sorted.count / 2]) s, max \(sorted.last ?? .nan) s over \(delays.count) trials")
+
+        // SIGTERM to the sink: a stop frame before it exits.
+        let haptic = stages[2]
+        haptic.signal(SIGTERM)
+        let status = await haptic.wait(seconds: 3)
+        let exited = Date().timeIntervalSince1970
+        #expect(status == 0)
+        let last = bandFrames(log).last { $0.type != "ping" }
+        #expect(last?.type == "stopAll", "the band's last command was a stop")
+        #expect((last?.time ?? .infinity) <= exited)
+    }
+}
