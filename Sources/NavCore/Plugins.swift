@@ -85,7 +85,6 @@ public protocol OutputDevice: Sendable {
 extension OutputDevice {
     public func run() async throws {}
     public func isAvailable() async -> Bool { true }
-    public func announce(_ text: String) async throws {}
 }
 
 /// What the haptic sink reads from the bus.

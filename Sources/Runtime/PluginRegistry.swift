@@ -40,6 +40,7 @@ public enum PluginRegistry {
     private static let devices: [String: @Sendable (Settings, Logger) throws -> any OutputDevice] = [
         BandDevice.id: { try BandDevice(settings: $0, logger: $1) },
         ConsoleDevice.id: { settings, _ in try ConsoleDevice(settings: settings) },
+        SpeakerDevice.id: { try SpeakerDevice(settings: $0, logger: $1) },
     ]
 
     /// Builds an output device.

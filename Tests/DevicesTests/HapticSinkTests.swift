@@ -54,6 +54,7 @@ actor RecordingDevice: OutputDevice {
     init(name: String) { self.name = name }
     func render(_ cue: HapticCue) { self.cues.append((.now, cue)) }
     func stopAll() { self.stops += 1 }
+    func announce(_ text: String) {}
     func summary() -> String { "\(self.cues.count) cues" }
 }
 

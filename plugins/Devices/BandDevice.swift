@@ -153,6 +153,11 @@ public actor BandDevice: OutputDevice {
         self.send(.stopAll, [])
     }
 
+    /// A band cannot speak: a prompt is one tick, so that the wearer knows something was said elsewhere.
+    public func announce(_ text: String) {
+        self.send(.pulse, [BandProtocol.Pattern.tick.rawValue, 160, 1])
+    }
+
     public func summary() -> String {
         "\(self.framesSent) frames sent, \(self.acks) acknowledged, \(self.connections) connection(s)"
             + (self.battery.map { ", battery \($0) %" } ?? "") + ", motors now \(self.motors.left)/\(self.motors.right)"

@@ -1,0 +1,186 @@
+import Foundation
+public import Logging
+public import NavCore
+
+/// The `speaker` device: stereo sound. Tone pulses panned to the side to turn, louder with intensity; distinct
+/// sounds for turn around, arrival and signal lost; silence on course; spoken prompts through espeak-ng. Plays
+/// through ALSA (`aplay`) when there is a sound device, or writes a WAV file when told to or when there is none.
+public actor SpeakerDevice: OutputDevice {
+    public static let id = "speaker"
+    public nonisolated let name = "speaker"
+    /// Samples per second per channel.
+    public static let sampleRate = 22_050
+
+    private let wavFile: String?
+    private let voice: String
+    private let volume: Double
+    private let logger: Logger
+    private var handle: FileHandle?
+    private var player: Process?
+    private var playerInput: FileHandle?
+    private var frames = 0
+    private var sounds = 0
+    private var prompts = 0
+
+    /// Creates the device: a WAV file when `wavFile` is given or there is no sound device.
+    public init(wavFile: String?, voice: String = "en", volume: Double = 0.8, logger: Logger) {
+        let hasSoundDevice = FileManager.default.fileExists(atPath: "/dev/snd")
+            && FileManager.default.isExecutableFile(atPath: "/usr/bin/aplay")
+        self.wavFile = wavFile ?? (hasSoundDevice ? nil : "hapticnav-speaker.wav")
+        self.voice = voice
+        self.volume = min(1, max(0, volume))
+        self.logger = logger
+    }
+
+    /// Reads a config's settings: `wavFile`, `voice` (an espeak-ng voice), `volume` (0–1).
+    public init(settings: Settings, logger: Logger) throws {
+        var settings = settings
+        let file = try settings.path("wavFile")
+        let voice = try settings.string("voice", default: "en")
+        let volume = try settings.double("volume", default: 0.8, in: 0...1)
+        try settings.finish()
+        self.init(wavFile: file, voice: voice, volume: volume, logger: logger)
+    }
+
+    // MARK: Output
+
+    private func write(_ samples: [Int16]) {
+        guard !samples.isEmpty else { return }
+        let bytes = samples.withUnsafeBufferPointer { Data(buffer: $0) }
+        if let file = self.wavFile {
+            if self.handle == nil {
+                let folder = (file as NSString).deletingLastPathComponent
+                if !folder.isEmpty { try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+                _ = FileManager.default.createFile(atPath: file, contents: Self.header(dataBytes: 0))
+                self.handle = FileHandle(forUpdatingAtPath: file)
+            }
+            guard let handle = self.handle else { return }
+            handle.seekToEndOfFile()
+            handle.write(bytes)
+            self.frames += samples.count / 2
+            // Keep the header true after every write, so that the file is valid whenever it is read.
+            handle.seek(toFileOffset: 0)
+            handle.write(Self.header(dataBytes: self.frames * 4))
+        } else {
+            if self.player == nil {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/aplay")
+                process.arguments = ["-q", "-t", "raw", "-f", "S16_LE", "-r", "\(Self.sampleRate)", "-c", "2"]
+                let pipe = Pipe()
+                process.standardInput = pipe
+                do {
+                    try process.run()
+                    self.player = process
+                    self.playerInput = pipe.fileHandleForWriting
+                } catch {
+                    self.logger.warning("speaker: cannot start aplay (\(error))")
+                    return
+                }
+            }
+            self.playerInput?.write(bytes)
+            self.frames += samples.count / 2
+        }
+    }
+
+    /// A 44-byte WAV header: PCM, 16-bit, stereo.
+    static func header(dataBytes: Int) -> Data {
+        var data = Data()
+        func u32(_ v: Int) { withUnsafeBytes(of: UInt32(v).littleEndian) { data.append(contentsOf: $0) } }
+        func u16(_ v: Int) { withUnsafeBytes(of: UInt16(v).littleEndian) { data.append(contentsOf: $0) } }
+        data.append(contentsOf: Array("RIFF".utf8)); u32(36 + dataBytes)
+        data.append(contentsOf: Array("WAVE".utf8)); data.append(contentsOf: Array("fmt ".utf8))
+        u32(16); u16(1); u16(2); u32(Self.sampleRate); u32(Self.sampleRate * 4); u16(4); u16(16)
+        data.append(contentsOf: Array("data".utf8)); u32(dataBytes)
+        return data
+    }
+
+    // MARK: Sounds
+
+    /// A tone [frequency Hz, seconds] at gains per channel, with 5 ms ramps against clicks.
+    private func tone(_ frequency: Double, _ seconds: Double, left: Double, right: Double) -> [Int16] {
+        let count = Int(seconds * Double(Self.sampleRate))
+        let ramp = max(1, Self.sampleRate / 200)
+        var out = [Int16]()
+        out.reserveCapacity(count * 2)
+        for index in 0..<count {
+            let envelope = min(1, Double(min(index, count - 1 - index)) / Double(ramp))
+            let value = sin(2 * .pi * frequency * Double(index) / Double(Self.sampleRate)) * envelope * self.volume * 32_000
+            out.append(Int16(value * left))
+            out.append(Int16(value * right))
+        }
+        return out
+    }
+
+    private func silence(_ seconds: Double) -> [Int16] {
+        [Int16](repeating: 0, count: Int(seconds * Double(Self.sampleRate)) * 2)
+    }
+
+    /// The sound for a cue.
+    func sound(for cue: HapticCue) -> [Int16] {
+        let loudness = 0.25 + 0.75 * min(1, max(0, cue.intensity))
+        switch cue.kind {
+        case .silent:
+            return self.silence(0.25)
+        case .turnLeft, .turnRight:
+            // Panned hard to the side to turn; the other ear gets a trace, so that one ear alone still hears it.
+            let (left, right) = cue.kind == .turnLeft ? (loudness, loudness * 0.1) : (loudness * 0.1, loudness)
+            var out: [Int16] = []
+            for _ in 0..<3 { out += self.tone(880, 0.08, left: left, right: right) + self.silence(0.06) }
+            return out
+        case .turnAround:
+            var out: [Int16] = []
+            for index in 0..<4 { out += self.tone(index % 2 == 0 ? 660 : 440, 0.1, left: 1, right: 1) }
+            return out
+        case .arrival:
+            return self.tone(523.25, 0.15, left: 1, right: 1) + self.tone(659.25, 0.15, left: 1, right: 1)
+                + self.tone(783.99, 0.3, left: 1, right: 1)
+        case .signalLost:
+            return self.tone(220, 0.6, left: 1, right: 1)
+        case .calibration:
+            return self.tone(1500, 0.03, left: loudness, right: loudness) + self.silence(0.05)
+        }
+    }
+
+    public func render(_ cue: HapticCue) {
+        self.sounds += cue.kind == .silent ? 0 : 1
+        self.write(self.sound(for: cue))
+    }
+
+    public func stopAll() {}
+
+    /// Speaks through espeak-ng, mixed to both channels.
+    public func announce(_ text: String) {
+        self.prompts += 1
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/espeak-ng")
+        process.arguments = ["--stdout", "-v", self.voice, text]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else {
+            self.logger.warning("speaker: espeak-ng is missing; prompt not spoken: \(text)")
+            return
+        }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard data.count > 44 else { return }
+        // espeak-ng writes 16-bit mono at 22,050 Hz after a 44-byte header.
+        var out: [Int16] = []
+        out.reserveCapacity((data.count - 44))
+        data.dropFirst(44).withUnsafeBytes { raw in
+            for index in stride(from: 0, to: raw.count - 1, by: 2) {
+                let sample = Int16(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: Int16.self))
+                let scaled = Int16(Double(sample) * self.volume)
+                out.append(scaled)
+                out.append(scaled)
+            }
+        }
+        self.write(out)
+    }
+
+    public func summary() -> String {
+        let seconds = Double(self.frames) / Double(Self.sampleRate)
+        return "\(self.sounds) sound(s), \(self.prompts) spoken prompt(s), " + String(format: "%.1f s of audio", seconds)
+            + (self.wavFile.map { " in \($0)" } ?? " through ALSA")
+    }
+}
