@@ -46,6 +46,11 @@ public struct SimulatedWalker: MessageSource {
         public var tiltEpisodes: [(start: Double, duration: Double)] = []
         /// Pitch during a tilt episode [degrees].
         public var tiltPitchDegrees = 85.0
+        /// Before walking, play the calibration routine: turn to north with the phone held flat (from 200°,
+        /// 30° a second), then stand `calibrationStandSeconds` while the phone goes into the pocket.
+        public var calibrationRoutine = false
+        /// How long the walker stands before walking, in the calibration routine [seconds].
+        public var calibrationStandSeconds = 7.0
 
         /// Creates options for a path.
         public init(path: [Coordinate]) {
@@ -107,6 +112,8 @@ public struct SimulatedWalker: MessageSource {
         options.startTimeSeconds = try settings.double("startTimeSeconds", default: 1_767_225_600, in: 0...1e10)
         options.loop = try settings.bool("loop", default: false)
         options.phonePitchDegrees = try settings.double("phonePitchDegrees", default: 10, in: -90...90)
+        options.calibrationRoutine = try settings.bool("calibrationRoutine", default: false)
+        options.calibrationStandSeconds = try settings.double("calibrationStandSeconds", default: 7, in: 0...120)
         options.tiltPitchDegrees = try settings.double("tiltPitchDegrees", default: 85, in: -90...90)
         // Tilt episodes: explicit [start, duration] pairs, and/or random ones at a rate, from the seed.
         if case let .array(items)? = settings.value("tiltEpisodes") {
@@ -148,12 +155,54 @@ public struct SimulatedWalker: MessageSource {
         return (SphericalGeometry.interpolate(a, b, fraction: fraction), SphericalGeometry.bearing(from: a, to: b))
     }
 
+    /// Turns to north with the phone flat, then stands; returns the routine's length [seconds].
+    private func calibrationRoutine(random: inout SeededGenerator, clock: ContinuousClock, wallStart: ContinuousClock.Instant,
+                                    emit: @Sendable (BusMessage) async throws -> Void) async throws -> Double {
+        let start = self.options.path[0]
+        var heading = 200.0
+        var t = 0.0
+        var nextFix = 0.0
+        func pace(_ t: Double) async throws {
+            if self.options.pace > 0 {
+                try await Task.sleep(until: wallStart + .seconds(t / self.options.pace), clock: clock)
+            } else {
+                try Task.checkCancellation()
+            }
+        }
+        let turnEnd = (360 - heading) / 30
+        let total = turnEnd + self.options.calibrationStandSeconds
+        while t < total {
+            try await pace(t)
+            let time = self.options.startTimeSeconds + t
+            if t >= nextFix {
+                try await emit(.fix(LocationFix(timeSeconds: time, latitude: start.latitude, longitude: start.longitude,
+                                                horizontalAccuracyMeters: self.options.reportedAccuracyMeters,
+                                                speedMetersPerSecond: 0, courseDegrees: nil)))
+                nextFix += self.options.fixIntervalSeconds
+            }
+            let flat = t < turnEnd
+            heading = flat ? 200 + 30 * t : 0
+            // Held flat while turning; then going into the pocket, where it reads the pocket offset.
+            let reading = flat ? heading : (t < turnEnd + 2 ? 0 : self.options.pocketOffsetDegrees)
+            try await emit(.heading(HeadingSample(timeSeconds: time,
+                                                  headingDegrees: Angle.normalized(reading + random.gaussian(standardDeviation: self.options.compassNoiseDegrees)),
+                                                  accuracyDegrees: self.options.compassNoiseDegrees)))
+            try await emit(.attitude(Attitude(timeSeconds: time, pitchDegrees: flat ? random.gaussian(standardDeviation: 2) : self.options.phonePitchDegrees,
+                                              rollDegrees: random.gaussian(standardDeviation: 2))))
+            t += self.options.headingIntervalSeconds
+        }
+        return total
+    }
+
     public func run(emit: @Sendable (BusMessage) async throws -> Void) async throws {
         var random = SeededGenerator(seed: self.options.seed)
         let duration = self.lengthMeters / self.options.speedMetersPerSecond
         let clock = ContinuousClock()
         let wallStart = clock.now
         var lap = 0.0
+        if self.options.calibrationRoutine {
+            lap = try await self.calibrationRoutine(random: &random, clock: clock, wallStart: wallStart, emit: emit)
+        }
         repeat {
             var nextFix = 0.0
             var nextHeading = 0.0
@@ -168,6 +217,7 @@ public struct SimulatedWalker: MessageSource {
                 }
                 let time = self.options.startTimeSeconds + lap + elapsed
                 let (truth, bearing) = self.position(atDistance: elapsed * self.options.speedMetersPerSecond)
+                let tilted = self.options.tiltEpisodes.contains { elapsed >= $0.start && elapsed < $0.start + $0.duration }
                 if nextFix <= nextHeading {
                     let noisy = SphericalGeometry.offset(
                         truth,
@@ -179,7 +229,6 @@ public struct SimulatedWalker: MessageSource {
                         speedMetersPerSecond: self.options.speedMetersPerSecond, courseDegrees: bearing)))
                     nextFix += self.options.fixIntervalSeconds
                 } else {
-                    let tilted = self.options.tiltEpisodes.contains { elapsed >= $0.start && elapsed < $0.start + $0.duration }
                     // Near vertical the compass heading flips: it reads the opposite way.
                     let raw = bearing + self.options.pocketOffsetDegrees + (tilted ? 180 : 0)
                         + random.gaussian(standardDeviation: self.options.compassNoiseDegrees)
