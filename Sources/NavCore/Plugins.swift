@@ -80,6 +80,9 @@ public protocol OutputDevice: Sendable {
     func announce(_ text: String) async throws
     /// What the device did, in one line, for the status and the demo's summary.
     func summary() async -> String
+    /// Sees the route, progress and position messages the sink receives (for devices that place things in
+    /// space, like ``ar``); most devices ignore them.
+    func observe(_ message: BusMessage) async
 }
 
 extension OutputDevice {
@@ -99,4 +102,6 @@ public enum SinkInput: Sendable {
     case progress(RouteProgress)
     /// A publisher went silent (the transport noticed its heartbeats stop).
     case publisherLost(stage: String)
+    /// The route, or the walker's smoothed position: passed on to devices that place waypoints in space.
+    case context(BusMessage)
 }

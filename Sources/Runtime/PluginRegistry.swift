@@ -41,6 +41,7 @@ public enum PluginRegistry {
         BandDevice.id: { try BandDevice(settings: $0, logger: $1) },
         ConsoleDevice.id: { settings, _ in try ConsoleDevice(settings: settings) },
         SpeakerDevice.id: { try SpeakerDevice(settings: $0, logger: $1) },
+        ARDevice.id: { try ARDevice(settings: $0, logger: $1) },
     ]
 
     /// Builds an output device.

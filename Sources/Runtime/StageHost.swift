@@ -70,6 +70,7 @@ public enum StageHost {
                     case let .attitude(attitude): return .attitude(attitude)
                     case let .target(target): return .target(target)
                     case let .progress(progress): return .progress(progress)
+                    case .route, .smoothed: return .context(received.message)
                     default: return nil
                     }
                 case let .publisherLost(_, stage, _): return .publisherLost(stage: stage)

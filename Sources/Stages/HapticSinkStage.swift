@@ -113,6 +113,7 @@ where Input.Element == SinkInput {
             self.target = target
             await self.recoverIfFresh()
         case let .progress(progress):
+            for device in self.devices { await device.observe(.progress(progress)) }
             if progress.state != self.lastState {
                 if progress.state == .rerouting { await self.announce("Recalculating route") }
                 if progress.state == .arrived { await self.announce("You have arrived") }
@@ -121,6 +122,8 @@ where Input.Element == SinkInput {
             }
         case .attitude:
             break
+        case let .context(message):
+            for device in self.devices { await device.observe(message) }
         case let .publisherLost(stage):
             self.logger.warning("sink '\(self.name)': publisher '\(stage)' lost")
             await self.goStale("\(stage) is gone")

@@ -55,6 +55,7 @@ actor RecordingDevice: OutputDevice {
     func render(_ cue: HapticCue) { self.cues.append((.now, cue)) }
     func stopAll() { self.stops += 1 }
     func announce(_ text: String) {}
+    func observe(_ message: BusMessage) {}
     func summary() -> String { "\(self.cues.count) cues" }
 }
 

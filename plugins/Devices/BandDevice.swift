@@ -158,6 +158,8 @@ public actor BandDevice: OutputDevice {
         self.send(.pulse, [BandProtocol.Pattern.tick.rawValue, 160, 1])
     }
 
+    public func observe(_ message: BusMessage) {}
+
     public func summary() -> String {
         "\(self.framesSent) frames sent, \(self.acks) acknowledged, \(self.connections) connection(s)"
             + (self.battery.map { ", battery \($0) %" } ?? "") + ", motors now \(self.motors.left)/\(self.motors.right)"

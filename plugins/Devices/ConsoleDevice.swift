@@ -59,6 +59,8 @@ public actor ConsoleDevice: OutputDevice {
         self.say(text)
     }
 
+    public func observe(_ message: BusMessage) {}
+
     public func summary() -> String {
         "\(self.lines) line(s)"
     }

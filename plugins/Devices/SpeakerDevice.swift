@@ -178,6 +178,8 @@ public actor SpeakerDevice: OutputDevice {
         self.write(out)
     }
 
+    public func observe(_ message: BusMessage) {}
+
     public func summary() -> String {
         let seconds = Double(self.frames) / Double(Self.sampleRate)
         return "\(self.sounds) sound(s), \(self.prompts) spoken prompt(s), " + String(format: "%.1f s of audio", seconds)

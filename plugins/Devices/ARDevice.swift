@@ -1,0 +1,123 @@
+import Foundation
+public import Logging
+public import NavCore
+
+/// The `ar` device: the next waypoints in the walker's local frame — metres east, north and up of the walker,
+/// compass-aligned (true north) — for AR clients, as the design's AR placement does. Each update (on every
+/// smoothed fix, and with the current cue) is one JSON object, sent as a UDP datagram and/or appended to a
+/// JSON Lines file:
+/// `{"timeSeconds":…,"routeID":…,"cue":"turnLeft","waypoints":[{"index":2,"east":12.3,"north":40.1,"up":-0.1,"distanceMeters":41.9,"bearingDegrees":17.0,"instruction":"Turn left"}]}`
+public actor ARDevice: OutputDevice {
+    public static let id = "ar"
+    public nonisolated let name = "ar"
+
+    private let count: Int
+    private let file: FileHandle?
+    private let socket: Int32?
+    private var destination = sockaddr_in()
+    private var route: Route?
+    private var nextIndex = 1
+    private var cue = "silent"
+    private var updates = 0
+    private let logger: Logger
+
+    /// Creates the device: `udp` as "host:port", `file` a JSON Lines path, `waypoints` how many to send.
+    public init(udp: String?, file: String?, waypoints: Int, logger: Logger) throws {
+        self.count = waypoints
+        self.logger = logger
+        if let file {
+            _ = FileManager.default.createFile(atPath: file, contents: nil)
+            self.file = FileHandle(forWritingAtPath: file)
+        } else {
+            self.file = nil
+        }
+        if let udp {
+            guard let colon = udp.lastIndex(of: ":"), let port = UInt16(udp[udp.index(after: colon)...]) else {
+                throw ConfigError.invalidValue(path: "ar.udp", expected: "host:port", found: "'\(udp)'")
+            }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            address.sin_addr.s_addr = inet_addr(String(udp[..<colon]))
+            self.destination = address
+            self.socket = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        } else {
+            self.socket = nil
+        }
+    }
+
+    /// Reads a config's settings: `udp` ("host:port"), `file`, `waypoints` (default 3).
+    public init(settings: Settings, logger: Logger) throws {
+        var settings = settings
+        let udp = try settings.optionalString("udp")
+        let file = try settings.path("file")
+        let waypoints = try settings.int("waypoints", default: 3, in: 1...50)
+        try settings.finish()
+        guard udp != nil || file != nil else {
+            throw ConfigError.missingKey(path: settings.path, key: "udp or file")
+        }
+        try self.init(udp: udp, file: file, waypoints: waypoints, logger: logger)
+    }
+
+    public func observe(_ message: BusMessage) {
+        switch message {
+        case let .route(route):
+            if route.routeID != self.route?.routeID { self.nextIndex = 1 }
+            self.route = route
+        case let .progress(progress):
+            if progress.routeID == self.route?.routeID { self.nextIndex = Int(progress.nextWaypointIndex) }
+        case let .smoothed(fix):
+            self.publish(at: fix)
+        default:
+            break
+        }
+    }
+
+    /// The next waypoints as seen from `fix`, in its local east-north-up frame.
+    public func placement(at fix: SmoothedFix) -> [String: Any]? {
+        guard let route = self.route, !route.waypoints.isEmpty else { return nil }
+        let frame = LocalFrame(origin: Coordinate(latitude: fix.latitude, longitude: fix.longitude))
+        let first = min(max(self.nextIndex, 0), route.waypoints.count - 1)
+        let upcoming = route.waypoints.indices.filter { $0 >= first }.prefix(self.count)
+        let waypoints: [[String: Any]] = upcoming.map { index in
+            let waypoint = route.waypoints[index]
+            let local = frame.enu(of: waypoint.coordinate)
+            func rounded(_ value: Double) -> Double { (value * 100).rounded() / 100 }
+            return ["index": index, "east": rounded(local.east), "north": rounded(local.north), "up": rounded(local.up),
+                    "distanceMeters": rounded(local.horizontalDistance), "bearingDegrees": rounded(local.bearingDegrees),
+                    "instruction": waypoint.instruction, "kind": waypoint.kind.name]
+        }
+        return ["timeSeconds": fix.timeSeconds, "routeID": route.routeID, "cue": self.cue, "waypoints": waypoints]
+    }
+
+    private func publish(at fix: SmoothedFix) {
+        guard let object = self.placement(at: fix),
+              let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        self.updates += 1
+        if let socket = self.socket {
+            var address = self.destination
+            _ = data.withUnsafeBytes { bytes in
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        sendto(socket, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
+                }
+            }
+        }
+        self.file?.write(data + Data([0x0A]))
+    }
+
+    public func render(_ cue: HapticCue) {
+        self.cue = cue.kind.name
+    }
+
+    public func stopAll() {
+        self.cue = "silent"
+    }
+
+    public func announce(_ text: String) {}
+
+    public func summary() -> String {
+        "\(self.updates) placement update(s)"
+    }
+}
