@@ -189,6 +189,16 @@ public struct Settings: Sendable {
         return strings
     }
 
+    /// A coordinate written as [latitude, longitude]; nil when absent.
+    public mutating func coordinate(_ key: String) throws(ConfigError) -> Coordinate? {
+        guard let value = self.value(key) else { return nil }
+        guard case let .array(pair) = value, pair.count == 2, case let .number(latitude) = pair[0],
+              case let .number(longitude) = pair[1], abs(latitude) <= 90, abs(longitude) <= 180 else {
+            throw .invalidValue(path: "\(self.path).\(key)", expected: "[latitude, longitude]", found: "\(value)")
+        }
+        return Coordinate(latitude: latitude, longitude: longitude)
+    }
+
     /// A nested object as settings of its own (empty when absent).
     public mutating func object(_ key: String) throws(ConfigError) -> Settings {
         try Settings(self.value(key), path: "\(self.path).\(key)", baseDirectory: self.baseDirectory)

@@ -5,14 +5,10 @@ import Stages
 enum RouteStageOptions {
     static func parse(_ settings: Settings) throws -> RouteControllerOptions {
         var settings = settings
-        guard case let .array(pair)? = settings.value("destination"), pair.count == 2,
-              case let .number(latitude) = pair[0], case let .number(longitude) = pair[1],
-              abs(latitude) <= 90, abs(longitude) <= 180 else {
-            throw ConfigError.invalidValue(path: "\(settings.path).destination", expected: "[latitude, longitude]",
-                                           found: settings.contains("destination") ? "something else" : "nothing")
+        guard let destination = try settings.coordinate("destination") else {
+            throw ConfigError.missingKey(path: settings.path, key: "destination ([latitude, longitude])")
         }
-        var options = RouteControllerOptions(
-            destination: Coordinate(latitude: latitude, longitude: longitude))
+        var options = RouteControllerOptions(destination: destination)
         var tracker = RouteTracker.Options()
         tracker.waypointRadiusMeters = try settings.double("waypointRadiusMeters", default: 10, in: 1...50)
         tracker.arrivalRadiusMeters = try settings.double("arrivalRadiusMeters", default: 5, in: 1...50)

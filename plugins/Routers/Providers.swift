@@ -81,6 +81,25 @@ struct EngineClient: Sendable {
     let timeoutSeconds: Double
     let retries: Int
 
+    init(baseURL: URL, timeoutSeconds: Double, retries: Int) {
+        self.baseURL = baseURL
+        self.timeoutSeconds = timeoutSeconds
+        self.retries = retries
+    }
+
+    /// Reads an engine provider's settings: `url`, `timeoutSeconds`, `retries`.
+    init(settings: Settings, defaultURL: String) throws {
+        var settings = settings
+        let text = try settings.string("url", default: defaultURL)
+        guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https" else {
+            throw ConfigError.invalidValue(path: "\(settings.path).url", expected: "an http(s) URL", found: "'\(text)'")
+        }
+        let timeout = try settings.double("timeoutSeconds", default: 5, in: 0.1...120)
+        let retries = try settings.int("retries", default: 2, in: 0...10)
+        try settings.finish()
+        self.init(baseURL: url, timeoutSeconds: timeout, retries: retries)
+    }
+
     func getJSON(_ url: URL) async throws -> [String: Any] {
         try await self.request(URLRequest(url: url, timeoutInterval: self.timeoutSeconds))
     }
@@ -135,15 +154,7 @@ public struct ValhallaRouteProvider: RouteProvider {
 
     /// Reads a config's settings: `url`, `timeoutSeconds`, `retries`.
     public init(settings: Settings) throws {
-        var settings = settings
-        let text = try settings.string("url", default: "http://127.0.0.1:8002")
-        guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https" else {
-            throw ConfigError.invalidValue(path: "\(settings.path).url", expected: "an http(s) URL", found: "'\(text)'")
-        }
-        let timeout = try settings.double("timeoutSeconds", default: 5, in: 0.1...120)
-        let retries = try settings.int("retries", default: 2, in: 0...10)
-        try settings.finish()
-        self.init(url: url, timeoutSeconds: timeout, retries: retries)
+        self.client = try EngineClient(settings: settings, defaultURL: "http://127.0.0.1:8002")
     }
 
     public func route(from start: Coordinate, to destination: Coordinate) async throws -> RoutePlan {
@@ -174,15 +185,7 @@ public struct OSRMRouteProvider: RouteProvider {
 
     /// Reads a config's settings: `url`, `timeoutSeconds`, `retries`.
     public init(settings: Settings) throws {
-        var settings = settings
-        let text = try settings.string("url", default: "http://127.0.0.1:5000")
-        guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https" else {
-            throw ConfigError.invalidValue(path: "\(settings.path).url", expected: "an http(s) URL", found: "'\(text)'")
-        }
-        let timeout = try settings.double("timeoutSeconds", default: 5, in: 0.1...120)
-        let retries = try settings.int("retries", default: 2, in: 0...10)
-        try settings.finish()
-        self.init(url: url, timeoutSeconds: timeout, retries: retries)
+        self.client = try EngineClient(settings: settings, defaultURL: "http://127.0.0.1:5000")
     }
 
     public func route(from start: Coordinate, to destination: Coordinate) async throws -> RoutePlan {

@@ -87,14 +87,9 @@ public struct SimulatedWalker: MessageSource {
             path = try RouteFile.load(file: file).points
         } else if let map {
             // A walk from `from` to `to` along the shortest walking route over an OSM extract.
-            func point(_ key: String) throws -> Coordinate {
-                guard case let .array(pair)? = settings.value(key), pair.count == 2, case let .number(lat) = pair[0],
-                      case let .number(lon) = pair[1], abs(lat) <= 90, abs(lon) <= 180 else {
-                    throw ConfigError.invalidValue(path: "\(settings.path).\(key)", expected: "[latitude, longitude]", found: "nothing valid")
-                }
-                return Coordinate(latitude: lat, longitude: lon)
+            guard let from = try settings.coordinate("from"), let to = try settings.coordinate("to") else {
+                throw ConfigError.missingKey(path: settings.path, key: "from and to ([latitude, longitude]) with map")
             }
-            let from = try point("from"), to = try point("to")
             path = try OSMLoader.load(file: map).shortestRoute(from: from, to: to).points
         } else {
             throw ConfigError.missingKey(path: settings.path, key: "route (a route file), or map with from and to")
