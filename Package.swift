@@ -101,7 +101,8 @@ let package = Package(
         .testTarget(name: "RoutersTests", dependencies: ["Routers", "NavCore", "TestSupport"]),
         .testTarget(name: "LocationSourcesTests", dependencies: ["LocationSources", "NavCore", "TestSupport"],
                     exclude: ["Fixtures"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["Bus", "NavCore", "TestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["Bus", "NavCore", "TestSupport", "Devices",
+                                                       .product(name: "Logging", package: "swift-log")]),
     ]
 )
 

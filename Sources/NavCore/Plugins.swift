@@ -65,6 +65,9 @@ extension KalmanSmoother: SmoothingFilter {
 }
 
 /// Something that renders haptic cues: a band, a speaker, a console (the haptic sink's swappable part).
+///
+/// No requirement has a default: devices are actors, and a default in a protocol extension would win over an
+/// actor's own method when called on the concrete type from outside it.
 public protocol OutputDevice: Sendable {
     /// A short name for logs and status, for example "band".
     var name: String { get }
@@ -85,10 +88,6 @@ public protocol OutputDevice: Sendable {
     func observe(_ message: BusMessage) async
 }
 
-extension OutputDevice {
-    public func run() async throws {}
-    public func isAvailable() async -> Bool { true }
-}
 
 /// What the haptic sink reads from the bus.
 public enum SinkInput: Sendable {

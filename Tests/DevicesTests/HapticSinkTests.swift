@@ -56,6 +56,8 @@ actor RecordingDevice: OutputDevice {
     func stopAll() { self.stops += 1 }
     func announce(_ text: String) {}
     func observe(_ message: BusMessage) {}
+    func run() {}
+    func isAvailable() -> Bool { true }
     func summary() -> String { "\(self.cues.count) cues" }
 }
 

@@ -117,6 +117,12 @@ public actor ARDevice: OutputDevice {
 
     public func announce(_ text: String) {}
 
+    /// Nothing to keep alive.
+    public func run() {}
+
+    /// Always ready.
+    public func isAvailable() -> Bool { true }
+
     public func summary() -> String {
         "\(self.updates) placement update(s)"
     }

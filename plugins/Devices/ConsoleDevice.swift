@@ -61,6 +61,12 @@ public actor ConsoleDevice: OutputDevice {
 
     public func observe(_ message: BusMessage) {}
 
+    /// Nothing to keep alive.
+    public func run() {}
+
+    /// Always ready.
+    public func isAvailable() -> Bool { true }
+
     public func summary() -> String {
         "\(self.lines) line(s)"
     }

@@ -180,6 +180,12 @@ public actor SpeakerDevice: OutputDevice {
 
     public func observe(_ message: BusMessage) {}
 
+    /// Nothing to keep alive.
+    public func run() {}
+
+    /// Always ready.
+    public func isAvailable() -> Bool { true }
+
     public func summary() -> String {
         let seconds = Double(self.frames) / Double(Self.sampleRate)
         return "\(self.sounds) sound(s), \(self.prompts) spoken prompt(s), " + String(format: "%.1f s of audio", seconds)
