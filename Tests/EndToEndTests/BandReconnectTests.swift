@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Testing
 
+extension ProcessSuites {
 @Suite struct BandReconnectTests {
     @Test func theBandPluginReconnectsWhenTheLinkDropsAndComesBack() async throws {
         let port = freeTCPPort()
@@ -29,4 +30,5 @@ import Testing
         #expect(await waitFor(true, seconds: 5), "reconnected")
         #expect(await band.summary().contains("2 connection(s)"))
     }
+}
 }

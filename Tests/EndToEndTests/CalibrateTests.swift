@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 /// `hapticnav calibrate` against a simulated walker who follows the calibration routine in another process.
+extension ProcessSuites {
 @Suite(.serialized) struct CalibrateTests {
     private func run(tilt: Bool) async throws -> (status: Int32?, output: String, file: String) {
         let folder = try scratchFolder()
@@ -48,4 +49,5 @@ import Testing
         #expect(output.contains("aborted") && output.contains("upright"), "\(output)")
         #expect(!FileManager.default.fileExists(atPath: file))
     }
+}
 }

@@ -12,6 +12,7 @@ private func bandFrames(_ file: String) -> [(time: Double, type: String, left: I
     }
 }
 
+extension ProcessSuites {
 @Suite(.serialized) struct FailSafeTests {
     /// A pipeline whose walker holds the phone 60° off its walking direction while the sink assumes no offset:
     /// a turn cue, and so a running motor, almost all the time.
@@ -95,4 +96,5 @@ private func bandFrames(_ file: String) -> [(time: Double, type: String, left: I
         #expect(last?.type == "stopAll", "the band's last command was a stop")
         #expect((last?.time ?? .infinity) <= exited)
     }
+}
 }

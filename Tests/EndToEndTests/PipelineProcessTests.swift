@@ -3,6 +3,7 @@ import NavCore
 import Testing
 
 /// `hapticnav run` with real child processes.
+extension ProcessSuites {
 @Suite struct PipelineProcessTests {
     /// A pipeline like the demo's, in its own folder: a looping simulated walker, a recorder, a console.
     private func writeConfig(in folder: String, loop: Bool, pace: Double, routePoints: Int? = nil) throws -> String {
@@ -135,7 +136,9 @@ import Testing
         #expect(again.stderr.contains("speedMetersPerSecond"))
     }
 }
+}
 
+extension ProcessSuites {
 @Suite struct RouteCommandTests {
     @Test func routeJSONCarriesTheLengthAndTheCoordinates() async throws {
         let map = repositoryRoot.appendingPathComponent("data/maps/monaco-highways.osm").path
@@ -156,4 +159,5 @@ import Testing
         #expect(await route.wait(seconds: 60) != 0)
         #expect(route.stderr.contains("no walkable way within 250 m of the start"))
     }
+}
 }

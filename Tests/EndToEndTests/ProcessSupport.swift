@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 @_exported import TestSupport
 
 /// The repository's root folder.
@@ -20,3 +21,7 @@ func hapticnavExecutable() throws -> String {
     return candidate
 }
 
+
+/// The suites that start processes, run one after another: together they would crowd a 2-core machine
+/// and make timing assertions flaky.
+@Suite(.serialized) enum ProcessSuites {}
