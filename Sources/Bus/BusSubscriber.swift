@@ -205,6 +205,10 @@ public final class BusSubscriber: AsyncSequence, Sendable {
         self.threadDone.signal()
     }
 
+    fileprivate func endStream() {
+        self.queue.finish()
+    }
+
     fileprivate func deliver(_ event: BusEvent, topic: String?) {
         self.queue.push(event, topic: topic)
     }
@@ -267,8 +271,12 @@ private final class Receiver: @unchecked Sendable {
             do {
                 try pollSet.wait(timeoutMilliseconds: 25)
             } catch {
-                // ETERM: the context is shutting down.
-                self.logger.debug("receive loop ends: \(error)")
+                // ETERM: the context is shutting down, as expected on close. Anything else ends receiving for
+                // good: say so loudly, and end the stream so that the consumer sees it.
+                if !error.isTermination {
+                    self.logger.error("receiving from \(self.endpoints.joined(separator: ", ")) stopped: \(error)")
+                }
+                self.subscriber.endStream()
                 return
             }
             for index in pollSet.ready {

@@ -17,6 +17,9 @@ public struct ZMQError: Error, CustomStringConvertible, Sendable {
     public var description: String {
         "\(self.operation) failed: \(String(cString: zmq_strerror(self.code))) (errno \(self.code))"
     }
+
+    /// True when the context is being terminated: the expected end of a socket's life.
+    public var isTermination: Bool { self.code == ETERM }
 }
 
 /// A ZeroMQ context: thread-safe, one per process is usual, shared by all sockets that use `inproc://`.
