@@ -17,6 +17,7 @@ public enum PluginRegistry {
         GPXSource.id: { try GPXSource(settings: $0, logger: $1) },
         SensorLogSource.id: { try SensorLogSource(settings: $0, logger: $1) },
         LogReplaySource.id: { try LogReplaySource(settings: $0, logger: $1) },
+        RecordingReplaySource.id: { try RecordingReplaySource(settings: $0, logger: $1) },
     ]
 
     private static let sinks: [String: (check: @Sendable (Settings) throws -> Void,

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 @testable import LocationSources
 import NavCore
 import Testing
@@ -239,4 +240,28 @@ private func temporaryFile(_ name: String, _ contents: String) throws -> String 
         #expect(result.entries.filter { $0.message.kind == .heading }.count == 2)
         #expect(result.problems.map(\.line) == [3, 4])
     }
+}
+
+@Suite struct RecordingReplayTests {
+    @Test func aRecordingPlaysBackItsMessagesFilteredByTopicAndSkipsBrokenLines() async throws {
+        let encoder = JSONEncoder()
+        var lines: [String] = []
+        for (index, message) in BusMessage.examples.enumerated() {
+            let record = RecordedMessage(receiveTimeSeconds: 1000 + Double(index) * 0.01, stage: "x", sequence: UInt64(index), message: message)
+            lines.append(String(decoding: try encoder.encode(record), as: UTF8.self))
+        }
+        lines.insert("{broken", at: 3)
+        let file = try temporaryFile("recording.jsonl", lines.joined(separator: "\n"))
+        let replay = RecordingReplaySource(file: file, pace: 0, topics: ["fix", "target"], logger: Logger(label: "test"))
+        let box = MessageBox()
+        try await replay.run { await box.add($0) }
+        let played = await box.messages
+        #expect(played == BusMessage.examples.filter { $0.kind == .fix || $0.kind == .target })
+        #expect(await replay.statusCounters().first { $0.name == "skipped" }?.value == 1)
+    }
+}
+
+private actor MessageBox {
+    var messages: [BusMessage] = []
+    func add(_ message: BusMessage) { self.messages.append(message) }
 }
