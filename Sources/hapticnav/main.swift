@@ -304,7 +304,7 @@ struct Bench: AsyncParsableCommand {
 
 struct Eval: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Evaluations that print their figures.", subcommands: [SmootherEval.self, GuidanceEval.self])
+        abstract: "Evaluations that print their figures.", subcommands: [SmootherEval.self, GuidanceEval.self, TargetsEval.self])
 
     struct SmootherEval: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -644,6 +644,54 @@ struct Calibrate: AsyncParsableCommand {
         } else {
             print("calibration aborted: \(result.reason)")
             throw ExitCode(1)
+        }
+    }
+}
+
+extension Eval {
+    struct TargetsEval: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "targets",
+            abstract: "Cue-obeying walkers on the 25 Monaco routes: how many stay within 10 m of the route, aiming at the next waypoint or at a look-ahead point.")
+
+        @Option(help: "The OSM extract.")
+        var map = "data/maps/monaco-highways.osm"
+
+        @Option(help: "The reference pairs.")
+        var pairs = "data/routing/monaco-pedestrian-routes.json"
+
+        @Option(help: "Walkers (seeds) per route and rule.")
+        var seeds = 4
+
+        func run() throws {
+            let osm = try OSMRouteProvider(map: self.map, logger: Logger(label: "eval"))
+            var within: [RouteTracker.TargetMode: Int] = [:], arrived: [RouteTracker.TargetMode: Int] = [:]
+            var worst: [RouteTracker.TargetMode: [Double]] = [:]
+            var walks = 0
+            for pair in try RouteBenchmark.pairs(file: self.pairs) {
+                let plan = try osm.graph.shortestRoute(from: pair.origin, to: pair.destination)
+                let route = RouteBuilder.route(from: plan, routeID: 1, timeSeconds: 0, provider: "osm")
+                for seed in 1...max(1, self.seeds) {
+                    walks += 1
+                    for mode in RouteTracker.TargetMode.allCases {
+                        let walk = TargetModeSimulation.walk(route: route, mode: mode, seed: UInt64(seed))
+                        if walk.maximumOffRouteMeters <= 10 { within[mode, default: 0] += 1 }
+                        if walk.arrived { arrived[mode, default: 0] += 1 }
+                        worst[mode, default: []].append(walk.maximumOffRouteMeters)
+                    }
+                }
+            }
+            let walker = GuidanceSimulation.Walker()
+            print("cue-obeying walkers on \(walks / max(1, self.seeds)) Monaco routes × \(self.seeds) seeds: compass noise \(walker.compassNoiseDegrees)°, "
+                  + "drift \(walker.driftDegreesPerRootSecond)°/√s, turn \(walker.turnRateDegreesPerSecond)°/s, reaction \(walker.reactionSeconds) s, 1.4 m/s; no rerouting")
+            print("target rule    within 10 m of the route   arrived   median / max distance from the route")
+            for mode in RouteTracker.TargetMode.allCases {
+                let sorted = (worst[mode] ?? []).sorted()
+                print(mode.rawValue.padding(toLength: 14, withPad: " ", startingAt: 0)
+                      + String(format: "%8d of %d (%3.0f %%)   %7d   %6.1f m / %6.1f m", within[mode, default: 0], walks,
+                               100 * Double(within[mode, default: 0]) / Double(max(1, walks)), arrived[mode, default: 0],
+                               sorted.isEmpty ? 0 : sorted[sorted.count / 2], sorted.last ?? 0))
+            }
         }
     }
 }

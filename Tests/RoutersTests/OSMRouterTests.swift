@@ -104,3 +104,21 @@ private let graph: WalkingGraph? = try? OSMLoader.load(file: monaco)
         #expect(plan.points.count >= 3, "along the footway, not the private road or the motorway")
     }
 }
+
+@Suite struct TargetModeTests {
+    @Test func walkersAimingAheadOnTheRouteStayOnItWhereWalkersAimingAtWaypointsCutCorners() throws {
+        let graph = try #require(graph)
+        var within: [RouteTracker.TargetMode: Int] = [:]
+        for pair in ReferenceRoute.all.prefix(6) {
+            let route = RouteBuilder.route(from: try graph.shortestRoute(from: pair.origin, to: pair.destination), routeID: 1,
+                                           timeSeconds: 0, provider: "osm")
+            for mode in RouteTracker.TargetMode.allCases {
+                let walk = TargetModeSimulation.walk(route: route, mode: mode, seed: 3)
+                #expect(walk.arrived, "\(pair) \(mode)")
+                if walk.maximumOffRouteMeters <= 10 { within[mode, default: 0] += 1 }
+            }
+        }
+        #expect(within[.lookAhead, default: 0] >= 5, "\(within)")
+        #expect(within[.lookAhead, default: 0] > within[.waypoint, default: 0] + 2, "\(within)")
+    }
+}
