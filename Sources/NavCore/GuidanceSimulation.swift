@@ -16,6 +16,20 @@ public enum GuidanceSimulation {
 
         /// The defaults.
         public init() {}
+
+        /// The walker's heading after `dt` seconds of feeling `cue`: turning to the cued side, faster the stronger
+        /// it is, or drifting [degrees, 0..<360].
+        public func heading(after heading: Double, feeling cue: HapticCue, for dt: Double,
+                            random: inout SeededGenerator) -> Double {
+            var next = heading
+            switch cue.kind {
+            case .turnLeft: next -= self.turnRateDegreesPerSecond * cue.intensity * dt
+            case .turnRight: next += self.turnRateDegreesPerSecond * cue.intensity * dt
+            case .turnAround: next += (cue.deviationDegrees >= 0 ? 1 : -1) * self.turnRateDegreesPerSecond * dt
+            default: break
+            }
+            return Angle.normalized(next + random.gaussian(standardDeviation: self.driftDegreesPerRootSecond * dt.squareRoot()))
+        }
     }
 
     /// Cue changes per minute over `minutes` of walking towards a fixed bearing.
@@ -55,14 +69,7 @@ public enum GuidanceSimulation {
                 playing.removeFirst()
             }
             // The walker turns towards the cued side, or drifts.
-            switch felt.kind {
-            case .turnLeft: heading -= walker.turnRateDegreesPerSecond * felt.intensity * dt
-            case .turnRight: heading += walker.turnRateDegreesPerSecond * felt.intensity * dt
-            case .turnAround:
-                heading += (felt.deviationDegrees >= 0 ? 1 : -1) * walker.turnRateDegreesPerSecond * dt
-            default: break
-            }
-            heading += random.gaussian(standardDeviation: walker.driftDegreesPerRootSecond * dt.squareRoot())
+            heading = walker.heading(after: heading, feeling: felt, for: dt, random: &random)
             t += dt
         }
         return Double(changes) / minutes

@@ -48,13 +48,7 @@ public enum TargetModeSimulation {
                 felt = first.cue
                 pending.removeFirst()
             }
-            switch felt.kind {
-            case .turnLeft: heading -= walker.turnRateDegreesPerSecond * felt.intensity * dt
-            case .turnRight: heading += walker.turnRateDegreesPerSecond * felt.intensity * dt
-            case .turnAround: heading += (felt.deviationDegrees >= 0 ? 1 : -1) * walker.turnRateDegreesPerSecond * dt
-            default: break
-            }
-            heading = Angle.normalized(heading + random.gaussian(standardDeviation: walker.driftDegreesPerRootSecond * dt.squareRoot()))
+            heading = walker.heading(after: heading, feeling: felt, for: dt, random: &random)
             position = FlatProjection(origin: position).unproject(
                 ENU(east: speed * dt * _sin(heading * .pi / 180), north: speed * dt * _cos(heading * .pi / 180)))
             if let projection = line.project(position) { worst = max(worst, projection.distanceMeters) }
