@@ -11,9 +11,5 @@ import Darwin
 @inline(__always) func _cos(_ x: Double) -> Double { cos(x) }
 @inline(__always) func _sin(_ x: Double) -> Double { sin(x) }
 @inline(__always) func _atan2(_ y: Double, _ x: Double) -> Double { atan2(y, x) }
-@inline(__always) func _asin(_ x: Double) -> Double { asin(x) }
 @inline(__always) func _fmod(_ x: Double, _ y: Double) -> Double { fmod(x, y) }
 @inline(__always) func _pow(_ x: Double, _ y: Double) -> Double { pow(x, y) }
-@inline(__always) func _tan(_ x: Double) -> Double { tan(x) }
-@inline(__always) func _atan(_ x: Double) -> Double { atan(x) }
-@inline(__always) func _exp(_ x: Double) -> Double { exp(x) }

@@ -72,8 +72,8 @@ actor MemoryPublisher: MessagePublisher {
         try await walker.run { await output.publish($0) }
         let fixes = await output.messages.compactMap { if case let .fix(fix) = $0 { fix } else { nil } }
         let first = try #require(fixes.first), last = try #require(fixes.last)
-        #expect(SphericalGeometry.distance(Coordinate(latitude: first.latitude, longitude: first.longitude), self.path[0]) < 0.01)
-        #expect(SphericalGeometry.distance(Coordinate(latitude: last.latitude, longitude: last.longitude), self.path[2]) < 1.5)
+        #expect(FlatProjection.distance(Coordinate(latitude: first.latitude, longitude: first.longitude), self.path[0]) < 0.01)
+        #expect(FlatProjection.distance(Coordinate(latitude: last.latitude, longitude: last.longitude), self.path[2]) < 1.5)
     }
 
     @Test func theRecorderStageWritesLinesThatDecodeBack() async throws {

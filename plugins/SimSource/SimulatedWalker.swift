@@ -60,10 +60,10 @@ public struct SimulatedWalker: MessageSource {
 
     /// The settings in use.
     public let options: Options
-    private let cumulative: [Double]
+    private let line: Polyline
 
     /// The walk's length along the path [metres].
-    public var lengthMeters: Double { self.cumulative.last ?? 0 }
+    public var lengthMeters: Double { self.line.lengthMeters }
 
     /// Creates a walker; the path needs at least two points.
     public init(options: Options) throws(ConfigError) {
@@ -71,11 +71,7 @@ public struct SimulatedWalker: MessageSource {
             throw .invalidValue(path: "sim.route", expected: "a path of at least 2 points", found: "\(options.path.count)")
         }
         self.options = options
-        var cumulative = [0.0]
-        for index in 1..<options.path.count {
-            cumulative.append(cumulative[index - 1] + SphericalGeometry.distance(options.path[index - 1], options.path[index]))
-        }
-        self.cumulative = cumulative
+        self.line = Polyline(options.path)
     }
 
     /// Reads the settings of a config's `sim` plugin.
@@ -141,13 +137,7 @@ public struct SimulatedWalker: MessageSource {
 
     /// Where the walker is after walking `distance` metres, and the bearing it walks in.
     public func position(atDistance distance: Double) -> (coordinate: Coordinate, bearingDegrees: Double) {
-        let clamped = min(max(distance, 0), self.lengthMeters)
-        var segment = 1
-        while segment < self.cumulative.count - 1 && self.cumulative[segment] < clamped { segment += 1 }
-        let a = self.options.path[segment - 1], b = self.options.path[segment]
-        let span = self.cumulative[segment] - self.cumulative[segment - 1]
-        let fraction = span > 0 ? (clamped - self.cumulative[segment - 1]) / span : 1
-        return (SphericalGeometry.interpolate(a, b, fraction: fraction), SphericalGeometry.bearing(from: a, to: b))
+        self.line.point(atDistance: distance) ?? (self.options.path[0], 0)
     }
 
     /// Turns to north with the phone flat, then stands; returns the routine's length [seconds].
@@ -214,10 +204,9 @@ public struct SimulatedWalker: MessageSource {
                 let (truth, bearing) = self.position(atDistance: elapsed * self.options.speedMetersPerSecond)
                 let tilted = self.options.tiltEpisodes.contains { elapsed >= $0.start && elapsed < $0.start + $0.duration }
                 if nextFix <= nextHeading {
-                    let noisy = SphericalGeometry.offset(
-                        truth,
-                        eastMeters: random.gaussian(standardDeviation: self.options.gpsNoiseMeters),
-                        northMeters: random.gaussian(standardDeviation: self.options.gpsNoiseMeters))
+                    let noisy = FlatProjection(origin: truth).unproject(ENU(
+                        east: random.gaussian(standardDeviation: self.options.gpsNoiseMeters),
+                        north: random.gaussian(standardDeviation: self.options.gpsNoiseMeters)))
                     try await emit(.fix(LocationFix(
                         timeSeconds: time, latitude: noisy.latitude, longitude: noisy.longitude,
                         horizontalAccuracyMeters: self.options.reportedAccuracyMeters,
