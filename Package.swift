@@ -46,9 +46,11 @@ let package = Package(
             dependencies: ["NavCore", "Routers"],
             path: "plugins/SimSource"
         ),
+        // Byte streams to devices and servers (TCP, serial, pty), read on their own threads.
+        .target(name: "Links", path: "plugins/Links"),
         .target(
             name: "LocationSources",
-            dependencies: ["NavCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["NavCore", "Links", .product(name: "Logging", package: "swift-log")],
             path: "plugins/LocationSources"
         ),
         .target(
@@ -65,7 +67,7 @@ let package = Package(
         .target(name: "CPseudoTerminal"),
         .target(
             name: "Devices",
-            dependencies: ["NavCore", "CPseudoTerminal", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["NavCore", "Links", "CPseudoTerminal", .product(name: "Logging", package: "swift-log")],
             path: "plugins/Devices"
         ),
         .target(

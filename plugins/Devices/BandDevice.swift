@@ -1,4 +1,5 @@
 import Foundation
+import Links
 public import Logging
 public import NavCore
 
@@ -70,7 +71,7 @@ public actor BandDevice: OutputDevice {
             do {
                 switch self.address {
                 case let .tcp(host, port): link = try ByteLink.tcp(host: host, port: port)
-                case let .path(path, baud): link = try ByteLink.path(path, baud: baud)
+                case let .path(path, baud): link = try ByteLink.serial(path: path, baud: baud)
                 }
             } catch {
                 if self.connections == 0 && backoff == 0.1 { self.logger.warning("band unreachable (\(error)); retrying") }
@@ -88,7 +89,7 @@ public actor BandDevice: OutputDevice {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     var decoder = BandProtocol.Decoder()
-                    for await chunk in link.bytes {
+                    for await chunk in link.chunks {
                         for result in decoder.feed(chunk) {
                             if case let .success(frame) = result { await self.received(frame) }
                         }

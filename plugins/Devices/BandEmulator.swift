@@ -1,5 +1,6 @@
 internal import CPseudoTerminal
 import Foundation
+import Links
 public import Synchronization
 
 /// The band's side of ``BandProtocol``, for tests and for trying a pipeline without the hardware
@@ -49,7 +50,7 @@ public final class BandEmulator: Sendable {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
             guard bound == 0, Glibc.listen(server, 4) == 0 else {
-                throw DeviceError.unreachable("cannot listen on \(host):\(port): \(String(cString: strerror(errno)))")
+                throw LinkError.unreachable("cannot listen on \(host):\(port): \(String(cString: strerror(errno)))")
             }
             ready("tcp://\(host):\(port)")
             while !self.stopped.load(ordering: .relaxed) {
@@ -65,7 +66,7 @@ public final class BandEmulator: Sendable {
             var name = [CChar](repeating: 0, count: 256)
             let master = hn_open_pseudo_terminal(&name, name.count)
             guard master >= 0 else {
-                throw DeviceError.unreachable("cannot open a pseudo-terminal: \(String(cString: strerror(errno)))")
+                throw LinkError.unreachable("cannot open a pseudo-terminal: \(String(cString: strerror(errno)))")
             }
             let slave = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             // Raw mode on the slave side, so that no byte is translated; keep one descriptor open so that the
@@ -78,7 +79,7 @@ public final class BandEmulator: Sendable {
             }
             unlink(link)
             guard symlink(slave, link) == 0 else {
-                throw DeviceError.unreachable("cannot link \(link) to \(slave): \(String(cString: strerror(errno)))")
+                throw LinkError.unreachable("cannot link \(link) to \(slave): \(String(cString: strerror(errno)))")
             }
             ready(link)
             self.session(fd: master)

@@ -1,4 +1,5 @@
 import Foundation
+import Links
 public import Logging
 public import NavCore
 
@@ -47,10 +48,13 @@ public struct GPSDSource: MessageSource {
         var backoff = 0.25
         var decoder = GPSDDecoder(assumedAccuracyMeters: self.assumedAccuracyMeters)
         while !Task.isCancelled {
-            let stream: LineStream
+            let stream: ByteLink
             do {
-                stream = try LineStream(input: .tcp(host: self.host, port: self.port), logger: self.logger,
-                                        greeting: "?WATCH={\"enable\":true,\"json\":true}\n")
+                stream = try ByteLink.tcp(host: self.host, port: self.port, splitLines: true)
+                guard stream.write(Array("?WATCH={\"enable\":true,\"json\":true}\n".utf8)) else {
+                    stream.close()
+                    throw LinkError.unreachable("gpsd at \(self.host):\(self.port) closed before the WATCH command")
+                }
             } catch {
                 self.logger.warning("gpsd at \(self.host):\(self.port) unreachable (\(error)); retrying in \(backoff) s")
                 try await Task.sleep(for: .seconds(backoff))
@@ -59,7 +63,8 @@ public struct GPSDSource: MessageSource {
             }
             self.logger.info("connected to gpsd at \(self.host):\(self.port)")
             var number = 0
-            for await line in stream.lines {
+            for await bytes in stream.chunks {
+                let line = String(decoding: bytes, as: UTF8.self)
                 number += 1
                 self.problems.read()
                 switch decoder.decode(line) {

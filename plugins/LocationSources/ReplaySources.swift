@@ -1,4 +1,5 @@
 import Foundation
+import Links
 public import Logging
 public import NavCore
 import Synchronization
@@ -207,11 +208,17 @@ public struct LiveNMEASource: MessageSource {
             try await LogReplaySource(file: path, pace: pace, options: self.options, logger: self.logger).run(emit: emit)
             return
         }
-        let lines = try LineStream(input: self.input, logger: self.logger)
-        defer { lines.close() }
+        let link: ByteLink
+        switch self.input {
+        case let .serial(path, baud): link = try ByteLink.serial(path: path, baud: baud, splitLines: true)
+        case let .tcp(host, port): link = try ByteLink.tcp(host: host, port: port, splitLines: true)
+        case .file: preconditionFailure("files are replayed above")
+        }
+        defer { link.close() }
         var decoder = NMEADecoder(options: self.options.nmea)
         var number = 0
-        for await line in lines.lines {
+        for await bytes in link.chunks {
+            let line = String(decoding: bytes, as: UTF8.self)
             number += 1
             self.problems.read()
             switch decoder.decode(line: Substring(line)) {
@@ -226,111 +233,6 @@ public struct LiveNMEASource: MessageSource {
     }
 
     public func statusCounters() async -> [StatusCounter] { self.problems.counters }
-}
-
-/// Lines from a serial device or a TCP connection, read on their own thread so that blocking reads never
-/// occupy Swift's cooperative pool. Ends when the peer closes or ``close()`` is called.
-final class LineStream: Sendable {
-    let lines: AsyncStream<String>
-    private let descriptor: Int32
-    private final class Flag: Sendable {
-        let value = Atomic<Bool>(false)
-    }
-    private let closed = Flag()
-
-    /// Opens the input; `greeting` is written first (gpsd's `?WATCH=…`).
-    init(input: LiveNMEASource.Input, logger: Logger, greeting: String? = nil) throws {
-        let fd: Int32
-        switch input {
-        case let .serial(path, baud):
-            fd = open(path, O_RDONLY | O_NOCTTY)
-            guard fd >= 0 else { throw LogError.unreadable(reason: "\(path): \(String(cString: strerror(errno)))") }
-            var options = termios()
-            if tcgetattr(fd, &options) == 0 {
-                cfmakeraw(&options)
-                let speed = LineStream.speed(baud)
-                cfsetispeed(&options, speed)
-                cfsetospeed(&options, speed)
-                options.c_cflag |= tcflag_t(CLOCAL | CREAD)
-                _ = tcsetattr(fd, TCSANOW, &options)
-            }
-        case let .tcp(host, port):
-            fd = try LineStream.connect(host: host, port: port)
-        case .file:
-            preconditionFailure("files are replayed, not streamed")
-        }
-        if let greeting {
-            let bytes = Array(greeting.utf8)
-            guard write(fd, bytes, bytes.count) == bytes.count else {
-                Glibc.close(fd)
-                throw LogError.unreadable(reason: "cannot write to the input: \(String(cString: strerror(errno)))")
-            }
-        }
-        self.descriptor = fd
-        let (stream, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(4096))
-        self.lines = stream
-        let thread = Thread { [closed] in
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            var pending: [UInt8] = []
-            while !closed.value.load(ordering: .relaxed) {
-                let count = read(fd, &buffer, buffer.count)
-                if count <= 0 { break }
-                for byte in buffer[0..<count] {
-                    if byte == 10 || byte == 13 {
-                        if !pending.isEmpty { continuation.yield(String(decoding: pending, as: UTF8.self)) }
-                        pending.removeAll(keepingCapacity: true)
-                    } else if pending.count < 65_536 {
-                        pending.append(byte)
-                    }
-                }
-            }
-            continuation.finish()
-        }
-        thread.name = "nmea-reader"
-        thread.start()
-        continuation.onTermination = { [weak self] _ in self?.close() }
-    }
-
-    func close() {
-        if !self.closed.value.exchange(true, ordering: .relaxed) {
-            shutdown(self.descriptor, Int32(SHUT_RDWR))
-            Glibc.close(self.descriptor)
-        }
-    }
-
-    static func connect(host: String, port: UInt16) throws -> Int32 {
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var result: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &result) == 0, let first = result else {
-            throw LogError.unreadable(reason: "tcp://\(host):\(port): cannot resolve")
-        }
-        defer { freeaddrinfo(result) }
-        var entry: UnsafeMutablePointer<addrinfo>? = first
-        while let current = entry {
-            let fd = socket(current.pointee.ai_family, current.pointee.ai_socktype, current.pointee.ai_protocol)
-            if fd >= 0 {
-                if Glibc.connect(fd, current.pointee.ai_addr, current.pointee.ai_addrlen) == 0 { return fd }
-                Glibc.close(fd)
-            }
-            entry = current.pointee.ai_next
-        }
-        throw LogError.unreadable(reason: "tcp://\(host):\(port): \(String(cString: strerror(errno)))")
-    }
-
-    static func speed(_ baud: Int) -> speed_t {
-        switch baud {
-        case 4800: return speed_t(B4800)
-        case 19200: return speed_t(B19200)
-        case 38400: return speed_t(B38400)
-        case 57600: return speed_t(B57600)
-        case 115_200: return speed_t(B115200)
-        case 230_400: return speed_t(B230400)
-        case 460_800: return speed_t(B460800)
-        case 921_600: return speed_t(B921600)
-        default: return speed_t(B9600)
-        }
-    }
 }
 
 /// GPX tracks and routes replayed by their timestamps (`gpx`).
