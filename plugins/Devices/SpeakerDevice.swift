@@ -148,21 +148,14 @@ public actor SpeakerDevice: OutputDevice {
 
     public func stopAll() {}
 
-    /// Speaks through espeak-ng, mixed to both channels.
-    public func announce(_ text: String) {
+    /// Speaks through espeak-ng, mixed to both channels. The synthesis runs on its own thread, so that the
+    /// cooperative pool (and the sink's other devices) never waits on the child process.
+    public func announce(_ text: String) async {
         self.prompts += 1
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/espeak-ng")
-        process.arguments = ["--stdout", "-v", self.voice, text]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else {
+        guard let data = await Self.synthesize(text, voice: self.voice) else {
             self.logger.warning("speaker: espeak-ng is missing; prompt not spoken: \(text)")
             return
         }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
         guard data.count > 44 else { return }
         // espeak-ng writes 16-bit mono at 22,050 Hz after a 44-byte header.
         var out: [Int16] = []
@@ -176,6 +169,27 @@ public actor SpeakerDevice: OutputDevice {
             }
         }
         self.write(out)
+    }
+
+    /// espeak-ng's WAV output for `text`, or nil when espeak-ng cannot be started.
+    private static func synthesize(_ text: String, voice: String) async -> Data? {
+        await withCheckedContinuation { continuation in
+            Thread {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/espeak-ng")
+                process.arguments = ["--stdout", "-v", voice, text]
+                let pipe = Pipe()
+                process.standardOutput = pipe
+                process.standardError = FileHandle.nullDevice
+                guard (try? process.run()) != nil else {
+                    continuation.resume(returning: nil)
+                    return
+                }
+                let data = pipe.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                continuation.resume(returning: data)
+            }.start()
+        }
     }
 
     public func observe(_ message: BusMessage) {}
