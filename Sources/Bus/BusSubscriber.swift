@@ -84,13 +84,14 @@ public struct SubscriberCounters: Sendable, Equatable, Codable {
     public var conflated: UInt64 = 0
 
     /// All drops of malformed input together [count].
-    public var droppedTotal: UInt64 { self.dropped.values.reduce(0, +) }
+    public var droppedTotal: UInt64 { self.dropped.values.reduce(0) { $0.addingClamped($1) } }
 
     /// The counters as named pairs, for a ``StageStatus``.
     public var statusCounters: [StatusCounter] {
         var list = [
             StatusCounter(name: "received", value: self.received),
             StatusCounter(name: "sequenceGaps", value: self.sequenceGaps),
+            StatusCounter(name: "senderRestarts", value: self.senderRestarts),
             StatusCounter(name: "queueOverflows", value: self.queueOverflows),
             StatusCounter(name: "conflated", value: self.conflated),
         ]
@@ -346,14 +347,14 @@ private final class Receiver: @unchecked Sendable {
                     guard header.typeID == EnvelopeHeader.heartbeatTypeID else {
                         throw DecodeFailure(reason: .malformed, detail: "type id \(header.typeID) on the heartbeat topic")
                     }
-                    self.subscriber.count { $0.heartbeats += 1 }
+                    self.subscriber.count { $0.heartbeats = $0.heartbeats.addingClamped(1) }
                     continue
                 }
                 let message = try self.payloadFrame.withBytes { bytes throws(DecodeFailure) in
                     try Envelope.decodePayload(topic: topic, header: header, payload: bytes)
                 }
                 self.checkSequence(header, topic: topic, socketIndex: socketIndex)
-                self.subscriber.count { $0.received += 1 }
+                self.subscriber.count { $0.received = $0.received.addingClamped(1) }
                 self.subscriber.deliver(
                     .message(ReceivedMessage(header: header, message: message, endpoint: endpoint,
                                              receiveTimeNanoseconds: receiveTime)),
@@ -382,18 +383,24 @@ private final class Receiver: @unchecked Sendable {
         let endpoint = self.endpoints[socketIndex]
         defer { self.lastSequence[key] = header.sequence }
         guard let last = self.lastSequence[key] else { return }
-        if header.sequence > last &+ 1 {
-            let missing = header.sequence - last - 1
-            self.subscriber.count { $0.sequenceGaps += missing }
+        switch SequenceTracking.classify(last: last, next: header.sequence) {
+        case .next:
+            break
+        case let .gap(missing):
+            self.subscriber.count { $0.sequenceGaps = $0.sequenceGaps.addingClamped(missing) }
             self.logOnce("gap|\(endpoint)|\(header.stage)|\(topic)",
                          "sequence gap: \(missing) message(s) missing on topic '\(topic)' from stage '\(header.stage)' at \(endpoint) (counted; further gaps are counted silently)")
-        } else if header.sequence <= last {
-            self.subscriber.count { $0.senderRestarts += 1 }
+        case .restart:
+            // A sequence that goes back (or repeats) is a publisher that started again: its numbering starts
+            // over, so the stream's tracking starts over with it rather than counting a gap of 2^64.
+            self.subscriber.count { $0.senderRestarts = $0.senderRestarts.addingClamped(1) }
+            self.logOnce("restart|\(endpoint)|\(header.stage)|\(topic)",
+                         "stage '\(header.stage)' at \(endpoint) restarted its numbering on topic '\(topic)' (\(last) then \(header.sequence)); counted as a restart")
         }
     }
 
     private func drop(_ failure: DecodeFailure, topic: String, endpoint: String) {
-        self.subscriber.count { $0.dropped[failure.reason, default: 0] += 1 }
+        self.subscriber.count { $0.dropped[failure.reason] = $0.dropped[failure.reason, default: 0].addingClamped(1) }
         let printableTopic = topic.unicodeScalars.allSatisfy { $0.isASCII && $0.value >= 32 } ? topic : "<binary>"
         self.logOnce("\(failure.reason)|\(endpoint)",
                      "dropped a \(failure.reason.rawValue) frame on topic '\(printableTopic)' from \(endpoint): \(failure.detail) (counted; further \(failure.reason.rawValue) frames from there are counted silently)")
