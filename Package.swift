@@ -65,9 +65,11 @@ let package = Package(
         ),
         // posix_openpt and friends, which Swift's Glibc module leaves out.
         .target(name: "CPseudoTerminal"),
+        // A crashing process's last act: write each motor device's stop frame from the fatal-signal handler.
+        .target(name: "CEmergencyStop"),
         .target(
             name: "Devices",
-            dependencies: ["NavCore", "Links", "CPseudoTerminal", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["NavCore", "Links", "CPseudoTerminal", "CEmergencyStop", .product(name: "Logging", package: "swift-log")],
             path: "plugins/Devices"
         ),
         .target(
@@ -109,7 +111,7 @@ let package = Package(
     ]
 )
 
-for target in package.targets where target.type != .system && target.name != "CPseudoTerminal" {
+for target in package.targets where target.type != .system && !["CPseudoTerminal", "CEmergencyStop"].contains(target.name) {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     settings.append(.enableUpcomingFeature("InternalImportsByDefault"))

@@ -1,17 +1,6 @@
 import Foundation
 import Testing
 
-/// The band emulator's log, read from its file.
-private func bandFrames(_ file: String) -> [(time: Double, type: String, left: Int, right: Int)] {
-    let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
-    return text.split(separator: "\n").compactMap { line in
-        guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-              let type = object["type"] as? String, let time = object["receiveTimeSeconds"] as? Double,
-              let motors = object["motors"] as? [String: Int] else { return nil }
-        return (time, type, motors["left"] ?? 0, motors["right"] ?? 0)
-    }
-}
-
 extension ProcessSuites {
 @Suite(.serialized) struct FailSafeTests {
     /// A pipeline whose walker holds the phone 60° off its walking direction while the sink assumes no offset:

@@ -25,3 +25,35 @@ func hapticnavExecutable() throws -> String {
 /// The suites that start processes, run one after another: together they would crowd a 2-core machine
 /// and make timing assertions flaky.
 @Suite(.serialized) enum ProcessSuites {}
+
+/// One line of the band emulator's log: a frame it received, or a stop it made by itself (`event`).
+struct BandLogEntry {
+    var time: Double
+    /// The frame's type, or nil for an event line.
+    var type: String?
+    /// `watchdog` or `disconnected` for a stop the band made by itself.
+    var event: String?
+    var left: Int
+    var right: Int
+}
+
+/// The band emulator's log, read from its file.
+func bandLog(_ file: String) -> [BandLogEntry] {
+    let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+    return text.split(separator: "\n").compactMap { line in
+        guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+              let motors = object["motors"] as? [String: Int] else { return nil }
+        if let type = object["type"] as? String, let time = object["receiveTimeSeconds"] as? Double {
+            return BandLogEntry(time: time, type: type, left: motors["left"] ?? 0, right: motors["right"] ?? 0)
+        }
+        if let event = object["event"] as? String, let time = object["timeSeconds"] as? Double {
+            return BandLogEntry(time: time, event: event, left: motors["left"] ?? 0, right: motors["right"] ?? 0)
+        }
+        return nil
+    }
+}
+
+/// The frames of the band emulator's log, without its events.
+func bandFrames(_ file: String) -> [(time: Double, type: String, left: Int, right: Int)] {
+    bandLog(file).compactMap { entry in entry.type.map { (entry.time, $0, entry.left, entry.right) } }
+}

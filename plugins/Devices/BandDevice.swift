@@ -1,11 +1,14 @@
+internal import CEmergencyStop
 import Foundation
 import Links
 public import Logging
 public import NavCore
 
 /// The `band` device: a vibrating band on a byte stream (TCP, or a serial device or pseudo-terminal by path)
-/// speaking ``BandProtocol``. It pings every 250 ms; it is available while connected and acknowledging within
-/// the last second, and it reconnects, with backoff, when the link drops.
+/// speaking ``BandProtocol``. At each connection it sets the band's watchdog (the band stops every motor by itself
+/// when no frame arrives for that long) and then pings four times per limit, so that a frozen or killed host stops the
+/// motors within the limit. It is available while connected and acknowledging within the last second, and it
+/// reconnects, with backoff, when the link drops. If the process crashes, a fatal-signal handler writes `stopAll`.
 public actor BandDevice: OutputDevice {
     public static let id = "band"
     public nonisolated let name = "band"
@@ -22,6 +25,11 @@ public actor BandDevice: OutputDevice {
     public let address: Address
     /// Without an acknowledgement for this long, the band counts as gone [seconds].
     public let acknowledgeTimeoutSeconds: Double
+    /// The watchdog limit agreed at each connection [milliseconds, 50–5000]. 400 by default, below the band's own
+    /// 500, so that with pings every 100 ms a host that freezes has its motors stopped within half a second.
+    public let watchdogMilliseconds: Int
+    /// The time between pings [milliseconds]: a quarter of the watchdog limit.
+    public var pingIntervalMilliseconds: Int { max(10, self.watchdogMilliseconds / 4) }
     private let logger: Logger
     private var link: ByteLink?
     private var sequence: UInt8 = 0
@@ -33,22 +41,28 @@ public actor BandDevice: OutputDevice {
     private var battery: Int?
     private var buttons = 0
     private var motors: (left: UInt8, right: UInt8) = (0, 0)
+    private var lastSent: ContinuousClock.Instant?
+    private var watchdogGaps = 0
 
     /// Creates the device.
-    public init(address: Address, acknowledgeTimeoutSeconds: Double = 1, logger: Logger) {
+    public init(address: Address, acknowledgeTimeoutSeconds: Double = 1, watchdogMilliseconds: Int = 400,
+                logger: Logger) {
         self.address = address
         self.acknowledgeTimeoutSeconds = acknowledgeTimeoutSeconds
+        self.watchdogMilliseconds = min(max(watchdogMilliseconds, BandProtocol.watchdogRange.lowerBound),
+                                        BandProtocol.watchdogRange.upperBound)
         self.logger = logger
     }
 
     /// Reads a config's settings: one of `tcp` ("host:port") or `device` (a serial port or pty path, with `baud`),
-    /// and `acknowledgeTimeoutSeconds`.
+    /// `acknowledgeTimeoutSeconds` and `watchdogMilliseconds`.
     public init(settings: Settings, logger: Logger) throws {
         var settings = settings
         let tcp = try settings.optionalString("tcp")
         let device = try settings.optionalString("device")
         let baud = try settings.int("baud", default: 115_200, in: 1200...4_000_000)
         let timeout = try settings.double("acknowledgeTimeoutSeconds", default: 1, in: 0.1...30)
+        let watchdog = try settings.int("watchdogMilliseconds", default: 400, in: BandProtocol.watchdogRange)
         try settings.finish()
         let address: Address
         switch (tcp, device) {
@@ -61,7 +75,7 @@ public actor BandDevice: OutputDevice {
         default:
             throw ConfigError.invalidValue(path: settings.path, expected: "exactly one of tcp or device", found: "\(settings.keys)")
         }
-        self.init(address: address, acknowledgeTimeoutSeconds: timeout, logger: logger)
+        self.init(address: address, acknowledgeTimeoutSeconds: timeout, watchdogMilliseconds: watchdog, logger: logger)
     }
 
     public func run() async throws {
@@ -84,8 +98,13 @@ public actor BandDevice: OutputDevice {
             self.link = link
             self.connectedAt = ContinuousClock.now
             self.lastAck = nil
-            self.logger.info("band connected (\(self.connections == 1 ? "first time" : "again"))")
+            self.logger.info("band connected (\(self.connections == 1 ? "first time" : "again")); watchdog \(self.watchdogMilliseconds) ms")
+            hn_emergency_install()
+            let stopFrame = BandProtocol.Frame(type: .stopAll, sequence: 0xFF).bytes
+            _ = stopFrame.withUnsafeBufferPointer { hn_emergency_register(link.fileDescriptor, $0.baseAddress, $0.count) }
+            _ = self.send(.watchdog, BandProtocol.watchdogPayload(milliseconds: self.watchdogMilliseconds))
             _ = self.send(.stopAll, [])
+            let pingInterval = self.pingIntervalMilliseconds
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     var decoder = BandProtocol.Decoder()
@@ -97,7 +116,7 @@ public actor BandDevice: OutputDevice {
                 }
                 group.addTask {
                     while !Task.isCancelled {
-                        try? await Task.sleep(for: .milliseconds(250))
+                        try? await Task.sleep(for: .milliseconds(pingInterval))
                         guard await self.send(.ping, []) else { break }
                     }
                 }
@@ -106,6 +125,7 @@ public actor BandDevice: OutputDevice {
                 // Never leave a motor running behind a closed link.
                 self.sequence &+= 1
                 _ = link.write(BandProtocol.Frame(type: .stopAll, sequence: self.sequence).bytes)
+                hn_emergency_unregister(link.fileDescriptor)
                 link.close()
             }
             self.link = nil
@@ -128,6 +148,14 @@ public actor BandDevice: OutputDevice {
     @discardableResult
     private func send(_ type: BandProtocol.FrameType, _ payload: [UInt8]) -> Bool {
         guard let link = self.link else { return false }
+        let now = ContinuousClock.now
+        if let last = self.lastSent, now - last >= .milliseconds(self.watchdogMilliseconds), self.motors != (0, 0) {
+            // This process was frozen longer than the watchdog's limit: the band has stopped by itself.
+            self.watchdogGaps += 1
+            self.motors = (0, 0)
+            self.logger.warning("band: nothing sent for \(now - last), beyond the watchdog's \(self.watchdogMilliseconds) ms; the band has stopped its motors")
+        }
+        self.lastSent = now
         self.sequence &+= 1
         let ok = link.write(BandProtocol.Frame(type: type, sequence: self.sequence, payload: payload).bytes)
         if ok {
@@ -135,6 +163,7 @@ public actor BandDevice: OutputDevice {
             if type == .setMotors { self.motors = (payload[0], payload[1]) }
             if type == .stopAll { self.motors = (0, 0) }
         } else {
+            hn_emergency_unregister(link.fileDescriptor)
             link.close()
         }
         return ok

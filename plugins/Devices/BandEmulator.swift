@@ -6,7 +6,8 @@ public import Synchronization
 /// The band's side of ``BandProtocol``, for tests and for trying a pipeline without the hardware
 /// (`hapticnav band-emulator`). It listens on TCP or a pseudo-terminal, acknowledges every valid frame,
 /// reports its battery every few seconds, and logs every frame it receives as a JSON line with its receive
-/// time and the motor state after it.
+/// time and the motor state after it. Like the band, it stops every motor by itself when no frame has arrived
+/// for the watchdog's limit, and when its host disconnects, and logs each such stop as an `event` line.
 public final class BandEmulator: Sendable {
     /// Where it listens.
     public enum Listen: Sendable {
@@ -99,20 +100,48 @@ public final class BandEmulator: Sendable {
         var sequence: UInt8 = 0
         var lastBattery = Date.distantPast
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        // The watchdog: armed from the connection, at the default limit until the host sets one.
+        var watchdogLimit = BandProtocol.defaultWatchdogMilliseconds
+        var lastFrame = monotonicSeconds()
+        var watchdogFired = false
+        defer {
+            // A band whose host has gone stops: a closed link never leaves a motor running.
+            self.stopMotors(event: "disconnected", silenceSeconds: monotonicSeconds() - lastFrame)
+        }
         while !self.stopped.load(ordering: .relaxed) {
             if Date().timeIntervalSince(lastBattery) >= 5 {
                 lastBattery = Date()
                 sequence &+= 1
                 _ = self.write(fd, BandProtocol.Frame(type: .battery, sequence: sequence, payload: [87]).bytes)
             }
-            let ready = poll(&descriptor, 1, 200)
-            if ready == 0 { continue }
+            // Wake at the watchdog's deadline, not a fixed tick, so that the stop is on time to the millisecond.
+            let untilDeadline = Double(watchdogLimit) / 1000 - (monotonicSeconds() - lastFrame)
+            let timeout = watchdogFired ? 200 : Int32(max(0, min(200, (untilDeadline * 1000).rounded(.up))))
+            let ready = poll(&descriptor, 1, timeout)
+            if ready == 0 {
+                let silence = monotonicSeconds() - lastFrame
+                if !watchdogFired, silence * 1000 >= Double(watchdogLimit) {
+                    watchdogFired = true
+                    self.stopMotors(event: "watchdog", silenceSeconds: silence)
+                }
+                continue
+            }
             let count = read(fd, &buffer, buffer.count)
             if count <= 0 { return }
             let received = Date().timeIntervalSince1970
             for result in decoder.feed(buffer[0..<count]) {
                 switch result {
                 case let .success(frame):
+                    lastFrame = monotonicSeconds()
+                    watchdogFired = false
+                    var accepted = true
+                    if frame.type == .watchdog {
+                        if let limit = BandProtocol.watchdogLimit(payload: frame.payload) {
+                            watchdogLimit = limit
+                        } else {
+                            accepted = false
+                        }
+                    }
                     let motors = self.state.withLock { state -> (UInt8, UInt8) in
                         state.frames += 1
                         switch frame.type {
@@ -126,7 +155,10 @@ public final class BandEmulator: Sendable {
                     self.log("{\"receiveTimeSeconds\":\(String(format: "%.6f", received)),\"type\":\"\(frame.type.name)\",\"sequence\":\(frame.sequence),\"payload\":[\(payload)],\"motors\":{\"left\":\(motors.0),\"right\":\(motors.1)}}")
                     if !self.muted.load(ordering: .relaxed) {
                         sequence &+= 1
-                        _ = self.write(fd, BandProtocol.Frame(type: .ack, sequence: sequence, payload: [frame.sequence]).bytes)
+                        let reply = accepted
+                            ? BandProtocol.Frame(type: .ack, sequence: sequence, payload: [frame.sequence])
+                            : BandProtocol.Frame(type: .nack, sequence: sequence, payload: [frame.sequence, 2])
+                        _ = self.write(fd, reply.bytes)
                     }
                 case let .failure(problem):
                     self.log("{\"receiveTimeSeconds\":\(String(format: "%.6f", received)),\"error\":\"\(problem.problem)\"}")
@@ -139,6 +171,15 @@ public final class BandEmulator: Sendable {
         }
     }
 
+    /// Stops both motors by the band's own decision and logs why, with the motors after it.
+    private func stopMotors(event: String, silenceSeconds: Double) {
+        let before = self.state.withLock { state -> (UInt8, UInt8) in
+            defer { (state.left, state.right) = (0, 0) }
+            return (state.left, state.right)
+        }
+        self.log("{\"event\":\"\(event)\",\"timeSeconds\":\(String(format: "%.6f", Date().timeIntervalSince1970)),\"silenceSeconds\":\(String(format: "%.3f", silenceSeconds)),\"motorsBefore\":{\"left\":\(before.0),\"right\":\(before.1)},\"motors\":{\"left\":0,\"right\":0}}")
+    }
+
     /// Writes to a socket without SIGPIPE when the peer has gone (and to a pty with a plain write).
     private func write(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
         let sent = bytes.withUnsafeBufferPointer { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -147,4 +188,11 @@ public final class BandEmulator: Sendable {
         }
         return sent == bytes.count
     }
+}
+
+/// Seconds on the monotonic clock, for the watchdog's timing.
+private func monotonicSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }

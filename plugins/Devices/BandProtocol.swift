@@ -15,6 +15,9 @@ public enum BandProtocol {
         case stopAll = 0x03
         /// Keep-alive: no payload; the band acknowledges it.
         case ping = 0x04
+        /// Sets the watchdog: payload [limit in milliseconds, u16 little-endian, 50–5000]. With no frame for the
+        /// limit the band stops every motor by itself; it is armed from the connection, at 500 ms until set.
+        case watchdog = 0x05
         /// The band accepted the frame with sequence payload[0].
         case ack = 0x81
         /// Battery level: payload [percent].
@@ -26,6 +29,24 @@ public enum BandProtocol {
 
         /// The name used in logs.
         public var name: String { "\(self)" }
+    }
+
+    /// The watchdog's limit until the host sets another [milliseconds].
+    public static let defaultWatchdogMilliseconds = 500
+    /// The limits a host may set [milliseconds]; the watchdog cannot be switched off.
+    public static let watchdogRange = 50...5000
+
+    /// The payload of a ``FrameType/watchdog`` frame for `milliseconds`, clamped to ``watchdogRange``.
+    public static func watchdogPayload(milliseconds: Int) -> [UInt8] {
+        let limit = UInt16(min(max(milliseconds, self.watchdogRange.lowerBound), self.watchdogRange.upperBound))
+        return [UInt8(limit & 0xFF), UInt8(limit >> 8)]
+    }
+
+    /// The limit a ``FrameType/watchdog`` payload asks for, or nil when it is malformed or out of range.
+    public static func watchdogLimit(payload: [UInt8]) -> Int? {
+        guard payload.count == 2 else { return nil }
+        let limit = Int(payload[0]) | Int(payload[1]) << 8
+        return self.watchdogRange.contains(limit) ? limit : nil
     }
 
     /// Pulse patterns the band knows.
@@ -134,7 +155,8 @@ public enum BandProtocol {
 
     /// The frames that render a cue: motors by side and intensity, patterns for the distinct cues.
     public static func frames(for cue: HapticCue) -> [(FrameType, [UInt8])] {
-        let level = UInt8(max(0, min(255, (cue.intensity * 255).rounded())))
+        let scaled = (cue.intensity * 255).rounded()
+        let level = scaled.isNaN ? 0 : UInt8(max(0, min(255, scaled)))
         switch cue.kind {
         case .silent: return [(.setMotors, [0, 0])]
         case .turnLeft: return [(.setMotors, [level, 0])]

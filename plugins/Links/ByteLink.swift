@@ -143,6 +143,9 @@ public final class ByteLink: Sendable {
         return true
     }
 
+    /// The open descriptor, for a crash handler's last write (see `CEmergencyStop`); never close it directly.
+    public var fileDescriptor: Int32 { self.descriptor }
+
     /// Closes the link; the reading thread ends and ``chunks`` finishes. Idempotent.
     public func close() {
         if !self.closed.value.exchange(true, ordering: .relaxed) {
