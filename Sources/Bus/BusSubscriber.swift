@@ -13,6 +13,24 @@ public struct ReceivedMessage: Sendable {
     public let endpoint: String
     /// When it arrived [nanoseconds since 1970-01-01T00:00:00Z, receiver's wall clock].
     public let receiveTimeNanoseconds: Int64
+    /// When it arrived [nanoseconds, the receiver's monotonic clock, which never jumps].
+    public let receiveMonotonicNanoseconds: Int64
+
+    /// Creates a received message.
+    public init(header: EnvelopeHeader, message: BusMessage, endpoint: String, receiveTimeNanoseconds: Int64,
+                receiveMonotonicNanoseconds: Int64) {
+        self.header = header
+        self.message = message
+        self.endpoint = endpoint
+        self.receiveTimeNanoseconds = receiveTimeNanoseconds
+        self.receiveMonotonicNanoseconds = receiveMonotonicNanoseconds
+    }
+
+    /// The message as a stage takes it: with its sender, its monotonic receive time and its send time [seconds].
+    public func arrival<Value: Sendable>(_ value: Value) -> Arrival<Value> {
+        Arrival(value, sender: self.header.stage, receivedSeconds: Double(self.receiveMonotonicNanoseconds) / 1e9,
+                sentSeconds: Double(self.header.sendTimeNanoseconds) / 1e9)
+    }
 }
 
 /// What a subscriber yields: messages, and changes in its publishers' liveness.
@@ -309,6 +327,7 @@ private final class Receiver: @unchecked Sendable {
         for _ in 0..<10_000 {
             guard (try? self.topicFrame.receive(from: socket)) == true else { return }
             let receiveTime = wallClockNanoseconds()
+            let receiveMonotonic = monotonicNanoseconds()
             var frameCount = 1
             var oversized = self.topicFrame.size > self.options.maximumFrameBytes
             if self.topicFrame.hasMore, (try? self.headerFrame.receive(from: socket)) == true {
@@ -357,7 +376,8 @@ private final class Receiver: @unchecked Sendable {
                 self.subscriber.count { $0.received = $0.received.addingClamped(1) }
                 self.subscriber.deliver(
                     .message(ReceivedMessage(header: header, message: message, endpoint: endpoint,
-                                             receiveTimeNanoseconds: receiveTime)),
+                                             receiveTimeNanoseconds: receiveTime,
+                                             receiveMonotonicNanoseconds: receiveMonotonic)),
                     topic: topic)
                 // A consumer on this thread's executor handles it now, before the next receive.
                 self.executor.runPendingJobs()

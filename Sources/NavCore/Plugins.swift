@@ -52,6 +52,8 @@ public protocol MessageSink: Sendable {
 public protocol SmoothingFilter: Sendable {
     /// Takes one fix; returns the estimate, or why the fix was not used.
     mutating func update(with fix: LocationFix) -> Result<SmoothedFix, FixRejection>
+    /// Forgets the track: the next fix starts a new one (its stream's time line started again).
+    mutating func reset()
     /// What the filter has counted, for the stage's status reports.
     var statusCounters: [StatusCounter] { get }
 }

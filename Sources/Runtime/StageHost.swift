@@ -43,8 +43,8 @@ public enum StageHost {
         case .smoother:
             guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
-            let fixes = subscriber.messages.compactMap { received -> LocationFix? in
-                if case let .fix(fix) = received.message { return fix }
+            let fixes = subscriber.messages.compactMap { received -> Arrival<LocationFix>? in
+                if case let .fix(fix) = received.message { return received.arrival(fix) }
                 return nil
             }
             service = SmootherStage(name: stage.name, input: fixes, output: publisher,
@@ -62,18 +62,19 @@ public enum StageHost {
         case .haptic:
             guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
-            let inputs = subscriber.compactMap { event -> SinkInput? in
+            let inputs = subscriber.compactMap { event -> Arrival<SinkInput>? in
                 switch event {
                 case let .message(received):
                     switch received.message {
-                    case let .heading(sample): return .heading(sample)
-                    case let .attitude(attitude): return .attitude(attitude)
-                    case let .target(target): return .target(target)
-                    case let .progress(progress): return .progress(progress)
-                    case .route, .smoothed: return .context(received.message)
+                    case let .heading(sample): return received.arrival(.heading(sample))
+                    case let .attitude(attitude): return received.arrival(.attitude(attitude))
+                    case let .target(target): return received.arrival(.target(target))
+                    case let .progress(progress): return received.arrival(.progress(progress))
+                    case .route, .smoothed: return received.arrival(.context(received.message))
                     default: return nil
                     }
-                case let .publisherLost(_, stage, _): return .publisherLost(stage: stage)
+                case let .publisherLost(_, stage, _):
+                    return Arrival(.publisherLost(stage: stage), sender: stage, receivedSeconds: MonotonicClock.nowSeconds())
                 case .publisherUp: return nil
                 }
             }

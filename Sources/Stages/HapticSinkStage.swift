@@ -10,6 +10,8 @@ public struct HapticSinkOptions: Sendable {
     public var staleAfterSeconds = 1.0
     /// How often the sink checks for stale input and device availability [seconds].
     public var checkIntervalSeconds = 0.05
+    /// How far a heading's or target's time may jump ahead of its stream [seconds].
+    public var aheadLimitSeconds = 2.0
 
     /// The defaults.
     public init() {}
@@ -17,46 +19,58 @@ public struct HapticSinkOptions: Sendable {
 
 /// The haptic sink ("Group 2"): heading and guidance target in, cues out to its output devices and the bus.
 ///
-/// Fail-safe: when no heading or no target has been received for `staleAfterSeconds` (receipt time, so that
-/// a replay of an old recording does not trip it), or a publisher is lost, every device stops and a
-/// signal-lost cue plays once. Fallback: cues go to the first available device of the ordered list; when it
+/// Fail-safe (``SinkFailSafe``): when no fresh heading or no fresh target is at hand for `staleAfterSeconds`, or
+/// a publisher is lost, every device stops and a signal-lost cue plays once per loss. Freshness counts from receipt
+/// (so that a replay of an old recording does not trip it) less how late a message arrived (so that a backlog after
+/// a cut or a pause is not acted on); messages whose times are not sane are dropped first (``InputTimeGuard``). Fallback: cues go to the first available device of the ordered list; when it
 /// becomes unavailable the next takes over at the next check, and the first takes over again when it returns.
 /// On shutdown every device is stopped before the stage returns.
 public actor HapticSinkStage<Input: AsyncSequence & Sendable, Output: MessagePublisher>: Service
-where Input.Element == SinkInput {
+where Input.Element == Arrival<SinkInput> {
     private let name: String
     private let input: Input
     private let output: Output
     private let devices: [any OutputDevice]
     private let options: HapticSinkOptions
     private let logger: Logger
-    private let clock = ContinuousClock()
+    private let now: @Sendable () -> Double
     private var guidance: Guidance
     private var target: GuidanceTarget?
-    private var lastHeading: ContinuousClock.Instant?
-    private var lastTarget: ContinuousClock.Instant?
-    private var stale = true
-    private var signalLostPlayed = false
+    private var failSafe: SinkFailSafe
+    private var timeGuard: InputTimeGuard
+    private var loggedDrops: Set<TimeDrop> = []
     private var active: Int?
     private var lastCue: HapticCue?
     private var lastState: RouteState?
     private var cuesSent = 0
 
-    /// Creates the stage with devices in order of preference.
+    /// Creates the stage with devices in order of preference; `now` is the monotonic clock that arrivals' receive
+    /// times are on [seconds].
     public init(name: String, input: Input, output: Output, devices: [any OutputDevice], options: HapticSinkOptions,
-                logger: Logger) {
+                logger: Logger, now: @escaping @Sendable () -> Double = MonotonicClock.nowSeconds) {
         self.name = name
         self.input = input
         self.output = output
         self.devices = devices
         self.options = options
         self.logger = logger
+        self.now = now
         self.guidance = Guidance(options: options.guidance)
+        self.failSafe = SinkFailSafe(options: .init(staleAfterSeconds: options.staleAfterSeconds))
+        self.timeGuard = InputTimeGuard(options: .init(aheadLimitSeconds: options.aheadLimitSeconds,
+                                                       latenessLimitSeconds: options.staleAfterSeconds))
     }
 
+    /// True while the sink is silent for want of fresh input (for tests).
+    public var isSilent: Bool { self.failSafe.isSilent }
+
     private func status(_ health: StageHealth, _ message: String) async {
-        var counters = [StatusCounter(name: "cues", value: UInt64(self.cuesSent))]
+        var counters = [StatusCounter(name: "cues", value: UInt64(self.cuesSent)),
+                        StatusCounter(name: "signalLost", value: UInt64(self.failSafe.signalLostCount))]
         if let active = self.active { counters.append(StatusCounter(name: "activeDevice", value: UInt64(active))) }
+        counters += self.timeGuard.statusCounters
+        let drops = self.timeGuard.dropSummary
+        let message = drops.isEmpty ? message : "\(message); \(drops)"
         try? await self.output.publish(.status(StageStatus(timeSeconds: WallClock.nowSeconds(), stage: self.name, health: health,
                                                            message: message, counters: counters)))
     }
@@ -81,7 +95,7 @@ where Input.Element == SinkInput {
             }
             group.addTask {
                 do {
-                    for try await input in self.input.cancelOnGracefulShutdown() { await self.handle(input) }
+                    for try await arrival in self.input.cancelOnGracefulShutdown() { await self.handle(arrival) }
                 } catch {}
                 // Input ended or shutdown: stop everything, then the other tasks.
             }
@@ -100,19 +114,41 @@ where Input.Element == SinkInput {
         for device in self.devices { try? await device.stopAll() }
     }
 
+    /// Checks a timed message's times; returns when its content was current [seconds, monotonic], or nil to drop it.
+    private func admit(_ arrival: Arrival<SinkInput>, topic: String, measurementSeconds: Double) async -> Double? {
+        let verdict = self.timeGuard.admit(stream: "\(arrival.sender)/\(topic)", measurementSeconds: measurementSeconds,
+                                           receivedSeconds: arrival.receivedSeconds, sentSeconds: arrival.sentSeconds)
+        switch verdict {
+        case let .accept(lateness):
+            return arrival.receivedSeconds - lateness
+        case let .rebase(lateness):
+            self.logger.warning("sink '\(self.name)': the \(topic) stream from '\(arrival.sender)' started a new time line at \(measurementSeconds)")
+            if topic == "heading" { self.guidance.reset() }
+            return arrival.receivedSeconds - lateness
+        case let .drop(cause):
+            if self.loggedDrops.insert(cause).inserted {
+                self.logger.warning("sink '\(self.name)': dropped a \(topic) from '\(arrival.sender)' (\(cause.rawValue), time \(measurementSeconds)); further ones are counted")
+            }
+            await self.status(self.failSafe.isSilent ? .stale : .running,
+                              self.failSafe.isSilent ? "silent: \(self.failSafe.silenceReason)" : "guiding")
+            return nil
+        }
+    }
+
     /// Handles one input (exposed for tests).
-    public func handle(_ input: SinkInput) async {
-        switch input {
+    public func handle(_ arrival: Arrival<SinkInput>) async {
+        switch arrival.value {
         case let .heading(sample):
-            self.lastHeading = self.clock.now
-            await self.recoverIfFresh()
-            guard !self.stale, let cue = self.guidance.update(heading: sample, target: self.target) else { return }
+            guard let current = await self.admit(arrival, topic: "heading", measurementSeconds: sample.timeSeconds) else { return }
+            await self.apply(self.failSafe.heading(currentAt: current, now: self.now()))
+            guard !self.failSafe.isSilent, let cue = self.guidance.update(heading: sample, target: self.target) else { return }
             await self.send(cue)
         case let .target(target):
-            self.lastTarget = self.clock.now
+            guard let current = await self.admit(arrival, topic: "target", measurementSeconds: target.timeSeconds) else { return }
             self.target = target
-            await self.recoverIfFresh()
+            await self.apply(self.failSafe.target(currentAt: current, now: self.now()))
         case let .progress(progress):
+            guard await self.admit(arrival, topic: "progress", measurementSeconds: progress.timeSeconds) != nil else { return }
             for device in self.devices { await device.observe(.progress(progress)) }
             if progress.state != self.lastState {
                 if progress.state == .rerouting { await self.announce("Recalculating route") }
@@ -126,28 +162,36 @@ where Input.Element == SinkInput {
             for device in self.devices { await device.observe(message) }
         case let .publisherLost(stage):
             self.logger.warning("sink '\(self.name)': publisher '\(stage)' lost")
-            await self.goStale("\(stage) is gone")
+            await self.apply(self.failSafe.publisherLost(stage, now: self.now()))
         }
     }
 
-    private func recoverIfFresh() async {
-        guard self.stale, let heading = self.lastHeading, let target = self.lastTarget else { return }
-        let limit = Duration.seconds(self.options.staleAfterSeconds)
-        guard self.clock.now - heading < limit, self.clock.now - target < limit else { return }
-        self.stale = false
-        self.signalLostPlayed = false
-        self.guidance.reset()
-        await self.status(.running, "guiding")
+    /// Carries out what the fail-safe decided.
+    private func apply(_ transition: SinkFailSafe.Transition?) async {
+        switch transition {
+        case nil:
+            return
+        case .resume:
+            self.guidance.reset()
+            await self.status(.running, "guiding")
+        case let .silence(reason, playSignalLost):
+            self.guidance.reset()
+            self.target = nil
+            self.lastCue = nil
+            await self.stopEverything()
+            if playSignalLost {
+                let cue = HapticCue(timeSeconds: WallClock.nowSeconds(), kind: .signalLost, intensity: 1, deviationDegrees: 0)
+                if let active = self.active { try? await self.devices[active].render(cue) }
+                try? await self.output.publish(.cue(cue))
+            }
+            self.logger.warning("sink '\(self.name)': silent: \(reason); motors stopped")
+            await self.status(.stale, "silent: \(reason); motors stopped")
+        }
     }
 
     /// Checks for stale input and for the active device (exposed for tests).
     public func check() async {
-        let limit = Duration.seconds(self.options.staleAfterSeconds)
-        let now = self.clock.now
-        if !self.stale {
-            if self.lastHeading.map({ now - $0 >= limit }) ?? true { await self.goStale("no heading for \(self.options.staleAfterSeconds) s") }
-            else if self.lastTarget.map({ now - $0 >= limit }) ?? true { await self.goStale("no guidance for \(self.options.staleAfterSeconds) s") }
-        }
+        await self.apply(self.failSafe.evaluate(now: self.now()))
         // Fallback: the first available device of the list.
         var chosen: Int?
         for (index, device) in self.devices.enumerated() where await device.isAvailable() {
@@ -162,24 +206,8 @@ where Input.Element == SinkInput {
             self.active = chosen
             await self.status(chosen == 0 ? .running : .degraded, "output: \(next)")
             // The new device picks up what plays now.
-            if let cue = self.lastCue, let chosen, !self.stale { try? await self.devices[chosen].render(cue) }
+            if let cue = self.lastCue, let chosen, !self.failSafe.isSilent { try? await self.devices[chosen].render(cue) }
         }
-    }
-
-    private func goStale(_ reason: String) async {
-        guard !self.stale || !self.signalLostPlayed else { return }
-        self.stale = true
-        self.guidance.reset()
-        self.target = nil
-        await self.stopEverything()
-        if !self.signalLostPlayed {
-            self.signalLostPlayed = true
-            let cue = HapticCue(timeSeconds: WallClock.nowSeconds(), kind: .signalLost, intensity: 1, deviationDegrees: 0)
-            self.lastCue = nil
-            if let active = self.active { try? await self.devices[active].render(cue) }
-            try? await self.output.publish(.cue(cue))
-        }
-        await self.status(.stale, "signal lost: \(reason); motors stopped")
     }
 
     private func send(_ cue: HapticCue) async {

@@ -4,10 +4,12 @@ public import ServiceLifecycle
 
 /// Smooths raw ``LocationFix`` messages and republishes them as ``SmoothedFix``.
 ///
-/// A rejected fix (NaN, a bad accuracy, time going backwards) is counted and dropped; the stream goes on.
-/// Status reports carry the filter's counters, every `statusIntervalSeconds` of fix time.
+/// A fix whose time is not sane (``InputTimeGuard``: dated ahead of its stream, or before it) is counted and
+/// dropped; a time line that really moved resets the filter, so smoothing resumes with the next fix. A fix the
+/// filter rejects (NaN, a bad accuracy) is counted and dropped; the stream goes on. Status reports carry both sets
+/// of counters, every `statusIntervalSeconds` of fix time, and at once when a fix is dropped for its time.
 public actor SmootherStage<Input: AsyncSequence & Sendable, Output: MessagePublisher>: Service
-where Input.Element == LocationFix {
+where Input.Element == Arrival<LocationFix> {
     private let name: String
     private let input: Input
     private let output: Output
@@ -16,10 +18,13 @@ where Input.Element == LocationFix {
     private let statusIntervalSeconds: Double
     private var lastStatusTime = -Double.infinity
     private var loggedRejections: Set<FixRejection> = []
+    private var timeGuard: InputTimeGuard
+    private var loggedDrops: Set<TimeDrop> = []
 
     /// Creates the stage.
     public init(name: String, input: Input, output: Output, filter: any SmoothingFilter, logger: Logger,
-                statusIntervalSeconds: Double = 5) {
+                statusIntervalSeconds: Double = 5, timeOptions: InputTimeGuard.Options = .init(latenessLimitSeconds: nil)) {
+        self.timeGuard = InputTimeGuard(options: timeOptions)
         self.name = name
         self.input = input
         self.output = output
@@ -32,17 +37,41 @@ where Input.Element == LocationFix {
         try await self.output.publish(.status(StageStatus(timeSeconds: WallClock.nowSeconds(), stage: self.name,
                                                           health: .running, message: "smoothing")))
         do {
-            for try await fix in self.input.cancelOnGracefulShutdown() {
-                try await self.handle(fix)
+            for try await arrival in self.input.cancelOnGracefulShutdown() {
+                try await self.handle(arrival)
             }
         } catch is CancellationError {}
         try? await self.output.publish(.status(StageStatus(timeSeconds: WallClock.nowSeconds(), stage: self.name,
-                                                           health: .stopping, message: "stopped",
-                                                           counters: self.filter.statusCounters)))
+                                                           health: .stopping, message: self.message("stopped"),
+                                                           counters: self.counters)))
+    }
+
+    private var counters: [StatusCounter] { self.filter.statusCounters + self.timeGuard.statusCounters }
+
+    private func message(_ base: String) -> String {
+        let drops = self.timeGuard.dropSummary
+        return drops.isEmpty ? base : "\(base); \(drops)"
     }
 
     /// Smooths one fix (exposed for in-process composition and tests).
-    public func handle(_ fix: LocationFix) async throws {
+    public func handle(_ arrival: Arrival<LocationFix>) async throws {
+        let fix = arrival.value
+        switch self.timeGuard.admit(stream: "\(arrival.sender)/fix", measurementSeconds: fix.timeSeconds,
+                                    receivedSeconds: arrival.receivedSeconds, sentSeconds: arrival.sentSeconds) {
+        case .accept:
+            break
+        case .rebase:
+            self.logger.warning("smoother '\(self.name)': fixes from '\(arrival.sender)' started a new time line at \(fix.timeSeconds); the filter starts over")
+            self.filter.reset()
+        case let .drop(cause):
+            if self.loggedDrops.insert(cause).inserted {
+                self.logger.warning("smoother '\(self.name)': dropped a fix from '\(arrival.sender)' (\(cause.rawValue), time \(fix.timeSeconds)); further ones are counted")
+            }
+            try await self.output.publish(.status(StageStatus(timeSeconds: WallClock.nowSeconds(), stage: self.name,
+                                                              health: .degraded, message: self.message("smoothing"),
+                                                              counters: self.counters)))
+            return
+        }
         switch self.filter.update(with: fix) {
         case let .success(smoothed):
             try await self.output.publish(.smoothed(smoothed))
@@ -55,7 +84,7 @@ where Input.Element == LocationFix {
             self.lastStatusTime = fix.timeSeconds
             try await self.output.publish(.status(StageStatus(timeSeconds: WallClock.nowSeconds(), stage: self.name,
                                                               health: .running, message: "smoothing",
-                                                              counters: self.filter.statusCounters)))
+                                                              counters: self.counters)))
         }
     }
 }

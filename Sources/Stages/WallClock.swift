@@ -14,3 +14,13 @@ public enum WallClock {
         return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
     }
 }
+
+/// The monotonic clock that receive times are on: it never jumps when the wall clock is set.
+public enum MonotonicClock {
+    /// Now [seconds since an arbitrary start, CLOCK_MONOTONIC].
+    public static func nowSeconds() -> Double {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+    }
+}

@@ -63,13 +63,13 @@ actor RecordingDevice: OutputDevice {
 
 /// Drives a sink in this process: heading and target inputs at 20 Hz from a script.
 struct SinkHarness {
-    let stage: HapticSinkStage<AsyncStream<SinkInput>, MemoryPublisher>
-    let continuation: AsyncStream<SinkInput>.Continuation
+    let stage: HapticSinkStage<AsyncStream<Arrival<SinkInput>>, MemoryPublisher>
+    let continuation: AsyncStream<Arrival<SinkInput>>.Continuation
     let output = MemoryPublisher()
     let task: Task<Void, any Error>
 
     init(devices: [any OutputDevice], offset: Double = 0) {
-        let (stream, continuation) = AsyncStream.makeStream(of: SinkInput.self)
+        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SinkInput>.self)
         var options = HapticSinkOptions()
         options.guidance.offsetDegrees = offset
         let stage = HapticSinkStage(name: "sink", input: stream, output: self.output, devices: devices, options: options,
@@ -84,9 +84,12 @@ struct SinkHarness {
         let steps = Int(seconds * 20)
         for _ in 0..<steps {
             let now = Date().timeIntervalSince1970
-            self.continuation.yield(.target(GuidanceTarget(timeSeconds: now, routeID: 1, coordinate: Coordinate(latitude: 0, longitude: 0),
-                                                           bearingDegrees: targetBearing, distanceMeters: 50, kind: .lookAhead)))
-            self.continuation.yield(.heading(HeadingSample(timeSeconds: now, headingDegrees: heading)))
+            let received = MonotonicClock.nowSeconds()
+            let target = GuidanceTarget(timeSeconds: now, routeID: 1, coordinate: Coordinate(latitude: 0, longitude: 0),
+                                        bearingDegrees: targetBearing, distanceMeters: 50, kind: .lookAhead)
+            self.continuation.yield(Arrival(.target(target), sender: "route", receivedSeconds: received, sentSeconds: now))
+            self.continuation.yield(Arrival(.heading(HeadingSample(timeSeconds: now, headingDegrees: heading)), sender: "source",
+                                            receivedSeconds: received, sentSeconds: now))
             try await Task.sleep(for: .milliseconds(50))
         }
     }

@@ -106,9 +106,10 @@ actor MemoryPublisher: MessagePublisher {
 
 @Suite struct SmootherStageTests {
     @Test func badFixesAreDroppedAndTheStreamGoesOn() async throws {
-        let (stream, continuation) = AsyncStream.makeStream(of: LocationFix.self)
+        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<LocationFix>.self)
         for (t, lat, accuracy) in [(0.0, 43.73, 5.0), (1, .nan, 5), (2, 43.73001, -1), (3, 43.73002, 5), (2.5, 43.73, 5), (4, 43.73003, 5)] {
-            continuation.yield(LocationFix(timeSeconds: 1000 + t, latitude: lat, longitude: 7.42, horizontalAccuracyMeters: accuracy))
+            let fix = LocationFix(timeSeconds: 1000 + t, latitude: lat, longitude: 7.42, horizontalAccuracyMeters: accuracy)
+            continuation.yield(Arrival(fix, sender: "gps", receivedSeconds: 50 + t))
         }
         continuation.finish()
         let output = MemoryPublisher()
@@ -126,7 +127,30 @@ actor MemoryPublisher: MessagePublisher {
         #expect(counters["accepted"] == 3)
         #expect(counters["rejected.nonFinite"] == 1)
         #expect(counters["rejected.accuracyNotPositive"] == 1)
-        #expect(counters["rejected.timeWentBackwards"] == 1)
+        #expect(counters["time.dropped.backwards"] == 1, "a fix dated before the last is dropped before the filter")
+        #expect(last.message.contains("dropped 1 dated before the stream"))
+    }
+
+    @Test func aFixDatedAnHourAheadIsDroppedAndSmoothingGoesOnWithTheNextFix() async throws {
+        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<LocationFix>.self)
+        for index in 0..<20 {
+            let glitch = index == 10 ? 3600.0 : 0
+            let fix = LocationFix(timeSeconds: 1000 + Double(index) + glitch, latitude: 43.73 + Double(index) * 1e-5,
+                                  longitude: 7.42, horizontalAccuracyMeters: 5)
+            continuation.yield(Arrival(fix, sender: "gps", receivedSeconds: 50 + Double(index), sentSeconds: 1000 + Double(index)))
+        }
+        continuation.finish()
+        let output = MemoryPublisher()
+        let stage = SmootherStage(name: "smoother", input: stream, output: output, filter: KalmanSmoother(),
+                                  logger: Logger(label: "test"))
+        try await stage.run()
+        let messages = await output.messages
+        let smoothed = messages.compactMap { if case let .smoothed(s) = $0 { s } else { nil } }
+        let expected: [Double] = (0..<20).filter { $0 != 10 }.map { 1000 + Double($0) }
+        let times: [Double] = smoothed.map(\.timeSeconds)
+        #expect(times == expected, "every fix but the hour-ahead one is smoothed")
+        let statuses = messages.compactMap { if case let .status(s) = $0 { s } else { nil } }
+        #expect(statuses.contains { $0.health == .degraded && $0.message.contains("1 dated ahead of the stream") })
     }
 }
 
