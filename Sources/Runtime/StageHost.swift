@@ -52,8 +52,8 @@ public enum StageHost {
         case .route:
             guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
-            let fixes = subscriber.messages.compactMap { received -> SmoothedFix? in
-                if case let .smoothed(fix) = received.message { return fix }
+            let fixes = subscriber.messages.compactMap { received -> Arrival<SmoothedFix>? in
+                if case let .smoothed(fix) = received.message { return received.arrival(fix) }
                 return nil
             }
             service = RouteControllerStage(name: stage.name, input: fixes, output: publisher,

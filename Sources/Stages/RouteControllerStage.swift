@@ -27,7 +27,7 @@ public struct RouteControllerOptions: Sendable {
 /// joiner catches up, tracks progress and waypoints, and reroutes when the walker leaves the route. When the
 /// provider fails (an engine down or slow), the last good route stays in use and the status says so.
 public actor RouteControllerStage<Input: AsyncSequence & Sendable, Output: MessagePublisher>: Service
-where Input.Element == SmoothedFix {
+where Input.Element == Arrival<SmoothedFix> {
     private let name: String
     private let input: Input
     private let output: Output
@@ -39,6 +39,8 @@ where Input.Element == SmoothedFix {
     private var lastPublished = -Double.infinity
     private var lastAttempt = -Double.infinity
     private var arrivedReported = false
+    private var timeGuard = InputTimeGuard(options: .init(latenessLimitSeconds: nil))
+    private var loggedDrops: Set<TimeDrop> = []
 
     /// Creates the stage.
     public init(name: String, input: Input, output: Output, provider: any RouteProvider, options: RouteControllerOptions, logger: Logger) {
@@ -55,20 +57,38 @@ where Input.Element == SmoothedFix {
         try await self.output.publish(.status(StageStatus(
             timeSeconds: WallClock.nowSeconds(), stage: self.name, health: health, message: message,
             counters: [StatusCounter(name: "routes", value: UInt64(self.routeID)),
-                       StatusCounter(name: "reroutes", value: UInt64(self.tracker.reroutes))])))
+                       StatusCounter(name: "reroutes", value: UInt64(self.tracker.reroutes))] + self.timeGuard.statusCounters)))
     }
 
     public func run() async throws {
         try await self.status(.running, "waiting for a fix to route from (\(self.provider.name))")
         do {
-            for try await fix in self.input.cancelOnGracefulShutdown() {
-                try await self.handle(fix)
+            for try await arrival in self.input.cancelOnGracefulShutdown() {
+                try await self.handle(arrival)
             }
         } catch is CancellationError {}
     }
 
-    /// Handles one smoothed fix (exposed for in-process composition and tests).
-    public func handle(_ fix: SmoothedFix) async throws {
+    /// Handles one smoothed fix (exposed for in-process composition and tests): its time is checked first
+    /// (``InputTimeGuard``), so that a fix dated ahead or before its stream is counted and dropped.
+    public func handle(_ arrival: Arrival<SmoothedFix>) async throws {
+        let fix = arrival.value
+        switch self.timeGuard.admit(stream: "\(arrival.sender)/smoothed", measurementSeconds: fix.timeSeconds,
+                                    receivedSeconds: arrival.receivedSeconds, sentSeconds: arrival.sentSeconds) {
+        case .accept:
+            break
+        case .rebase:
+            self.logger.warning("route '\(self.name)': fixes from '\(arrival.sender)' started a new time line at \(fix.timeSeconds)")
+            self.lastPublished = -.infinity
+            self.lastAttempt = -.infinity
+        case let .drop(cause):
+            if self.loggedDrops.insert(cause).inserted {
+                self.logger.warning("route '\(self.name)': dropped a fix from '\(arrival.sender)' (\(cause.rawValue), time \(fix.timeSeconds)); further ones are counted")
+            }
+            try await self.status(.degraded, "guiding; \(self.timeGuard.dropSummary)")
+            return
+        }
+        guard fix.latitude.isFinite, fix.longitude.isFinite else { return }
         let here = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
         if self.tracker.route == nil {
             guard fix.timeSeconds - self.lastAttempt >= self.options.retrySeconds else { return }

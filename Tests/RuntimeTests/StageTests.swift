@@ -239,8 +239,8 @@ private struct QuietLiveSource: MessageSource {
                                          horizontalAccuracyMeters: 3, speedMetersPerSecond: 1.4, courseDegrees: bearing, reset: false))
             }
         }
-        let (stream, continuation) = AsyncStream.makeStream(of: SmoothedFix.self)
-        for fix in fixes { continuation.yield(fix) }
+        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SmoothedFix>.self)
+        for fix in fixes { continuation.yield(Arrival(fix, sender: "smoother", receivedSeconds: fix.timeSeconds)) }
         continuation.finish()
         let output = MemoryPublisher()
         let stage = RouteControllerStage(name: "route", input: stream, output: output, provider: provider,
@@ -263,9 +263,9 @@ private struct QuietLiveSource: MessageSource {
     @Test func anEngineThatIsDownLeavesAClearStatusAndNoTarget() async throws {
         // Nothing listens on this port: the client retries, then gives up with a clear status.
         let provider = ValhallaRouteProvider(url: URL(string: "http://127.0.0.1:9")!, timeoutSeconds: 0.5, retries: 1)
-        let (stream, continuation) = AsyncStream.makeStream(of: SmoothedFix.self)
-        continuation.yield(SmoothedFix(timeSeconds: 1, latitude: 43.73, longitude: 7.42, horizontalAccuracyMeters: 3,
-                                       speedMetersPerSecond: 1, courseDegrees: 0, reset: false))
+        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SmoothedFix>.self)
+        continuation.yield(Arrival(SmoothedFix(timeSeconds: 1, latitude: 43.73, longitude: 7.42, horizontalAccuracyMeters: 3,
+                                               speedMetersPerSecond: 1, courseDegrees: 0, reset: false), receivedSeconds: 1))
         continuation.finish()
         let output = MemoryPublisher()
         let stage = RouteControllerStage(name: "route", input: stream, output: output, provider: provider,
