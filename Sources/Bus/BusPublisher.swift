@@ -8,6 +8,8 @@ public struct PublisherOptions: Sendable {
     public var sendHighWaterMark: Int32 = 1000
     /// Time between heartbeats [seconds, > 0].
     public var heartbeatIntervalSeconds: Double = 0.2
+    /// ZMTP heartbeats, TCP keepalive and reconnects of every connection.
+    public var liveness = ConnectionLiveness()
 
     /// Creates options with the defaults.
     public init(sendHighWaterMark: Int32 = 1000, heartbeatIntervalSeconds: Double = 0.2) {
@@ -40,6 +42,7 @@ public final class BusPublisher: MessagePublisher, Sendable {
         let socket = try ZMQSocket(context: context, type: ZMQSocketType.publisher)
         do {
             try socket.setOption(ZMQOption.sendHighWaterMark, options.sendHighWaterMark)
+            try options.liveness.apply(to: socket)
             for endpoint in endpoints {
                 try prepareEndpoint(endpoint)
                 try socket.bind(endpoint)

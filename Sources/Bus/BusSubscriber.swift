@@ -71,6 +71,8 @@ public struct SubscriberOptions: Sendable {
     public var maximumFrameBytes: Int = Envelope.defaultMaximumFrameBytes
     /// ZMQ_RCVHWM of each socket [messages].
     public var receiveHighWaterMark: Int32 = 10_000
+    /// ZMTP heartbeats, TCP keepalive and reconnects of every connection.
+    public var liveness = ConnectionLiveness()
 
     /// Creates options with the defaults.
     public init(topics: [String] = [], defaultTopicOptions: TopicOptions = TopicOptions(),
@@ -147,7 +149,7 @@ public final class BusSubscriber: AsyncSequence, Sendable {
                 let socket = try ZMQSocket(context: context, type: ZMQSocketType.subscriber)
                 sockets.append(socket)
                 try socket.setOption(ZMQOption.receiveHighWaterMark, options.receiveHighWaterMark)
-                try socket.setOption(ZMQOption.reconnectInterval, 100)
+                try options.liveness.apply(to: socket)
                 if options.topics.isEmpty {
                     try socket.subscribe("")
                 } else {

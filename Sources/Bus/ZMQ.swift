@@ -165,6 +165,47 @@ enum ZMQOption {
     static let linger = ZMQ_LINGER
 }
 
+/// How every connection keeps itself honest across hosts: ZMTP heartbeats, so that a half-open TCP connection
+/// (a cut link, a peer that restarted during a cut) is noticed and closed within seconds rather than the
+/// kernel's minutes; TCP keepalive and a bound on unacknowledged data for the same at the TCP level; and a
+/// reconnect interval that backs off only to a second, so that a healed link carries messages again at once.
+public struct ConnectionLiveness: Sendable, Equatable {
+    /// Time between ZMTP PINGs on an idle connection [milliseconds].
+    public var heartbeatIntervalMilliseconds: Int32 = 500
+    /// Without any traffic for this long after a PING, the connection is closed [milliseconds].
+    public var heartbeatTimeoutMilliseconds: Int32 = 1500
+    /// The time-to-live this side asks its peer to apply [milliseconds, multiple of 100].
+    public var heartbeatTTLMilliseconds: Int32 = 2000
+    /// TCP keepalive: idle time before the first probe, time between probes [seconds], probes before giving up.
+    public var keepaliveIdleSeconds: Int32 = 5
+    /// See `keepaliveIdleSeconds`.
+    public var keepaliveIntervalSeconds: Int32 = 1
+    /// See `keepaliveIdleSeconds`.
+    public var keepaliveProbes: Int32 = 3
+    /// Data unacknowledged for this long closes the TCP connection (TCP_USER_TIMEOUT) [milliseconds].
+    public var maximumRetransmitMilliseconds: Int32 = 3000
+    /// First and largest reconnect interval [milliseconds].
+    public var reconnectIntervalMilliseconds: Int32 = 100
+    /// See `reconnectIntervalMilliseconds`.
+    public var reconnectIntervalMaximumMilliseconds: Int32 = 1000
+
+    /// The defaults.
+    public init() {}
+
+    func apply(to socket: ZMQSocket) throws(ZMQError) {
+        try socket.setOption(ZMQ_HEARTBEAT_IVL, self.heartbeatIntervalMilliseconds)
+        try socket.setOption(ZMQ_HEARTBEAT_TIMEOUT, self.heartbeatTimeoutMilliseconds)
+        try socket.setOption(ZMQ_HEARTBEAT_TTL, self.heartbeatTTLMilliseconds)
+        try socket.setOption(ZMQ_TCP_KEEPALIVE, 1)
+        try socket.setOption(ZMQ_TCP_KEEPALIVE_IDLE, self.keepaliveIdleSeconds)
+        try socket.setOption(ZMQ_TCP_KEEPALIVE_INTVL, self.keepaliveIntervalSeconds)
+        try socket.setOption(ZMQ_TCP_KEEPALIVE_CNT, self.keepaliveProbes)
+        try socket.setOption(ZMQ_TCP_MAXRT, self.maximumRetransmitMilliseconds)
+        try socket.setOption(ZMQ_RECONNECT_IVL, self.reconnectIntervalMilliseconds)
+        try socket.setOption(ZMQ_RECONNECT_IVL_MAX, self.reconnectIntervalMaximumMilliseconds)
+    }
+}
+
 /// The libzmq version linked at run time, for example "4.3.4".
 public func zmqVersion() -> String {
     var major: Int32 = 0, minor: Int32 = 0, patch: Int32 = 0

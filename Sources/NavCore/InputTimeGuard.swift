@@ -127,16 +127,17 @@ public struct InputTimeGuard: Sendable {
         return parts.isEmpty ? "" : "dropped " + parts.joined(separator: ", ")
     }
 
-    /// Judges one message of the stream `stream` (sender and topic) measured at `measurementSeconds`.
+    /// Judges one message of the stream `stream` (sender and topic) measured at `measurementSeconds`;
+    /// `latenessLimitSeconds` overrides the options' limit for this stream.
     public mutating func admit(stream key: String, measurementSeconds: Double, receivedSeconds: Double,
-                               sentSeconds: Double?) -> Verdict {
+                               sentSeconds: Double?, latenessLimitSeconds: Double?? = nil) -> Verdict {
         var stream = self.streams[key] ?? Stream()
         defer { self.streams[key] = stream }
         guard measurementSeconds.isFinite, receivedSeconds.isFinite else { return self.drop(.nonFinite) }
 
         // Transit first: a backlog is dropped whatever its measurement times say.
         var lateness = 0.0
-        if let sent = sentSeconds, sent.isFinite, let limit = self.options.latenessLimitSeconds {
+        if let sent = sentSeconds, sent.isFinite, let limit = latenessLimitSeconds ?? self.options.latenessLimitSeconds {
             let transit = receivedSeconds - sent
             if let baseline = stream.transitBaseline {
                 // Let the baseline rise slowly with clock drift; a lower transit lowers it at once.

@@ -11,10 +11,14 @@ public protocol MessageSource: Sendable {
     var isLive: Bool { get }
     /// What the source has counted (lines read, records skipped), for the stage's status reports.
     func statusCounters() async -> [StatusCounter]
+    /// How long between two messages of each kind, at the source's pace [seconds]; empty where it is not known
+    /// before running (a log played as fast as possible). `hapticnav config check` holds stale limits against it.
+    var nominalPeriods: [BusMessage.Kind: Double] { get }
 }
 
 extension MessageSource {
     public var isLive: Bool { false }
+    public var nominalPeriods: [BusMessage.Kind: Double] { [:] }
     public func statusCounters() async -> [StatusCounter] { [] }
 }
 

@@ -9,15 +9,18 @@
 public struct SinkFailSafe: Sendable {
     /// The limits.
     public struct Options: Sendable, Equatable {
-        /// Input older than this is stale [seconds, > 0].
+        /// A guidance target older than this is stale [seconds, > 0].
         public var staleAfterSeconds: Double
+        /// A heading older than this is stale [seconds, > 0]; headings come faster than targets, so this may be shorter.
+        public var headingStaleAfterSeconds: Double
         /// Live guidance for this long ends a loss, so that the next one plays signal lost again [seconds, ≥ 0].
         public var rearmAfterSeconds: Double
 
-        /// Creates options; `rearmAfterSeconds` defaults to the stale limit.
-        public init(staleAfterSeconds: Double = 1, rearmAfterSeconds: Double? = nil) {
+        /// Creates options; the heading's limit defaults to the target's, `rearmAfterSeconds` to the longer one.
+        public init(staleAfterSeconds: Double = 1, headingStaleAfterSeconds: Double? = nil, rearmAfterSeconds: Double? = nil) {
             self.staleAfterSeconds = staleAfterSeconds
-            self.rearmAfterSeconds = rearmAfterSeconds ?? staleAfterSeconds
+            self.headingStaleAfterSeconds = headingStaleAfterSeconds ?? staleAfterSeconds
+            self.rearmAfterSeconds = rearmAfterSeconds ?? max(staleAfterSeconds, headingStaleAfterSeconds ?? staleAfterSeconds)
         }
     }
 
@@ -76,7 +79,7 @@ public struct SinkFailSafe: Sendable {
         let reason: String?
         if let stage = self.lostPublisher, self.headingCurrentAt == nil || self.targetCurrentAt == nil {
             reason = "\(stage) is gone"
-        } else if let heading = self.headingCurrentAt, now - heading < limit {
+        } else if let heading = self.headingCurrentAt, now - heading < self.options.headingStaleAfterSeconds {
             if let target = self.targetCurrentAt, now - target < limit {
                 reason = nil
             } else {

@@ -47,6 +47,13 @@ enum HapticStageOptions {
         options.guidance.releaseBandDegrees = try settings.double("releaseBandDegrees", default: 5, in: 0...40)
         options.guidance.repeatPeriodSeconds = try settings.double("repeatPeriodSeconds", default: 2, in: 0.1...60)
         options.staleAfterSeconds = try settings.double("staleAfterSeconds", default: 1, in: 0.1...30)
+        options.headingStaleAfterSeconds = try settings.optionalDouble("headingStaleAfterSeconds").map { value in
+            guard (0.1...30).contains(value) else {
+                throw ConfigError.invalidValue(path: "stages.\(stage.name).options.headingStaleAfterSeconds",
+                                               expected: "0.1 to 30 seconds", found: "\(value)")
+            }
+            return value
+        }
         var devices = [try PluginRegistry.makeDevice(id: stage.plugin, settings: stage.settings, path: "stages.\(stage.name).plugin",
                                                      logger: logger)]
         if case let .array(items)? = settings.value("fallback") {

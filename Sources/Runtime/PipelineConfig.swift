@@ -169,6 +169,7 @@ public struct PipelineConfig: Sendable {
         for stage in stages {
             try PluginRegistry.check(stage)
         }
+        try RateCheck.check(stages)
         return PipelineConfig(name: name, file: file, bus: bus, stages: stages)
     }
 

@@ -6,8 +6,11 @@ public import ServiceLifecycle
 public struct HapticSinkOptions: Sendable {
     /// Guidance thresholds, the calibrated offset among them.
     public var guidance = Guidance.Options()
-    /// Input older than this, counted from its receipt, is stale: every motor stops [seconds].
+    /// A guidance target older than this, counted from its receipt less its lateness, is stale: every motor
+    /// stops [seconds].
     public var staleAfterSeconds = 1.0
+    /// The same for headings [seconds]; nil: `staleAfterSeconds`.
+    public var headingStaleAfterSeconds: Double?
     /// How often the sink checks for stale input and device availability [seconds].
     public var checkIntervalSeconds = 0.05
     /// How far a heading's or target's time may jump ahead of its stream [seconds].
@@ -56,9 +59,11 @@ where Input.Element == Arrival<SinkInput> {
         self.logger = logger
         self.now = now
         self.guidance = Guidance(options: options.guidance)
-        self.failSafe = SinkFailSafe(options: .init(staleAfterSeconds: options.staleAfterSeconds))
-        self.timeGuard = InputTimeGuard(options: .init(aheadLimitSeconds: options.aheadLimitSeconds,
-                                                       latenessLimitSeconds: options.staleAfterSeconds))
+        self.failSafe = SinkFailSafe(options: .init(staleAfterSeconds: options.staleAfterSeconds,
+                                                    headingStaleAfterSeconds: options.headingStaleAfterSeconds))
+        self.timeGuard = InputTimeGuard(options: .init(
+            aheadLimitSeconds: options.aheadLimitSeconds,
+            latenessLimitSeconds: options.staleAfterSeconds))
     }
 
     /// True while the sink is silent for want of fresh input (for tests).
@@ -116,8 +121,11 @@ where Input.Element == Arrival<SinkInput> {
 
     /// Checks a timed message's times; returns when its content was current [seconds, monotonic], or nil to drop it.
     private func admit(_ arrival: Arrival<SinkInput>, topic: String, measurementSeconds: Double) async -> Double? {
+        let lateness = topic == "heading" ? self.options.headingStaleAfterSeconds ?? self.options.staleAfterSeconds
+                                          : self.options.staleAfterSeconds
         let verdict = self.timeGuard.admit(stream: "\(arrival.sender)/\(topic)", measurementSeconds: measurementSeconds,
-                                           receivedSeconds: arrival.receivedSeconds, sentSeconds: arrival.sentSeconds)
+                                           receivedSeconds: arrival.receivedSeconds, sentSeconds: arrival.sentSeconds,
+                                           latenessLimitSeconds: .some(lateness))
         switch verdict {
         case let .accept(lateness):
             return arrival.receivedSeconds - lateness

@@ -65,7 +65,7 @@ extension ProcessSuites {
                      settings: { file: "\(self.route)" }, options: { destination: [\(end.latitude), \(end.longitude)] } },
             haptic: { plugin: "band", inputs: ["source"], topics: ["heading", "target", "progress"],
                       publish: "ipc://\(folder)/haptic.sock", settings: { tcp: "127.0.0.1:\(bandPort)" },
-                      options: { offsetDegrees: 0 } },
+                      options: { offsetDegrees: 0, staleAfterSeconds: 2.5 } },
             recorder: { role: "recorder", plugin: "jsonl", inputs: ["source"], topics: ["heading"],
                         settings: { file: "\(folder)/recording.jsonl" } },
           },

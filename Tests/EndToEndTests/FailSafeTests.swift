@@ -18,7 +18,7 @@ extension ProcessSuites {
                      settings: { file: "\(route)" }, options: { destination: [43.72977, 7.416504] } },
             haptic: { plugin: "band", inputs: ["source", "route"], topics: ["heading", "target", "progress"],
                       publish: "ipc://\(folder)/haptic.sock", settings: { tcp: "127.0.0.1:\(bandPort)" },
-                      options: { offsetDegrees: 0 } },
+                      options: { offsetDegrees: 0, staleAfterSeconds: 2.5 } },
           },
         }
         """

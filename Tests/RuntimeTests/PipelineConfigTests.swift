@@ -30,6 +30,41 @@ import Testing
         }
     }
 
+    /// A source at `pace`, a smoother, a route controller and a sink with the given stale limits.
+    private func pipeline(pace: Double, sinkOptions: String) -> String {
+        """
+        { stages: {
+            \(self.source(settings: ", pace: \(pace)")),
+            smoother: { plugin: "kalman", inputs: ["source"], topics: ["fix"], publish: "tcp://*:5602" },
+            route: { plugin: "file", inputs: ["smoother"], topics: ["smoothed"], publish: "tcp://*:5603",
+                     settings: { file: "\(self.route)" }, options: { destination: [43.72977, 7.416504] } },
+            haptic: { plugin: "console", inputs: ["source", "route"], topics: ["heading", "target"],
+                      options: { offsetDegrees: 0, \(sinkOptions) } },
+        } }
+        """
+    }
+
+    @Test func aStaleLimitShorterThanTwoAndAHalfPeriodsOfItsInputIsRefusedWithTheNumbers() throws {
+        do {
+            _ = try self.parse(self.pipeline(pace: 1, sinkOptions: "staleAfterSeconds: 1"))
+            Issue.record("a 1 s limit on 1 Hz targets was accepted")
+        } catch let error as ConfigError {
+            let text = "\(error)"
+            #expect(text.contains("stages.haptic.options.staleAfterSeconds"), "\(text)")
+            #expect(text.contains("at least 2.5 s") && text.contains("found 1 s"), "\(text)")
+            #expect(text.contains("source (sim) sends a fix every 1 s"), "\(text)")
+        }
+        do {
+            _ = try self.parse(self.pipeline(pace: 1, sinkOptions: "staleAfterSeconds: 2.5, headingStaleAfterSeconds: 0.2"))
+            Issue.record("a 0.2 s limit on 10 Hz headings was accepted")
+        } catch let error as ConfigError {
+            #expect("\(error)".contains("headingStaleAfterSeconds") && "\(error)".contains("at least 0.25 s"), "\(error)")
+        }
+        // The same limits fit a walk played 20 times faster, and 2.5 s fits 1 Hz.
+        _ = try self.parse(self.pipeline(pace: 20, sinkOptions: "staleAfterSeconds: 1"))
+        _ = try self.parse(self.pipeline(pace: 1, sinkOptions: "staleAfterSeconds: 2.5, headingStaleAfterSeconds: 0.25"))
+    }
+
     @Test func inputsNamingStagesResolveToTheirAdvertisedEndpoints() throws {
         let config = try self.parse("""
         { stages: { \(self.source()), rec: { role: "recorder", plugin: "console", inputs: ["source", "ipc:///tmp/x.sock"] } } }

@@ -43,6 +43,8 @@ public struct GPSDSource: MessageSource {
     }
 
     public var isLive: Bool { true }
+    /// Receivers report once a second unless set otherwise.
+    public var nominalPeriods: [BusMessage.Kind: Double] { [.fix: 1] }
 
     public func run(emit: @Sendable (BusMessage) async throws -> Void) async throws {
         var backoff = 0.25

@@ -203,6 +203,9 @@ public struct LiveNMEASource: MessageSource {
         return true
     }
 
+    /// A live receiver reports once a second unless set otherwise; a file's rate is its own.
+    public var nominalPeriods: [BusMessage.Kind: Double] { self.isLive ? [.fix: 1] : [:] }
+
     public func run(emit: @Sendable (BusMessage) async throws -> Void) async throws {
         if case let .file(path, pace) = self.input {
             try await LogReplaySource(file: path, pace: pace, options: self.options, logger: self.logger).run(emit: emit)

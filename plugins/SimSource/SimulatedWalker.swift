@@ -14,6 +14,13 @@ public import NavCore
 public struct SimulatedWalker: MessageSource {
     public static let id = "sim"
 
+    public var nominalPeriods: [BusMessage.Kind: Double] {
+        guard self.options.pace > 0 else { return [:] }
+        return [.fix: self.options.fixIntervalSeconds / self.options.pace,
+                .heading: self.options.headingIntervalSeconds / self.options.pace,
+                .attitude: self.options.headingIntervalSeconds / self.options.pace]
+    }
+
     /// The walker's settings.
     public struct Options: Sendable {
         /// The path walked, start first.
