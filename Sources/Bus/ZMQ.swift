@@ -168,7 +168,7 @@ enum ZMQOption {
 /// How every connection keeps itself honest across hosts: ZMTP heartbeats, so that a half-open TCP connection
 /// (a cut link, a peer that restarted during a cut) is noticed and closed within seconds rather than the
 /// kernel's minutes; TCP keepalive and a bound on unacknowledged data for the same at the TCP level; and a
-/// reconnect interval that backs off only to a second, so that a healed link carries messages again at once.
+/// reconnect interval that backs off only to a quarter of a second, so that a healed link carries messages again at once.
 public struct ConnectionLiveness: Sendable, Equatable {
     /// Time between ZMTP PINGs on an idle connection [milliseconds].
     public var heartbeatIntervalMilliseconds: Int32 = 500
@@ -184,10 +184,13 @@ public struct ConnectionLiveness: Sendable, Equatable {
     public var keepaliveProbes: Int32 = 3
     /// Data unacknowledged for this long closes the TCP connection (TCP_USER_TIMEOUT) [milliseconds].
     public var maximumRetransmitMilliseconds: Int32 = 3000
+    /// A connection attempt that has not completed after this long is abandoned and tried again, so that a SYN
+    /// sent into a cut link does not wait for the kernel's retransmission back-off once the link heals [milliseconds].
+    public var connectTimeoutMilliseconds: Int32 = 250
     /// First and largest reconnect interval [milliseconds].
     public var reconnectIntervalMilliseconds: Int32 = 100
     /// See `reconnectIntervalMilliseconds`.
-    public var reconnectIntervalMaximumMilliseconds: Int32 = 1000
+    public var reconnectIntervalMaximumMilliseconds: Int32 = 250
 
     /// The defaults.
     public init() {}
@@ -201,6 +204,7 @@ public struct ConnectionLiveness: Sendable, Equatable {
         try socket.setOption(ZMQ_TCP_KEEPALIVE_INTVL, self.keepaliveIntervalSeconds)
         try socket.setOption(ZMQ_TCP_KEEPALIVE_CNT, self.keepaliveProbes)
         try socket.setOption(ZMQ_TCP_MAXRT, self.maximumRetransmitMilliseconds)
+        try socket.setOption(ZMQ_CONNECT_TIMEOUT, self.connectTimeoutMilliseconds)
         try socket.setOption(ZMQ_RECONNECT_IVL, self.reconnectIntervalMilliseconds)
         try socket.setOption(ZMQ_RECONNECT_IVL_MAX, self.reconnectIntervalMaximumMilliseconds)
     }

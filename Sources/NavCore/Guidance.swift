@@ -59,8 +59,10 @@ public struct Guidance: Sendable {
         self.options = options.clamped
     }
 
-    /// Forgets the current cue and debounce state (after a fail-safe stop): the next cue is sent afresh.
+    /// Forgets the current cue, the debounce state and the last heading's time (after a fail-safe stop, or when the
+    /// heading stream started a new time line, as a restarted source does): the next cue is sent afresh.
     public mutating func reset() {
+        self.lastTime = -.infinity
         self.current = nil
         self.outsideSince = nil
         self.lastSent = nil

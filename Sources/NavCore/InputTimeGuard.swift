@@ -194,6 +194,19 @@ public struct InputTimeGuard: Sendable {
         self.streams.removeAll()
     }
 
+    /// Forgets the time lines of the streams whose key starts with `prefix` (a publisher that was lost: when it comes
+    /// back, perhaps restarted, its first message starts a new time line at once). Their transit baselines stay:
+    /// the hosts' clocks did not change.
+    public mutating func forgetTimeLines(withPrefix prefix: String) {
+        for key in self.streams.keys where key.hasPrefix(prefix) {
+            self.streams[key]?.last = nil
+            self.streams[key]?.candidate = nil
+            self.streams[key]?.paceAnchor = nil
+            self.streams[key]?.pace = 1
+            self.streams[key]?.typicalStep = 0
+        }
+    }
+
     private func follows(_ point: Point, after last: Point, stream: Stream) -> Bool {
         let step = point.measurement - last.measurement
         guard step >= 0 else { return false }

@@ -73,6 +73,12 @@ public struct SinkFailSafe: Sendable {
         return self.evaluate(now: now)
     }
 
+    /// The age of the older of the heading and the target at `now` [seconds], or nil without both.
+    public func inputAge(now: Double) -> Double? {
+        guard let heading = self.headingCurrentAt, let target = self.targetCurrentAt else { return nil }
+        return now - min(heading, target)
+    }
+
     /// Re-checks the ages at `now` (call it on a timer as well as on input).
     public mutating func evaluate(now: Double) -> Transition? {
         let limit = self.options.staleAfterSeconds

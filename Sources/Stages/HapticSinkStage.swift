@@ -13,6 +13,8 @@ public struct HapticSinkOptions: Sendable {
     public var headingStaleAfterSeconds: Double?
     /// How often the sink checks for stale input and device availability [seconds].
     public var checkIntervalSeconds = 0.05
+    /// How often the sink reports its status and counters while nothing changes [seconds].
+    public var statusIntervalSeconds = 1.0
     /// How far a heading's or target's time may jump ahead of its stream [seconds].
     public var aheadLimitSeconds = 2.0
 
@@ -46,6 +48,11 @@ where Input.Element == Arrival<SinkInput> {
     private var lastCue: HapticCue?
     private var lastState: RouteState?
     private var cuesSent = 0
+    /// The oldest input a cue was computed from, since the start [seconds]: the fail-safe keeps it within the limit.
+    private var oldestInputActedOn = 0.0
+    private var lastStatus = -Double.infinity
+    /// The latest target's time and route, and when its first copy was current.
+    private var targetSeen: (timeSeconds: Double, routeID: UInt32, currentAt: Double)?
 
     /// Creates the stage with devices in order of preference; `now` is the monotonic clock that arrivals' receive
     /// times are on [seconds].
@@ -70,8 +77,11 @@ where Input.Element == Arrival<SinkInput> {
     public var isSilent: Bool { self.failSafe.isSilent }
 
     private func status(_ health: StageHealth, _ message: String) async {
+        self.lastStatus = self.now()
         var counters = [StatusCounter(name: "cues", value: UInt64(self.cuesSent)),
-                        StatusCounter(name: "signalLost", value: UInt64(self.failSafe.signalLostCount))]
+                        StatusCounter(name: "signalLost", value: UInt64(self.failSafe.signalLostCount)),
+                        StatusCounter(name: "oldestInputActedOnMilliseconds",
+                                      value: UInt64(max(0, min(1e9, (self.oldestInputActedOn * 1000).rounded()))))]
         if let active = self.active { counters.append(StatusCounter(name: "activeDevice", value: UInt64(active))) }
         counters += self.timeGuard.statusCounters
         let drops = self.timeGuard.dropSummary
@@ -150,9 +160,16 @@ where Input.Element == Arrival<SinkInput> {
             guard let current = await self.admit(arrival, topic: "heading", measurementSeconds: sample.timeSeconds) else { return }
             await self.apply(self.failSafe.heading(currentAt: current, now: self.now()))
             guard !self.failSafe.isSilent, let cue = self.guidance.update(heading: sample, target: self.target) else { return }
+            if let age = self.failSafe.inputAge(now: self.now()) { self.oldestInputActedOn = max(self.oldestInputActedOn, age) }
             await self.send(cue)
         case let .target(target):
-            guard let current = await self.admit(arrival, topic: "target", measurementSeconds: target.timeSeconds) else { return }
+            guard var current = await self.admit(arrival, topic: "target", measurementSeconds: target.timeSeconds) else { return }
+            // A repeat of the target at hand is no newer: its age counts from the first copy.
+            if let (time, routeID, first) = self.targetSeen, time == target.timeSeconds, routeID == target.routeID {
+                current = first
+            } else {
+                self.targetSeen = (target.timeSeconds, target.routeID, current)
+            }
             self.target = target
             await self.apply(self.failSafe.target(currentAt: current, now: self.now()))
         case let .progress(progress):
@@ -170,6 +187,8 @@ where Input.Element == Arrival<SinkInput> {
             for device in self.devices { await device.observe(message) }
         case let .publisherLost(stage):
             self.logger.warning("sink '\(self.name)': publisher '\(stage)' lost")
+            // When it comes back (perhaps restarted, with a new time line) its first messages count at once.
+            self.timeGuard.forgetTimeLines(withPrefix: "\(stage)/")
             await self.apply(self.failSafe.publisherLost(stage, now: self.now()))
         }
     }
@@ -200,6 +219,11 @@ where Input.Element == Arrival<SinkInput> {
     /// Checks for stale input and for the active device (exposed for tests).
     public func check() async {
         await self.apply(self.failSafe.evaluate(now: self.now()))
+        if self.now() - self.lastStatus >= self.options.statusIntervalSeconds {
+            let silent = self.failSafe.isSilent
+            await self.status(silent ? .stale : (self.active == 0 ? .running : .degraded),
+                              silent ? "silent: \(self.failSafe.silenceReason)" : "guiding")
+        }
         // Fallback: the first available device of the list.
         var chosen: Int?
         for (index, device) in self.devices.enumerated() where await device.isAvailable() {

@@ -14,6 +14,11 @@ public struct RouteControllerOptions: Sendable {
     public var republishSeconds = 5.0
     /// After a failed first route, try again this often, in fix time [seconds].
     public var retrySeconds = 5.0
+    /// Each new guidance target is sent again this many times, `targetRepeatIntervalSeconds` apart, so that a sink
+    /// that has just (re)connected has a target within a fraction of the fix interval [count].
+    public var targetRepeats = 3
+    /// See `targetRepeats` [seconds].
+    public var targetRepeatIntervalSeconds = 0.25
 
     /// Options for a destination.
     public init(destination: Coordinate) {
@@ -39,6 +44,8 @@ where Input.Element == Arrival<SmoothedFix> {
     private var lastPublished = -Double.infinity
     private var lastAttempt = -Double.infinity
     private var arrivedReported = false
+    private var lastTarget: GuidanceTarget?
+    private var repeatsLeft = 0
     private var timeGuard = InputTimeGuard(options: .init(latenessLimitSeconds: nil))
     private var loggedDrops: Set<TimeDrop> = []
 
@@ -63,8 +70,21 @@ where Input.Element == Arrival<SmoothedFix> {
     public func run() async throws {
         try await self.status(.running, "waiting for a fix to route from (\(self.provider.name))")
         do {
-            for try await arrival in self.input.cancelOnGracefulShutdown() {
-                try await self.handle(arrival)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for try await arrival in self.input.cancelOnGracefulShutdown() {
+                        try await self.handle(arrival)
+                    }
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        try await Task.sleep(for: .seconds(self.options.targetRepeatIntervalSeconds))
+                        try await self.repeatTarget()
+                    }
+                }
+                // The input's end ends the stage.
+                try await group.next()
+                group.cancelAll()
             }
         } catch is CancellationError {}
     }
@@ -109,6 +129,8 @@ where Input.Element == Arrival<SmoothedFix> {
         }
         try await self.output.publish(.progress(update.progress))
         try await self.output.publish(.target(update.target))
+        self.lastTarget = update.target
+        self.repeatsLeft = self.options.targetRepeats
         if update.arrived && !self.arrivedReported {
             self.arrivedReported = true
             try await self.status(.running, "arrived")
@@ -119,6 +141,13 @@ where Input.Element == Arrival<SmoothedFix> {
                 self.tracker.rerouteFailed()
             }
         }
+    }
+
+    /// Sends the latest target again, unchanged (same time: a sink does not take it for newer data).
+    private func repeatTarget() async throws {
+        guard self.repeatsLeft > 0, let target = self.lastTarget else { return }
+        self.repeatsLeft -= 1
+        try await self.output.publish(.target(target))
     }
 
     /// Asks the provider; on success follows and publishes the new route. Returns whether it worked.

@@ -85,3 +85,19 @@ import Testing
         #expect(self.accepted(guardian.admit(stream: "s", measurementSeconds: 5, receivedSeconds: 1, sentSeconds: .nan)))
     }
 }
+
+extension InputTimeGuardTests {
+    @Test func aLostPublisherThatComesBackRestartedIsFollowedAtOnce() {
+        var guardian = InputTimeGuard()
+        for index in 0..<10 {
+            _ = guardian.admit(stream: "route/target", measurementSeconds: 500 + Double(index), receivedSeconds: Double(index),
+                               sentSeconds: 1000 + Double(index))
+        }
+        guardian.forgetTimeLines(withPrefix: "route/")
+        // Restarted: its simulated time starts over, its transit is as before.
+        let verdict = guardian.admit(stream: "route/target", measurementSeconds: 3, receivedSeconds: 30, sentSeconds: 1030)
+        #expect(verdict == .accept(latenessSeconds: 0))
+        // A late one is still late: the transit baseline was kept.
+        #expect(guardian.admit(stream: "route/target", measurementSeconds: 4, receivedSeconds: 40, sentSeconds: 1031) == .drop(.late))
+    }
+}

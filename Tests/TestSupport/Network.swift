@@ -39,3 +39,77 @@ public func withDeadline<T: Sendable>(seconds: Double, onTimeout: @escaping @Sen
         return first
     }
 }
+
+/// Two test hosts joined by a veth pair, each in a network namespace this test made (needs root, as CI has):
+/// a link that can be cut and healed. Every address lives inside these namespaces; nothing leaves the machine.
+public final class TwoHostNetwork: @unchecked Sendable {
+    /// The namespaces' names.
+    public let host1: String
+    public let host2: String
+    /// The hosts' addresses on the link.
+    public let address1: String
+    public let address2: String
+    private let link1: String
+    private let link2: String
+
+    public init() throws {
+        let token = UUID().uuidString.prefix(6).lowercased()
+        self.host1 = "hn1-\(token)"
+        self.host2 = "hn2-\(token)"
+        self.link1 = "hnv1\(token)"
+        self.link2 = "hnv2\(token)"
+        let subnet = Int.random(in: 0...250)
+        self.address1 = "10.231.\(subnet).1"
+        self.address2 = "10.231.\(subnet).2"
+        try Self.ip(["netns", "add", self.host1])
+        try Self.ip(["netns", "add", self.host2])
+        try Self.ip(["link", "add", self.link1, "type", "veth", "peer", "name", self.link2])
+        try Self.ip(["link", "set", self.link1, "netns", self.host1])
+        try Self.ip(["link", "set", self.link2, "netns", self.host2])
+        for (host, link, address) in [(self.host1, self.link1, self.address1), (self.host2, self.link2, self.address2)] {
+            try Self.ip(["-n", host, "link", "set", "lo", "up"])
+            try Self.ip(["-n", host, "addr", "add", "\(address)/30", "dev", link])
+            try Self.ip(["-n", host, "link", "set", link, "up"])
+        }
+    }
+
+    /// Cuts the link: packets between the hosts are lost, and neither host's connections are told.
+    public func cut() throws { try Self.ip(["-n", self.host1, "link", "set", self.link1, "down"]) }
+
+    /// Heals the link.
+    public func heal() throws { try Self.ip(["-n", self.host1, "link", "set", self.link1, "up"]) }
+
+    /// The arguments that run a command inside `host`.
+    public func inside(_ host: String, _ command: [String]) -> [String] { ["netns", "exec", host] + command }
+
+    /// The `ip` command's path.
+    public static let ipPath = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    } ?? "ip"
+
+    public func remove() {
+        try? Self.ip(["netns", "del", self.host1])
+        try? Self.ip(["netns", "del", self.host2])
+    }
+
+    @discardableResult
+    static func ip(_ arguments: [String]) throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.ipPath)
+        process.arguments = arguments
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            throw NetworkSetupError("ip \(arguments.joined(separator: " ")): \(text)")
+        }
+        return process.terminationStatus
+    }
+}
+
+public struct NetworkSetupError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
