@@ -46,11 +46,15 @@ let package = Package(
             dependencies: ["NavCore", "Routers"],
             path: "plugins/SimSource"
         ),
+        // libxml2, reached through the system library (Debian: libxml2-dev), and the parsers plugins share.
+        .target(name: "CXMLSAX", cSettings: [.unsafeFlags(["-I/usr/include/libxml2"])],
+                linkerSettings: [.linkedLibrary("xml2")]),
+        .target(name: "Parsers", dependencies: ["CXMLSAX"], path: "plugins/Parsers"),
         // Byte streams to devices and servers (TCP, serial, pty), read on their own threads.
         .target(name: "Links", path: "plugins/Links"),
         .target(
             name: "LocationSources",
-            dependencies: ["NavCore", "Links", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["NavCore", "Links", "Parsers", .product(name: "Logging", package: "swift-log")],
             path: "plugins/LocationSources"
         ),
         .target(
@@ -60,7 +64,7 @@ let package = Package(
         ),
         .target(
             name: "Routers",
-            dependencies: ["NavCore", "LocationSources", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["NavCore", "LocationSources", "Parsers", .product(name: "Logging", package: "swift-log")],
             path: "plugins/Routers"
         ),
         // posix_openpt and friends, which Swift's Glibc module leaves out.
@@ -111,7 +115,7 @@ let package = Package(
     ]
 )
 
-for target in package.targets where target.type != .system && !["CPseudoTerminal", "CEmergencyStop"].contains(target.name) {
+for target in package.targets where target.type != .system && !["CPseudoTerminal", "CEmergencyStop", "CXMLSAX"].contains(target.name) {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     settings.append(.enableUpcomingFeature("InternalImportsByDefault"))

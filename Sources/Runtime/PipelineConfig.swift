@@ -84,6 +84,10 @@ public struct PipelineConfig: Sendable {
         } catch {
             throw ConfigError.unreadable(file: file, reason: error.localizedDescription)
         }
+        // Foundation's JSON5 decoder traps on invalid UTF-8 in an unquoted key: refuse such a file first.
+        if let line = TextChecks.firstLineNotUTF8(Array(data)) {
+            throw ConfigError.unreadable(file: file, reason: "line \(line) is not UTF-8 text")
+        }
         let decoder = JSONDecoder()
         decoder.allowsJSON5 = true
         let root: SettingValue

@@ -36,11 +36,18 @@ struct LoggingOptions: ParsableArguments {
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 
+/// A command that failed at run time (a file that cannot be read, a config that is wrong): its message is printed
+/// and the process exits 1. Only a usage error (a bad option) prints usage and exits 64.
+struct CommandFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
 func loadConfig(_ file: String) throws -> PipelineConfig {
     do {
         return try PipelineConfig.load(file: file)
     } catch let error as ConfigError {
-        throw ValidationError("\(error)")
+        throw CommandFailure("\(error)")
     }
 }
 
@@ -406,7 +413,7 @@ struct Fixes: ParsableCommand {
         do {
             result = try LogReader(options: options).read(self.file)
         } catch let error as LogError {
-            throw ValidationError("\(error)")
+            throw CommandFailure("\(error)")
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -514,9 +521,11 @@ struct RouteCommand: AsyncParsableCommand {
             options.avoidSteps = self.avoidSteps
             provider = try OSMRouteProvider(map: map, options: options, logger: logger)
         case (nil, "valhalla"?):
-            provider = ValhallaRouteProvider(url: URL(string: self.url ?? "http://127.0.0.1:8002")!)
+            guard let url = URL(string: self.url ?? "http://127.0.0.1:8002") else { throw ValidationError("--url: not a URL") }
+            provider = ValhallaRouteProvider(url: url)
         case (nil, "osrm"?):
-            provider = OSRMRouteProvider(url: URL(string: self.url ?? "http://127.0.0.1:5000")!)
+            guard let url = URL(string: self.url ?? "http://127.0.0.1:5000") else { throw ValidationError("--url: not a URL") }
+            provider = OSRMRouteProvider(url: url)
         default:
             throw ValidationError("give --map FILE, or --provider valhalla|osrm (with --url)")
         }
@@ -524,7 +533,7 @@ struct RouteCommand: AsyncParsableCommand {
         do {
             plan = try await provider.route(from: start, to: destination)
         } catch let error as RoutingError {
-            throw ValidationError("\(error)")
+            throw CommandFailure("\(error)")
         }
         let route = RouteBuilder.route(from: plan, routeID: 1, timeSeconds: Date().timeIntervalSince1970, provider: provider.name,
                                        turnThresholdDegrees: self.turnThreshold)

@@ -1,8 +1,6 @@
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 public import NavCore
+import Parsers
 
 /// A point of a GPX track or route.
 public struct GPXPoint: Equatable, Sendable {
@@ -23,8 +21,9 @@ public struct GPXPoint: Equatable, Sendable {
 }
 
 /// Reads the track points (`trkpt`) and route points (`rtept`) of a GPX 1.0 or 1.1 file, in file order.
-/// A point with a missing or non-finite coordinate, or an unreadable time, is reported and skipped.
-final class GPXReader: NSObject, XMLParserDelegate {
+/// A point with a missing or non-finite coordinate, or an unreadable time, is reported and skipped. Any bytes are
+/// safe (libxml2 through ``XMLEventReader``): broken XML ends the points read so far with a problem naming its line.
+final class GPXReader {
     /// A point that was skipped, with its line and why.
     struct Problem: Equatable, Sendable {
         /// The line in the file.
@@ -40,32 +39,28 @@ final class GPXReader: NSObject, XMLParserDelegate {
     private var current: GPXPoint?
     private var currentValid = true
     private var text = ""
-    private var parser: XMLParser?
 
-    /// Reads `data`; throws when the XML itself is broken beyond the points already read.
+    /// Reads `data`; throws when the XML itself is broken before any point was read.
     static func read(_ data: Data) throws -> GPXReader {
         let reader = GPXReader()
-        let parser = XMLParser(data: data)
-        parser.delegate = reader
-        reader.parser = parser
-        // On Linux parse() can return true after an error: parserError is what tells.
-        let parsed = parser.parse() && parser.parserError == nil
-        if !parsed {
+        let events = XMLEventReader(start: { name, attributes, line in reader.start(name, attributes, line) },
+                                    end: { name, line in reader.end(name, line) },
+                                    characters: { text in reader.text += text })
+        do {
+            try events.read(data: data)
+        } catch {
             guard !reader.points.isEmpty else {
-                throw LogError.unreadable(reason: "not GPX: broken XML at line \(parser.lineNumber)")
+                throw LogError.unreadable(reason: "not GPX: broken XML at \(error)")
             }
             // A logger that died mid-write: keep what was read, report the rest.
-            reader.problems.append(Problem(line: parser.lineNumber, reason: "broken XML: the rest of the file is ignored"))
+            reader.problems.append(Problem(line: error.line, reason: "broken XML (\(error.reason)): the rest of the file is ignored"))
         }
         return reader
     }
 
-    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
-                       attributes: [String: String] = [:]) {
+    private func start(_ local: String, _ attributes: [String: String], _ line: Int) {
         self.text = ""
-        let local = name.split(separator: ":").last.map(String.init) ?? name
         guard local == "trkpt" || local == "rtept" else { return }
-        let line = parser.lineNumber
         guard let latText = attributes["lat"], let lonText = attributes["lon"],
               let lat = Double(latText.trimmingCharacters(in: .whitespaces)),
               let lon = Double(lonText.trimmingCharacters(in: .whitespaces)),
@@ -78,18 +73,13 @@ final class GPXReader: NSObject, XMLParserDelegate {
         self.currentValid = true
     }
 
-    func parser(_ parser: XMLParser, foundCharacters string: String) {
-        self.text += string
-    }
-
-    func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
-        let local = name.split(separator: ":").last.map(String.init) ?? name
+    private func end(_ local: String, _ line: Int) {
         let value = self.text.trimmingCharacters(in: .whitespacesAndNewlines)
         defer { self.text = "" }
         guard var point = self.current else { return }
         func number() -> Double? {
             guard let number = Double(value), number.isFinite else {
-                self.problems.append(Problem(line: parser.lineNumber, reason: "<\(local)> is '\(value)'"))
+                self.problems.append(Problem(line: line, reason: "<\(local)> is '\(value)'"))
                 self.currentValid = false
                 return nil
             }
@@ -99,7 +89,7 @@ final class GPXReader: NSObject, XMLParserDelegate {
         case "ele": point.elevation = number()
         case "time":
             guard let time = CivilTime.parseISO8601(Substring(value)) else {
-                self.problems.append(Problem(line: parser.lineNumber, reason: "<time> is '\(value)'"))
+                self.problems.append(Problem(line: line, reason: "<time> is '\(value)'"))
                 self.currentValid = false
                 break
             }

@@ -100,7 +100,12 @@ public struct LogReader: Sendable {
             throw LogError.unreadable(reason: "\(path): cannot be opened")
         }
         defer { try? handle.close() }
-        let head = String(decoding: handle.readData(ofLength: 64 * 1024), as: UTF8.self)
+        let head: String
+        do {
+            head = String(decoding: try handle.read(upToCount: 64 * 1024) ?? Data(), as: UTF8.self)
+        } catch {
+            throw LogError.unreadable(reason: "\(path): cannot be read (\(Self.reason(error)))")
+        }
         if head.contains("<gpx") { return .gpx }
         if head.contains("$G") || head.contains("\nNMEA,") || head.hasPrefix("NMEA,") || head.contains("\nFix,")
             || head.contains("$P") || head.contains("$B") || head.contains("$S") {
@@ -110,8 +115,27 @@ public struct LogReader: Sendable {
         throw LogError.unreadable(reason: "\(path): not NMEA, GPX or a sensor CSV")
     }
 
-    /// Reads a whole log.
+    /// Why a file could not be read, in a few words ("Input/output error").
+    static func reason(_ error: any Error) -> String {
+        let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+        if let underlying, underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        return (error as NSError).localizedDescription
+    }
+
+    /// Reads a whole log; anything that goes wrong is a ``LogError`` naming the file.
     public func read(_ path: String) throws -> Result {
+        do {
+            return try self.readUnchecked(path)
+        } catch let LogError.unreadable(reason) {
+            throw LogError.unreadable(reason: reason.hasPrefix(path) ? reason : "\(path): \(reason)")
+        } catch {
+            throw LogError.unreadable(reason: "\(path): cannot be read (\(Self.reason(error)))")
+        }
+    }
+
+    private func readUnchecked(_ path: String) throws -> Result {
         let format = try Self.format(of: path)
         switch format {
         case .nmea: return try self.readNMEA(path)

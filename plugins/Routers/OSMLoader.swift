@@ -1,8 +1,6 @@
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 import NavCore
+import Parsers
 
 /// Reads an OpenStreetMap XML extract into a ``WalkingGraph``.
 ///
@@ -27,23 +25,25 @@ public enum OSMLoader {
         "secondary", "secondary_link", "primary", "primary_link", "road",
     ]
 
-    /// Loads `file`.
+    /// Loads `file`. Any bytes are safe (libxml2 through ``XMLEventReader``): XML broken before any way was read is
+    /// an error naming the file and line; broken after, the rest is ignored with a warning.
     public static func load(file: String, options: Options = Options()) throws -> WalkingGraph {
-        guard let stream = InputStream(fileAtPath: file) else {
-            throw RoutingError.providerFailed(reason: "\(file): cannot be opened")
-        }
         let reader = Reader(options: options)
-        let parser = XMLParser(stream: stream)
-        parser.delegate = reader
-        let ok = parser.parse() && parser.parserError == nil
-        if !ok && reader.ways.isEmpty {
-            throw RoutingError.providerFailed(reason: "\(file): not OSM XML (broken at line \(parser.lineNumber))")
+        let events = XMLEventReader(start: { name, attributes, _ in reader.start(name, attributes) },
+                                    end: { name, _ in reader.end(name) })
+        do {
+            try events.read(file: file)
+        } catch {
+            if error.line == 0 { throw RoutingError.providerFailed(reason: "\(file): \(error.reason)") }
+            if reader.ways.isEmpty {
+                throw RoutingError.providerFailed(reason: "\(file): not OSM XML (\(error))")
+            }
+            reader.warnings.append("\(file): XML broken at \(error); the rest is ignored")
         }
-        if !ok { reader.warnings.append("\(file): XML broken at line \(parser.lineNumber); the rest is ignored") }
         return reader.graph(file: file)
     }
 
-    final class Reader: NSObject, XMLParserDelegate {
+    final class Reader {
         let options: Options
         var coordinates: [Int64: Coordinate] = [:]
         var ways: [(nodes: [Int64], name: String?)] = []
@@ -57,8 +57,7 @@ public enum OSMLoader {
             self.options = options
         }
 
-        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
-                    attributes: [String: String] = [:]) {
+        func start(_ name: String, _ attributes: [String: String]) {
             switch name {
             case "node":
                 guard let id = attributes["id"].flatMap(Int64.init) else { return }
@@ -81,7 +80,7 @@ public enum OSMLoader {
             }
         }
 
-        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+        func end(_ name: String) {
             guard name == "way" else { return }
             self.inWay = false
             guard self.isWalkable(self.wayTags) else { return }

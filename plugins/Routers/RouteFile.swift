@@ -17,6 +17,9 @@ public enum RouteFile {
         } catch {
             throw RoutingError.providerFailed(reason: "\(file): cannot be read")
         }
+        if let line = TextChecks.firstLineNotUTF8(Array(data)) {
+            throw RoutingError.providerFailed(reason: "\(file): line \(line) is not UTF-8 text")
+        }
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if text.hasPrefix("<") { return RoutePlan(points: try GPXPath.load(file: file)) }
         guard text.hasPrefix("{") else {
