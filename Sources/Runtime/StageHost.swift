@@ -48,7 +48,8 @@ public enum StageHost {
                 return nil
             }
             service = SmootherStage(name: stage.name, input: fixes, output: publisher,
-                                    filter: try PluginRegistry.makeSmoother(stage), logger: logger)
+                                    filter: try PluginRegistry.makeSmoother(stage), logger: logger,
+                                    inputCounters: { subscriber.snapshot.busStatusCounters })
         case .route:
             guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
@@ -58,7 +59,8 @@ public enum StageHost {
             }
             service = RouteControllerStage(name: stage.name, input: fixes, output: publisher,
                                            provider: try PluginRegistry.makeRouter(stage, logger: logger),
-                                           options: try RouteStageOptions.parse(stage.options), logger: logger)
+                                           options: try RouteStageOptions.parse(stage.options), logger: logger,
+                                           inputCounters: { subscriber.snapshot.busStatusCounters })
         case .haptic:
             guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
@@ -80,7 +82,7 @@ public enum StageHost {
             }
             let (devices, options) = try HapticStageOptions.parse(stage, logger: logger, check: false)
             service = HapticSinkStage(name: stage.name, input: inputs, output: publisher, devices: devices, options: options,
-                                      logger: logger)
+                                      logger: logger, inputCounters: { subscriber.snapshot.busStatusCounters })
         case .recorder:
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
             let records = subscriber.messages.map { received in

@@ -44,6 +44,8 @@ where Input.Element == Arrival<SinkInput> {
     private var failSafe: SinkFailSafe
     private var timeGuard: InputTimeGuard
     private var loggedDrops: Set<TimeDrop> = []
+    /// The transport's counters for this stage's input (bad frames, gaps), for status.
+    private let inputCounters: @Sendable () -> [StatusCounter]
     private var active: Int?
     private var lastCue: HapticCue?
     private var lastState: RouteState?
@@ -57,7 +59,9 @@ where Input.Element == Arrival<SinkInput> {
     /// Creates the stage with devices in order of preference; `now` is the monotonic clock that arrivals' receive
     /// times are on [seconds].
     public init(name: String, input: Input, output: Output, devices: [any OutputDevice], options: HapticSinkOptions,
-                logger: Logger, now: @escaping @Sendable () -> Double = MonotonicClock.nowSeconds) {
+                logger: Logger, now: @escaping @Sendable () -> Double = MonotonicClock.nowSeconds,
+                inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }) {
+        self.inputCounters = inputCounters
         self.name = name
         self.input = input
         self.output = output
@@ -83,7 +87,7 @@ where Input.Element == Arrival<SinkInput> {
                         StatusCounter(name: "oldestInputActedOnMilliseconds",
                                       value: UInt64(max(0, min(1e9, (self.oldestInputActedOn * 1000).rounded()))))]
         if let active = self.active { counters.append(StatusCounter(name: "activeDevice", value: UInt64(active))) }
-        counters += self.timeGuard.statusCounters
+        counters += self.timeGuard.statusCounters + self.inputCounters()
         let drops = self.timeGuard.dropSummary
         let message = drops.isEmpty ? message : "\(message); \(drops)"
         try? await self.output.publish(.status(StageStatus(timeSeconds: WallClock.nowSeconds(), stage: self.name, health: health,

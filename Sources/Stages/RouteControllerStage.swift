@@ -48,9 +48,13 @@ where Input.Element == Arrival<SmoothedFix> {
     private var repeatsLeft = 0
     private var timeGuard = InputTimeGuard(options: .init(latenessLimitSeconds: nil))
     private var loggedDrops: Set<TimeDrop> = []
+    /// The transport's counters for this stage's input (bad frames, gaps), for status.
+    private let inputCounters: @Sendable () -> [StatusCounter]
 
     /// Creates the stage.
-    public init(name: String, input: Input, output: Output, provider: any RouteProvider, options: RouteControllerOptions, logger: Logger) {
+    public init(name: String, input: Input, output: Output, provider: any RouteProvider, options: RouteControllerOptions, logger: Logger,
+                inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }) {
+        self.inputCounters = inputCounters
         self.name = name
         self.input = input
         self.output = output
@@ -64,7 +68,8 @@ where Input.Element == Arrival<SmoothedFix> {
         try await self.output.publish(.status(StageStatus(
             timeSeconds: WallClock.nowSeconds(), stage: self.name, health: health, message: message,
             counters: [StatusCounter(name: "routes", value: UInt64(self.routeID)),
-                       StatusCounter(name: "reroutes", value: UInt64(self.tracker.reroutes))] + self.timeGuard.statusCounters)))
+                       StatusCounter(name: "reroutes", value: UInt64(self.tracker.reroutes))]
+                + self.timeGuard.statusCounters + self.inputCounters())))
     }
 
     public func run() async throws {

@@ -19,11 +19,15 @@ where Input.Element == Arrival<LocationFix> {
     private var lastStatusTime = -Double.infinity
     private var loggedRejections: Set<FixRejection> = []
     private var timeGuard: InputTimeGuard
+    /// The transport's counters for this stage's input (bad frames, gaps), for status.
+    private let inputCounters: @Sendable () -> [StatusCounter]
     private var loggedDrops: Set<TimeDrop> = []
 
     /// Creates the stage.
     public init(name: String, input: Input, output: Output, filter: any SmoothingFilter, logger: Logger,
-                statusIntervalSeconds: Double = 5, timeOptions: InputTimeGuard.Options = .init(latenessLimitSeconds: nil)) {
+                statusIntervalSeconds: Double = 5, timeOptions: InputTimeGuard.Options = .init(latenessLimitSeconds: nil),
+                inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }) {
+        self.inputCounters = inputCounters
         self.timeGuard = InputTimeGuard(options: timeOptions)
         self.name = name
         self.input = input
@@ -46,7 +50,9 @@ where Input.Element == Arrival<LocationFix> {
                                                            counters: self.counters)))
     }
 
-    private var counters: [StatusCounter] { self.filter.statusCounters + self.timeGuard.statusCounters }
+    private var counters: [StatusCounter] {
+        self.filter.statusCounters + self.timeGuard.statusCounters + self.inputCounters()
+    }
 
     private func message(_ base: String) -> String {
         let drops = self.timeGuard.dropSummary

@@ -36,6 +36,15 @@ private final class CraftingPublisher: @unchecked Sendable {
         }
     }
 
+    /// Sends frames as they are, however broken.
+    func sendRaw(_ frames: [[UInt8]]) throws {
+        try self.lock.withLock { _ in
+            for (index, frame) in frames.enumerated() {
+                try frame.withUnsafeBytes { try self.socket.send($0, more: index < frames.count - 1) }
+            }
+        }
+    }
+
     func close() { self.socket.close() }
 }
 
@@ -186,8 +195,11 @@ extension ProcessSuites {
             if bandFrames(stages.log).contains(where: { $0.type == "setMotors" && $0.right > 0 }) { warm = true; break }
         }
         #expect(warm, "the sink drove the right motor before the wrap")
-        // Every topic's numbering now runs up to 2^64 − 1 and goes on at 1.
+        // Every topic's numbering now runs up to 2^64 − 1 and goes on at 1; broken frames come in between.
         stages.publisher.numberFrom(.max - 1)
+        for topic in ["heading", "target", "fix", "smoothed"] {
+            try stages.publisher.sendRaw([Array(topic.utf8), [1, 2, 0, 0, 0xFF], [0xDE, 0xAD]])
+        }
         let wrapped = Date().timeIntervalSince1970
         for _ in 0..<40 {
             try self.step(stages.publisher, walk, seconds: seconds, heading: seconds < 1000 ? 60 : 300)
@@ -202,6 +214,14 @@ extension ProcessSuites {
         #expect(after.contains { if case .target = $0.message { $0.stage == "route" } else { false } }, "the route controller still guides")
         #expect(bandFrames(stages.log).contains { $0.time > wrapped + 0.5 && $0.type == "setMotors" && $0.left > 0 },
                 "the sink follows the new heading to the left motor")
+        let busCounters = collected.messages.withLock { list in
+            list.compactMap { entry -> [String: UInt64]? in
+                guard case let .status(status) = entry.message, entry.stage == "haptic" else { return nil }
+                return Dictionary(status.counters.map { ($0.name, $0.value) }, uniquingKeysWith: { $1 })
+            }.last
+        }
+        #expect((busCounters?["bus.senderRestarts"] ?? 0) >= 1, "the sink's status counts the restart: \(busCounters ?? [:])")
+        #expect((busCounters?["bus.dropped.truncated"] ?? 0) >= 1, "the sink's status counts the broken frames")
         let recorded = (try? String(contentsOfFile: "\(stages.folder)/recording.jsonl", encoding: .utf8)) ?? ""
         let lines = recorded.split(separator: "\n")
         #expect(lines.suffix(20).contains { $0.contains("18446744073709551615") } || lines.count > 40, "the recorder kept recording")
