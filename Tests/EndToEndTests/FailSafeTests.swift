@@ -85,5 +85,43 @@ extension ProcessSuites {
         #expect(last?.type == "stopAll", "the band's last command was a stop")
         #expect((last?.time ?? .infinity) <= exited)
     }
+
+    @Test func anUpstreamThatPausesAndResumesPlaysSignalLostOnceAndGuidanceComesBack() async throws {
+        let folder = try scratchFolder()
+        let port = freeTCPPort()
+        let log = "\(folder)/band.jsonl"
+        let binary = try hapticnavExecutable()
+        let band = try ChildProcess(binary, ["band-emulator", "--tcp", "127.0.0.1:\(port)", "--log", log])
+        defer { band.ensureStopped() }
+        let config = try self.writeConfig(folder: folder, bandPort: port)
+        let stages = try ["source", "smoother", "route", "haptic"].map { try ChildProcess(binary, ["stage", $0, "--config", config]) }
+        defer { stages.forEach { $0.ensureStopped() } }
+        func running(after time: Double) -> Bool {
+            bandFrames(log).contains { $0.time > time && $0.type == "setMotors" && $0.left + $0.right > 0 }
+        }
+        var ready = false
+        for _ in 0..<400 where !ready {
+            try await Task.sleep(for: .milliseconds(25))
+            ready = running(after: 0)
+        }
+        #expect(ready, "a motor ran")
+        for round in 1...3 {
+            // The source (headings, and through the chain the targets) pauses for 3 s, then goes on.
+            let paused = Date().timeIntervalSince1970
+            stages[0].signal(SIGSTOP)
+            try await Task.sleep(for: .seconds(3))
+            stages[0].signal(SIGCONT)
+            let resumed = Date().timeIntervalSince1970
+            var back = false
+            for _ in 0..<200 where !back {
+                try await Task.sleep(for: .milliseconds(25))
+                back = running(after: resumed)
+            }
+            #expect(back, "round \(round): guidance came back after the pause")
+            try await Task.sleep(for: .seconds(3))
+            let pulses = bandLog(log).filter { $0.time > paused && $0.type == "pulse" && $0.payload.first == 3 }
+            #expect(pulses.count == 1, "round \(round): the signal-lost pulse played \(pulses.count) time(s)")
+        }
+    }
 }
 }

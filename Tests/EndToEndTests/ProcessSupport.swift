@@ -35,6 +35,8 @@ struct BandLogEntry {
     var event: String?
     var left: Int
     var right: Int
+    /// The frame's payload.
+    var payload: [Int] = []
 }
 
 /// The band emulator's log, read from its file.
@@ -44,7 +46,8 @@ func bandLog(_ file: String) -> [BandLogEntry] {
         guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
               let motors = object["motors"] as? [String: Int] else { return nil }
         if let type = object["type"] as? String, let time = object["receiveTimeSeconds"] as? Double {
-            return BandLogEntry(time: time, type: type, left: motors["left"] ?? 0, right: motors["right"] ?? 0)
+            return BandLogEntry(time: time, type: type, left: motors["left"] ?? 0, right: motors["right"] ?? 0,
+                                payload: object["payload"] as? [Int] ?? [])
         }
         if let event = object["event"] as? String, let time = object["timeSeconds"] as? Double {
             return BandLogEntry(time: time, event: event, left: motors["left"] ?? 0, right: motors["right"] ?? 0)
