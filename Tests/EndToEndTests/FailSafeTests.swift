@@ -3,39 +3,11 @@ import Testing
 
 extension ProcessSuites {
 @Suite(.serialized) struct FailSafeTests {
-    /// A pipeline whose walker holds the phone 60° off its walking direction while the sink assumes no offset:
-    /// a turn cue, and so a running motor, almost all the time.
-    private func writeConfig(folder: String, bandPort: Int) throws -> String {
-        let route = repositoryRoot.appendingPathComponent("data/routes/monaco-demo-walk.geojson").path
-        let config = """
-        {
-          bus: { joinGraceSeconds: 0.3 },
-          stages: {
-            source: { plugin: "sim", publish: "ipc://\(folder)/source.sock",
-                      settings: { route: "\(route)", pace: 1, loop: true, pocketOffsetDegrees: 60, compassNoiseDegrees: 1, seed: 5 } },
-            smoother: { plugin: "kalman", inputs: ["source"], topics: ["fix"], publish: "ipc://\(folder)/smoother.sock" },
-            route: { plugin: "file", inputs: ["smoother"], topics: ["smoothed"], publish: "ipc://\(folder)/route.sock",
-                     settings: { file: "\(route)" }, options: { destination: [43.72977, 7.416504] } },
-            haptic: { plugin: "band", inputs: ["source", "route"], topics: ["heading", "target", "progress"],
-                      publish: "ipc://\(folder)/haptic.sock", settings: { tcp: "127.0.0.1:\(bandPort)" },
-                      options: { offsetDegrees: 0, staleAfterSeconds: 2.5 } },
-          },
-        }
-        """
-        let file = "\(folder)/pipeline.json5"
-        try config.write(toFile: file, atomically: true, encoding: .utf8)
-        return file
-    }
-
     @Test func killingTheRouteControllerStopsEveryMotorWithinOneAndAHalfSecondsTwentyTimesOutOfTwenty() async throws {
-        let folder = try scratchFolder()
-        let port = freeTCPPort()
-        let log = "\(folder)/band.jsonl"
-        let binary = try hapticnavExecutable()
-        let band = try ChildProcess(binary, ["band-emulator", "--tcp", "127.0.0.1:\(port)", "--log", log])
-        defer { band.ensureStopped() }
-        let config = try self.writeConfig(folder: folder, bandPort: port)
-        let stages = try ["source", "smoother", "haptic"].map { try ChildProcess(binary, ["stage", $0, "--config", config]) }
+        let pipeline = try MotorPipeline()
+        defer { pipeline.band.ensureStopped() }
+        let (log, binary, config) = (pipeline.log, pipeline.binary, pipeline.config)
+        let stages = try pipeline.start(["source", "smoother", "haptic"])
         defer { stages.forEach { $0.ensureStopped() } }
 
         var delays: [Double] = []
@@ -87,14 +59,10 @@ extension ProcessSuites {
     }
 
     @Test func anUpstreamThatPausesAndResumesPlaysSignalLostOnceAndGuidanceComesBack() async throws {
-        let folder = try scratchFolder()
-        let port = freeTCPPort()
-        let log = "\(folder)/band.jsonl"
-        let binary = try hapticnavExecutable()
-        let band = try ChildProcess(binary, ["band-emulator", "--tcp", "127.0.0.1:\(port)", "--log", log])
-        defer { band.ensureStopped() }
-        let config = try self.writeConfig(folder: folder, bandPort: port)
-        let stages = try ["source", "smoother", "route", "haptic"].map { try ChildProcess(binary, ["stage", $0, "--config", config]) }
+        let pipeline = try MotorPipeline()
+        defer { pipeline.band.ensureStopped() }
+        let log = pipeline.log
+        let stages = try pipeline.start(["source", "smoother", "route", "haptic"])
         defer { stages.forEach { $0.ensureStopped() } }
         func running(after time: Double) -> Bool {
             bandFrames(log).contains { $0.time > time && $0.type == "setMotors" && $0.left + $0.right > 0 }

@@ -60,3 +60,45 @@ func bandLog(_ file: String) -> [BandLogEntry] {
 func bandFrames(_ file: String) -> [(time: Double, type: String, left: Int, right: Int)] {
     bandLog(file).compactMap { entry in entry.type.map { (entry.time, $0, entry.left, entry.right) } }
 }
+
+/// A pipeline whose walker holds the phone 60° off its walking direction while the sink assumes no offset — a turn
+/// cue, and so a running motor, almost all the time — with an emulated band, in a folder of its own.
+struct MotorPipeline {
+    let folder: String
+    let log: String
+    let binary: String
+    let config: String
+    let band: ChildProcess
+
+    init() throws {
+        self.folder = try scratchFolder()
+        self.log = "\(self.folder)/band.jsonl"
+        self.binary = try hapticnavExecutable()
+        let port = freeTCPPort()
+        let route = repositoryRoot.appendingPathComponent("data/routes/monaco-demo-walk.geojson").path
+        let folder = self.folder
+        let config = """
+        {
+          bus: { joinGraceSeconds: 0.3 },
+          stages: {
+            source: { plugin: "sim", publish: "ipc://\(folder)/source.sock",
+                      settings: { route: "\(route)", pace: 1, loop: true, pocketOffsetDegrees: 60, compassNoiseDegrees: 1, seed: 5 } },
+            smoother: { plugin: "kalman", inputs: ["source"], topics: ["fix"], publish: "ipc://\(folder)/smoother.sock" },
+            route: { plugin: "file", inputs: ["smoother"], topics: ["smoothed"], publish: "ipc://\(folder)/route.sock",
+                     settings: { file: "\(route)" }, options: { destination: [43.72977, 7.416504] } },
+            haptic: { plugin: "band", inputs: ["source", "route"], topics: ["heading", "target", "progress"],
+                      publish: "ipc://\(folder)/haptic.sock", settings: { tcp: "127.0.0.1:\(port)" },
+                      options: { offsetDegrees: 0, staleAfterSeconds: 2.5 } },
+          },
+        }
+        """
+        self.config = "\(folder)/pipeline.json5"
+        try config.write(toFile: self.config, atomically: true, encoding: .utf8)
+        self.band = try ChildProcess(self.binary, ["band-emulator", "--tcp", "127.0.0.1:\(port)", "--log", self.log])
+    }
+
+    /// Starts the named stages, each its own process.
+    func start(_ names: [String], environment: [String: String] = [:]) throws -> [ChildProcess] {
+        try names.map { try ChildProcess(self.binary, ["stage", $0, "--config", self.config], environment: environment) }
+    }
+}

@@ -5,29 +5,6 @@ extension ProcessSuites {
 /// A sink that freezes, is killed or crashes while a motor runs: the band stops by itself (its watchdog, or its
 /// host's link closing), or the sink's crash handler stops it.
 @Suite(.serialized) struct SinkCrashTests {
-    private func writeConfig(folder: String, bandPort: Int) throws -> String {
-        let route = repositoryRoot.appendingPathComponent("data/routes/monaco-demo-walk.geojson").path
-        // The phone sits 60° off the walking direction and the sink assumes none: a motor runs almost all the time.
-        let config = """
-        {
-          bus: { joinGraceSeconds: 0.3 },
-          stages: {
-            source: { plugin: "sim", publish: "ipc://\(folder)/source.sock",
-                      settings: { route: "\(route)", pace: 1, loop: true, pocketOffsetDegrees: 60, compassNoiseDegrees: 1, seed: 5 } },
-            smoother: { plugin: "kalman", inputs: ["source"], topics: ["fix"], publish: "ipc://\(folder)/smoother.sock" },
-            route: { plugin: "file", inputs: ["smoother"], topics: ["smoothed"], publish: "ipc://\(folder)/route.sock",
-                     settings: { file: "\(route)" }, options: { destination: [43.72977, 7.416504] } },
-            haptic: { plugin: "band", inputs: ["source", "route"], topics: ["heading", "target", "progress"],
-                      publish: "ipc://\(folder)/haptic.sock", settings: { tcp: "127.0.0.1:\(bandPort)" },
-                      options: { offsetDegrees: 0, staleAfterSeconds: 2.5 } },
-          },
-        }
-        """
-        let file = "\(folder)/pipeline.json5"
-        try config.write(toFile: file, atomically: true, encoding: .utf8)
-        return file
-    }
-
     /// Starts a sink and waits (bounded) until a motor runs on its guidance; returns it, or nil.
     private func sinkWithARunningMotor(_ binary: String, config: String, log: String,
                                        environment: [String: String] = [:]) async throws -> ChildProcess? {
@@ -62,14 +39,10 @@ extension ProcessSuites {
 
     @Test(arguments: [SIGSTOP, SIGKILL])
     func aSinkThatFreezesOrIsKilledHasItsMotorsStoppedWithinHalfASecondTwentyTimesOutOfTwenty(_ signal: Int32) async throws {
-        let folder = try scratchFolder()
-        let port = freeTCPPort()
-        let log = "\(folder)/band.jsonl"
-        let binary = try hapticnavExecutable()
-        let band = try ChildProcess(binary, ["band-emulator", "--tcp", "127.0.0.1:\(port)", "--log", log])
-        defer { band.ensureStopped() }
-        let config = try self.writeConfig(folder: folder, bandPort: port)
-        let upstream = try ["source", "smoother", "route"].map { try ChildProcess(binary, ["stage", $0, "--config", config]) }
+        let pipeline = try MotorPipeline()
+        defer { pipeline.band.ensureStopped() }
+        let (log, binary, config) = (pipeline.log, pipeline.binary, pipeline.config)
+        let upstream = try pipeline.start(["source", "smoother", "route"])
         defer { upstream.forEach { $0.ensureStopped() } }
 
         var delays: [Double] = []
@@ -101,14 +74,10 @@ extension ProcessSuites {
     }
 
     @Test func aSinkThatCrashesWritesStopAllFromItsSignalHandler() async throws {
-        let folder = try scratchFolder()
-        let port = freeTCPPort()
-        let log = "\(folder)/band.jsonl"
-        let binary = try hapticnavExecutable()
-        let band = try ChildProcess(binary, ["band-emulator", "--tcp", "127.0.0.1:\(port)", "--log", log])
-        defer { band.ensureStopped() }
-        let config = try self.writeConfig(folder: folder, bandPort: port)
-        let upstream = try ["source", "smoother", "route"].map { try ChildProcess(binary, ["stage", $0, "--config", config]) }
+        let pipeline = try MotorPipeline()
+        defer { pipeline.band.ensureStopped() }
+        let (log, binary, config) = (pipeline.log, pipeline.binary, pipeline.config)
+        let upstream = try pipeline.start(["source", "smoother", "route"])
         defer { upstream.forEach { $0.ensureStopped() } }
         // A bad access and a trap (Swift's overflow and force-unwrap traps arrive as SIGILL or SIGTRAP).
         for crash in [SIGSEGV, SIGILL, SIGABRT] {
