@@ -1,0 +1,60 @@
+public import ArgumentParser
+import Bus
+import Foundation
+import Devices
+import LocationSources
+import Routers
+public import Logging
+import NavCore
+import Runtime
+
+struct BandEmulatorCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "band-emulator",
+        abstract: "The band's side of the band protocol, over TCP or a pseudo-terminal: logs every frame as a JSON line.")
+
+    @Option(help: "Listen on HOST:PORT (for example 127.0.0.1:7800).")
+    var tcp: String?
+
+    @Option(help: "Open a pseudo-terminal and link it at this path, for the band plugin's `device` setting.")
+    var pty: String?
+
+    @Option(help: "Write the JSON lines to this file instead of standard output.")
+    var log: String?
+
+    func run() throws {
+        let listen: BandEmulator.Listen
+        switch (self.tcp, self.pty) {
+        case let (address?, nil):
+            guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...]) else {
+                throw ValidationError("--tcp: expected HOST:PORT")
+            }
+            listen = .tcp(host: String(address[..<colon]), port: port)
+        case let (nil, link?): listen = .pty(link: link)
+        default: throw ValidationError("give --tcp HOST:PORT or --pty PATH")
+        }
+        let output: FileHandle
+        if let log = self.log {
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
+            guard let handle = FileHandle(forWritingAtPath: log) else { throw ValidationError("--log: cannot write \(log)") }
+            output = handle
+        } else {
+            output = FileHandle.standardOutput
+        }
+        signal(SIGPIPE, SIG_IGN)
+        let emulator = BandEmulator(listen: listen) { line in output.write(Data((line + "\n").utf8)) }
+        // SIGUSR1 toggles acknowledgements: a band that hangs, for fallback tests.
+        signal(SIGUSR1, SIG_IGN)
+        let toggle = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: .global())
+        toggle.setEventHandler {
+            let now = !emulator.muted.load(ordering: .relaxed)
+            emulator.muted.store(now, ordering: .relaxed)
+            FileHandle.standardError.write(Data("band-emulator: acknowledgements \(now ? "off" : "on")\n".utf8))
+        }
+        toggle.resume()
+        for number in [SIGTERM, SIGINT] {
+            signal(number, SIG_DFL)
+        }
+        try emulator.serve { where_ in FileHandle.standardError.write(Data("band-emulator: listening at \(where_)\n".utf8)) }
+    }
+}

@@ -1,0 +1,87 @@
+public import ArgumentParser
+import Bus
+import Foundation
+import Devices
+import LocationSources
+import Routers
+public import Logging
+import NavCore
+import Runtime
+
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Benchmarks that print their figures.", subcommands: [BusBench.self, RoutesBench.self])
+
+    struct BusBench: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "bus",
+            abstract: "One hop's latency over ipc:// through the transport and through raw libzmq, in the same run.")
+
+        @Option(help: "Messages per series.")
+        var messages = 10_000
+
+        @Option(help: "Messages per second.")
+        var rate = 1000.0
+
+        @Option(help: "Alternating blocks of raw and transport hops.")
+        var rounds = 20
+
+        @Flag(help: "Print the figures as JSON.")
+        var json = false
+
+        func run() async throws {
+            let folder = NSTemporaryDirectory() + "hapticnav-bench-\(getpid())"
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let report = try await BusBenchmark.run(messages: self.messages, rateHz: self.rate, rounds: self.rounds,
+                                                    folder: folder)
+            if self.json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                print(String(decoding: try encoder.encode(report), as: UTF8.self))
+                return
+            }
+            func row(_ name: String, _ s: LatencySummary) -> String {
+                name.padding(toLength: 22, withPad: " ", startingAt: 0)
+                    + String(format: "%8d %10.1f %10.1f %10.1f", s.count, s.p50, s.p99, s.max)
+            }
+            print("bus latency, one hop over ipc:// at \(Int(self.rate)) Hz, libzmq \(zmqVersion()), "
+                  + "payload \(report.payloadBytes) bytes, \(self.rounds) alternating rounds")
+            print("series                    count    p50 µs     p99 µs     max µs")
+            print(row("raw libzmq PUB→SUB", report.raw))
+            print(row("hapticnav transport", report.transport))
+            print(row("  of which to decode", report.receiveThread))
+            print(String(format: "ratio transport/raw p50: %.2f over all samples; median of the %d paired rounds: %.2f (target ≤ 1.50)",
+                         report.ratioP50, self.rounds, report.medianRoundRatioP50))
+        }
+    }
+}
+
+extension Bench {
+    struct RoutesBench: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "routes",
+            abstract: "The osm router against the 25 Monaco reference routes, and its query times against a live Valhalla's.")
+
+        @Option(help: "The OSM extract.")
+        var map = "data/maps/monaco-highways.osm"
+
+        @Option(help: "The reference routes.")
+        var pairs = "data/routing/monaco-pedestrian-routes.json"
+
+        @Option(help: "A running Valhalla to time in the same run (scripts/valhalla-serve starts one).")
+        var valhallaURL: String?
+
+        @Option(help: "Queries per pair and engine.")
+        var repeats = 5
+
+        func run() async throws {
+            let osm = try OSMRouteProvider(map: self.map, logger: Logger(label: "bench"))
+            let valhalla = try self.valhallaURL.map { text -> ValhallaRouteProvider in
+                guard let url = URL(string: text) else { throw ValidationError("--valhalla-url: not a URL") }
+                return ValhallaRouteProvider(url: url, timeoutSeconds: 10, retries: 0)
+            }
+            print(try await RouteBenchmark.run(pairs: try RouteBenchmark.pairs(file: self.pairs), osm: osm, valhalla: valhalla,
+                                               repeats: self.repeats))
+        }
+    }
+}

@@ -1,0 +1,86 @@
+public import ArgumentParser
+import Bus
+import Foundation
+import Devices
+import LocationSources
+import Routers
+public import Logging
+import NavCore
+import Runtime
+
+struct Monitor: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print every message on a pipeline's bus, one line each (or JSON Lines with --json).")
+
+    @Option(name: .shortAndLong, help: "The pipeline config whose stages to listen to.")
+    var config: String?
+
+    @Option(name: .customLong("connect"), help: "An endpoint to listen to (repeatable), instead of or besides --config.")
+    var endpoints: [String] = []
+
+    @Option(help: "Only these topics (repeatable).")
+    var topic: [String] = []
+
+    @Flag(help: "Print JSON Lines.")
+    var json = false
+
+    @Option(help: "Stop after this many messages.")
+    var count: Int?
+
+    @Option(help: "Stop after this many seconds.")
+    var seconds: Double?
+
+    @OptionGroup var logging: LoggingOptions
+
+    func run() async throws {
+        let logger = self.logging.bootstrap()
+        var endpoints = self.endpoints
+        var options = SubscriberOptions()
+        if let config = self.config {
+            let pipeline = try loadConfig(config)
+            endpoints += pipeline.allAdvertisedEndpoints
+            options = pipeline.bus.subscriber
+        }
+        guard !endpoints.isEmpty else { throw ValidationError("give --config or at least one --connect endpoint") }
+        for topic in self.topic where BusMessage.Kind(topic: topic) == nil {
+            throw ValidationError("unknown topic '\(topic)'; topics: \(BusMessage.Kind.allCases.map(\.topic).joined(separator: ", "))")
+        }
+        options.topics = self.topic
+        let context = ZMQContext()
+        let subscriber = try BusSubscriber(context: context, connect: endpoints, options: options, logger: logger)
+        let format = MonitorFormat(json: self.json)
+        let limit = self.count
+        let deadline = self.seconds.map { ContinuousClock.now + .seconds($0) }
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        let stopSources = [SIGTERM, SIGINT].map { number -> any DispatchSourceSignal in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { subscriber.close() }
+            source.resume()
+            return source
+        }
+        let timer = deadline.map { deadline in
+            Thread {
+                while ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+                subscriber.close()
+            }
+        }
+        timer?.start()
+        var printed = 0
+        for await event in subscriber {
+            print(format.line(for: event, now: Date().timeIntervalSince1970))
+            fflush(nil)
+            if case .message = event {
+                printed += 1
+                if let limit, printed >= limit { break }
+            }
+        }
+        subscriber.close()
+        stopSources.forEach { $0.cancel() }
+        let counters = subscriber.snapshot
+        if counters.droppedTotal > 0 || counters.sequenceGaps > 0 {
+            logger.warning("dropped \(counters.droppedTotal) bad frame(s), \(counters.sequenceGaps) message(s) missing in sequence")
+        }
+        context.terminate()
+    }
+}

@@ -1,0 +1,80 @@
+public import ArgumentParser
+import Bus
+import Foundation
+import Devices
+import LocationSources
+import Routers
+public import Logging
+import NavCore
+import Runtime
+
+struct RouteCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "route",
+        abstract: "A walking route between two points: its length, waypoints and instructions.")
+
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case text, json, geojson, gpx
+    }
+
+    @Option(help: "Start, as LAT,LON.")
+    var from: String
+
+    @Option(help: "Destination, as LAT,LON.")
+    var to: String
+
+    @Option(help: "An OpenStreetMap XML extract to route over offline.")
+    var map: String?
+
+    @Option(help: "A routing engine instead of a map: valhalla or osrm.")
+    var provider: String?
+
+    @Option(help: "The engine's URL (default http://127.0.0.1:8002 for Valhalla, :5000 for OSRM).")
+    var url: String?
+
+    @Flag(help: "Avoid steps (with --map).")
+    var avoidSteps = false
+
+    @Option(help: "Output: text, json, geojson or gpx.")
+    var format: Format = .text
+
+    @Option(help: "A waypoint where the route turns by more than this [degrees].")
+    var turnThreshold = 30.0
+
+    private func coordinate(_ text: String, _ name: String) throws -> Coordinate {
+        let parts = text.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+        guard parts.count == 2, let lat = parts[0], let lon = parts[1], abs(lat) <= 90, abs(lon) <= 180 else {
+            throw ValidationError("--\(name): expected LAT,LON, like 43.7319,7.4216")
+        }
+        return Coordinate(latitude: lat, longitude: lon)
+    }
+
+    func run() async throws {
+        let start = try self.coordinate(self.from, "from"), destination = try self.coordinate(self.to, "to")
+        let logger = Logger(label: "hapticnav.route")
+        let provider: any RouteProvider
+        switch (self.map, self.provider) {
+        case let (map?, nil):
+            var options = OSMLoader.Options()
+            options.avoidSteps = self.avoidSteps
+            provider = try OSMRouteProvider(map: map, options: options, logger: logger)
+        case (nil, "valhalla"?):
+            guard let url = URL(string: self.url ?? "http://127.0.0.1:8002") else { throw ValidationError("--url: not a URL") }
+            provider = ValhallaRouteProvider(url: url)
+        case (nil, "osrm"?):
+            guard let url = URL(string: self.url ?? "http://127.0.0.1:5000") else { throw ValidationError("--url: not a URL") }
+            provider = OSRMRouteProvider(url: url)
+        default:
+            throw ValidationError("give --map FILE, or --provider valhalla|osrm (with --url)")
+        }
+        let plan: RoutePlan
+        do {
+            plan = try await provider.route(from: start, to: destination)
+        } catch let error as RoutingError {
+            throw CommandFailure("\(error)")
+        }
+        let route = RouteBuilder.route(from: plan, routeID: 1, timeSeconds: Date().timeIntervalSince1970, provider: provider.name,
+                                       turnThresholdDegrees: self.turnThreshold)
+        print(RouteOutput.render(route, format: self.format.rawValue))
+    }
+}

@@ -1,0 +1,37 @@
+public import ArgumentParser
+import Bus
+import Foundation
+import Devices
+import LocationSources
+import Routers
+public import Logging
+import NavCore
+import Runtime
+
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Start every stage of a pipeline config as its own process; stop them all on SIGTERM or SIGINT.")
+
+    @Option(name: .shortAndLong, help: "The pipeline config (JSON or JSON5).")
+    var config: String
+
+    @Option(help: "Start only the stages of this host group (for example 1 for the map logic, 2 for the haptic logic).")
+    var group: String?
+
+    @OptionGroup var logging: LoggingOptions
+
+    func run() throws {
+        let logger = self.logging.bootstrap()
+        let pipeline = try loadConfig(self.config)
+        let stages = pipeline.stages.filter { self.group == nil || $0.group == self.group }
+        guard !stages.isEmpty else {
+            let groups = Set(pipeline.stages.compactMap(\.group)).sorted()
+            throw ValidationError("no stage is in group '\(self.group ?? "")'; groups: \(groups.joined(separator: ", "))")
+        }
+        var launcher = Launcher(configFile: self.config, stages: stages.map(\.name), logger: logger)
+        launcher.childArguments = ["--log-level", "\(self.logging.logLevel)"]
+        logger.info("pipeline '\(pipeline.name)': starting \(stages.map(\.name).joined(separator: ", "))")
+        let status = try launcher.run()
+        throw ExitCode(status)
+    }
+}

@@ -1,0 +1,34 @@
+public import ArgumentParser
+import Bus
+import Foundation
+import Devices
+import LocationSources
+import Routers
+public import Logging
+import NavCore
+import Runtime
+
+struct StageCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stage", abstract: "Run one stage of a pipeline config in this process.")
+
+    @Argument(help: "The stage's name in the config.")
+    var name: String
+
+    @Option(name: .shortAndLong, help: "The pipeline config (JSON or JSON5).")
+    var config: String
+
+    @OptionGroup var logging: LoggingOptions
+
+    func run() async throws {
+        let logger = self.logging.bootstrap()
+        let pipeline = try loadConfig(self.config)
+        let stage: StageConfig
+        do {
+            stage = try pipeline.stage(named: self.name)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        try await StageHost.run(stage: stage, bus: pipeline.bus, logger: logger)
+    }
+}
