@@ -1,10 +1,10 @@
-public import ArgumentParser
+import ArgumentParser
 import Bus
 import Foundation
 import Devices
 import LocationSources
 import Routers
-public import Logging
+import Logging
 import NavCore
 import Runtime
 
@@ -41,7 +41,6 @@ struct BandEmulatorCommand: ParsableCommand {
         } else {
             output = FileHandle.standardOutput
         }
-        signal(SIGPIPE, SIG_IGN)
         let emulator = BandEmulator(listen: listen) { line in output.write(Data((line + "\n").utf8)) }
         // SIGUSR1 toggles acknowledgements: a band that hangs, for fallback tests.
         signal(SIGUSR1, SIG_IGN)

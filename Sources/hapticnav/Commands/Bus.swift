@@ -1,10 +1,10 @@
-public import ArgumentParser
+import ArgumentParser
 import Bus
 import Foundation
 import Devices
 import LocationSources
 import Routers
-public import Logging
+import Logging
 import NavCore
 import Runtime
 
@@ -38,7 +38,6 @@ struct BusCommand: ParsableCommand {
         var examples = false
 
         func run() throws {
-            signal(SIGPIPE, SIG_IGN)
             let context = ZMQContext()
             let publisher = try BusPublisher(context: context, bind: [self.bind], stage: self.stage)
             Thread.sleep(forTimeInterval: self.warmup)

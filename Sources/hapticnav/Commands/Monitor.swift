@@ -1,10 +1,10 @@
-public import ArgumentParser
+import ArgumentParser
 import Bus
 import Foundation
 import Devices
 import LocationSources
 import Routers
-public import Logging
+import Logging
 import NavCore
 import Runtime
 

@@ -1,10 +1,10 @@
-public import ArgumentParser
+import ArgumentParser
 import Bus
 import Foundation
 import Devices
 import LocationSources
 import Routers
-public import Logging
+import Logging
 import NavCore
 import Runtime
 
@@ -14,8 +14,6 @@ struct LoggingOptions: ParsableArguments {
     var logLevel: Logger.Level = .info
 
     func bootstrap() -> Logger {
-        // A peer that hangs up is an error to handle (EPIPE), not a reason to die.
-        signal(SIGPIPE, SIG_IGN)
         let level = self.logLevel
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
