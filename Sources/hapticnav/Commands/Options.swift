@@ -1,10 +1,10 @@
-import ArgumentParser
+public import ArgumentParser
 import Bus
 import Foundation
 import Devices
 import LocationSources
 import Routers
-import Logging
+public import Logging
 import NavCore
 import Runtime
 
