@@ -1,0 +1,87 @@
+import Foundation
+import Links
+import Logging
+import NavCore
+import Synchronization
+
+/// Plays entries at the pace of their times: 1 is real time, 10 ten times faster, 0 as fast as possible.
+struct Pacer {
+    let pace: Double
+    private let clock = ContinuousClock()
+    private var start: (wall: ContinuousClock.Instant, log: Double)?
+
+    init(pace: Double) {
+        self.pace = pace
+    }
+
+    mutating func wait(until logTime: Double) async throws {
+        guard self.pace > 0 else {
+            try Task.checkCancellation()
+            return
+        }
+        guard let start = self.start else {
+            self.start = (self.clock.now, logTime)
+            return
+        }
+        let offset = max(0, logTime - start.log) / self.pace
+        try await Task.sleep(until: start.wall + .seconds(offset), clock: self.clock)
+    }
+}
+
+/// Counts what a source skipped, logging the first problem of each file with its line number.
+final class ProblemCounter: Sendable {
+    private let state = Mutex<(count: Int, logged: Bool, read: Int)>((0, false, 0))
+    private let logger: Logger
+    private let source: String
+
+    init(logger: Logger, source: String) {
+        self.logger = logger
+        self.source = source
+    }
+
+    func read(_ count: Int = 1) {
+        self.state.withLock { $0.read += count }
+    }
+
+    func report(_ problem: LogProblem) {
+        let first = self.state.withLock { state -> Bool in
+            state.count += 1
+            defer { state.logged = true }
+            return !state.logged
+        }
+        if first {
+            self.logger.warning("\(self.source): skipped \(problem) (further bad lines are counted in the stage status)")
+        }
+    }
+
+    var counters: [StatusCounter] {
+        let state = self.state.withLock { $0 }
+        return [StatusCounter(name: "read", value: UInt64(state.read)), StatusCounter(name: "skipped", value: UInt64(state.count))]
+    }
+}
+
+/// Reads the settings every log source shares.
+enum LogSettings {
+    static func readerOptions(_ settings: inout Settings) throws -> LogReader.Options {
+        var options = LogReader.Options()
+        options.nmea.uereMeters = try settings.double("uereMeters", default: 4, in: 0.1...100)
+        options.nmea.assumedAccuracyMeters = try settings.double("assumedAccuracyMeters", default: 10, in: 0.1...1000)
+        if let date = try settings.optionalString("date") {
+            guard let seconds = CivilTime.parseISO8601(Substring(date + "T00:00:00Z")) else {
+                throw ConfigError.invalidValue(path: "\(settings.path).date", expected: "a date like 2024-05-01", found: "'\(date)'")
+            }
+            options.nmea.assumedDateDays = Int(seconds / 86_400)
+        }
+        if let start = try settings.optionalString("startTime") {
+            guard let seconds = CivilTime.parseISO8601(Substring(start)) else {
+                throw ConfigError.invalidValue(path: "\(settings.path).startTime", expected: "a time like 2024-05-01T10:00:00Z",
+                                               found: "'\(start)'")
+            }
+            options.startTime = seconds
+        }
+        options.sensorInterval = try settings.double("interval", default: 0.1, in: 0.005...10)
+        options.fixProviders = Set(try settings.strings("fixProviders", default: ["GPS"]))
+        options.walkingSpeed = try settings.double("walkingSpeed", default: 1.4, in: 0.1...10)
+        return options
+    }
+}
