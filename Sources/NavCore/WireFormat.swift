@@ -235,13 +235,6 @@ public protocol WireCodable: Sendable {
 }
 
 extension WireCodable {
-    /// The payload encoding of `self` as bytes.
-    public func wireBytes() -> [UInt8] {
-        var writer = WireWriter()
-        self.encode(to: &writer)
-        return writer.bytes
-    }
-
     /// Decodes a whole payload, rejecting trailing bytes.
     public static func decode(wire bytes: UnsafeRawBufferPointer) throws(WireDecodingError) -> Self {
         var reader = WireReader(bytes)
