@@ -100,10 +100,11 @@ let package = Package(
             ]
         ),
 
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["NavCore"], path: "Tests/TestSupport"),
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"], exclude: ["Fixtures"]),
         .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore", "TestSupport"]),
-        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "NavCore", "Stages", "SimSource", "Sinks", "Routers"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "NavCore", "Stages", "SimSource", "Sinks", "Routers",
+                                                      "TestSupport"]),
         .testTarget(name: "DevicesTests", dependencies: ["Devices", "Stages", "NavCore", "TestSupport",
                                                       .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "RoutersTests", dependencies: ["Routers", "NavCore", "TestSupport"]),

@@ -100,10 +100,6 @@ struct SinkHarness {
     }
 }
 
-actor MemoryPublisher: MessagePublisher {
-    private(set) var messages: [BusMessage] = []
-    func publish(_ message: BusMessage) { self.messages.append(message) }
-}
 
 @Suite(.serialized) struct HapticSinkTests {
     @Test(arguments: [false, true])

@@ -6,16 +6,8 @@ import SimSource
 import Sinks
 import Stages
 import Testing
+import TestSupport
 import Logging
-
-/// Collects what a stage publishes, in memory.
-actor MemoryPublisher: MessagePublisher {
-    private(set) var messages: [BusMessage] = []
-
-    func publish(_ message: BusMessage) {
-        self.messages.append(message)
-    }
-}
 
 @Suite struct StageTests {
     private let path = [
