@@ -35,6 +35,8 @@ public final class BusPublisher: MessagePublisher, Sendable {
     public let endpoints: [String]
     private let state: Mutex<State>
     private let heartbeatStop = Atomic<Bool>(false)
+    /// The socket files this publisher bound, with their identity, to remove on close.
+    private let socketFiles: [IPCSocketFile]
 
     /// Binds a PUB socket to every endpoint and starts heartbeats.
     public init(context: ZMQContext, bind endpoints: [String], stage: String,
@@ -53,6 +55,7 @@ public final class BusPublisher: MessagePublisher, Sendable {
         }
         self.stage = stage
         self.endpoints = endpoints
+        self.socketFiles = endpoints.compactMap(IPCSocketFile.init(boundAt:))
         self.state = Mutex(State(socket: socket))
         let interval = options.heartbeatIntervalSeconds
         let thread = Thread { [weak self] in
@@ -127,6 +130,31 @@ public final class BusPublisher: MessagePublisher, Sendable {
             state.socket?.close()
             state.socket = nil
         }
+        // Stopping leaves nothing behind: the socket files go, unless another publisher has bound them since.
+        for file in self.socketFiles { file.removeIfStillOurs() }
+    }
+}
+
+/// An `ipc://` socket file as it was right after binding: removed on close only if it is still that file.
+struct IPCSocketFile: Sendable {
+    let path: String
+    let device: UInt64
+    let inode: UInt64
+
+    init?(boundAt endpoint: String) {
+        guard endpoint.hasPrefix("ipc://") else { return nil }
+        let path = String(endpoint.dropFirst("ipc://".count))
+        var info = stat()
+        guard !path.hasPrefix("@"), stat(path, &info) == 0 else { return nil }
+        self.path = path
+        self.device = UInt64(info.st_dev)
+        self.inode = UInt64(info.st_ino)
+    }
+
+    func removeIfStillOurs() {
+        var info = stat()
+        guard stat(self.path, &info) == 0, UInt64(info.st_dev) == self.device, UInt64(info.st_ino) == self.inode else { return }
+        unlink(self.path)
     }
 }
 

@@ -69,6 +69,8 @@ extension ProcessSuites {
         }
         let lines = try String(contentsOfFile: "\(folder)/recording.jsonl", encoding: .utf8).split(separator: "\n")
         #expect(!lines.isEmpty)
+        let sockets = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".sock") }
+        #expect(sockets.isEmpty, "stopping leaves no socket file behind: \(sockets)")
     }
 
     @Test func stagesStopThemselvesWhenRunIsKilled() async throws {
