@@ -188,7 +188,15 @@ public struct PipelineConfig: Sendable {
                                            found: other.typeName)
         }
         for endpoint in list {
-            let schemes = ["ipc://", "tcp://", "inproc://"]
+            // Every stage is its own process (`hapticnav run`, `hapticnav stage`), and inproc:// reaches only
+            // sockets of the same process: such a pipeline would wait for messages that never come.
+            if endpoint.hasPrefix("inproc://") {
+                throw ConfigError.invalidValue(
+                    path: "stages.\(stage).\(key)",
+                    expected: "ipc:// (same machine) or tcp:// — each stage runs as its own process, and inproc:// does not cross processes",
+                    found: "'\(endpoint)'")
+            }
+            let schemes = ["ipc://", "tcp://"]
             guard schemes.contains(where: { endpoint.hasPrefix($0) }) else {
                 throw ConfigError.invalidValue(path: "stages.\(stage).\(key)",
                                                expected: "an endpoint starting with \(schemes.joined(separator: ", "))",

@@ -65,6 +65,15 @@ import Testing
         _ = try self.parse(self.pipeline(pace: 1, sinkOptions: "staleAfterSeconds: 2.5, headingStaleAfterSeconds: 0.25"))
     }
 
+    @Test func anInprocEndpointIsRefusedBecauseStagesAreSeparateProcesses() {
+        do {
+            _ = try self.parse("{ stages: { source: { plugin: \"sim\", publish: \"inproc://source\", settings: { route: \"\(self.route)\" } } } }")
+            Issue.record("an inproc:// endpoint was accepted")
+        } catch {
+            #expect("\(error)".contains("stages.source.publish") && "\(error)".contains("does not cross processes"), "\(error)")
+        }
+    }
+
     @Test func inputsNamingStagesResolveToTheirAdvertisedEndpoints() throws {
         let config = try self.parse("""
         { stages: { \(self.source()), rec: { role: "recorder", plugin: "console", inputs: ["source", "ipc:///tmp/x.sock"] } } }
