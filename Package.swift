@@ -43,13 +43,14 @@ let package = Package(
         // Plugins: one target per swappable part.
         .target(
             name: "SimSource",
-            dependencies: ["NavCore", "Routers"],
+            dependencies: ["NavCore", "Parsers"],
             path: "plugins/SimSource"
         ),
         // libxml2, reached through the system library (Debian: libxml2-dev), and the parsers plugins share.
         .target(name: "CXMLSAX", cSettings: [.unsafeFlags(["-I/usr/include/libxml2"])],
                 linkerSettings: [.linkedLibrary("xml2")]),
-        .target(name: "Parsers", dependencies: ["CXMLSAX"], path: "plugins/Parsers"),
+        // The readers plugins share (GPX, OSM XML, route files, timestamps), over libxml2 where XML: beneath the plugins.
+        .target(name: "Parsers", dependencies: ["NavCore", "CXMLSAX"], path: "plugins/Parsers"),
         // Byte streams to devices and servers (TCP, serial, pty), read on their own threads.
         .target(name: "Links", path: "plugins/Links"),
         .target(
@@ -64,7 +65,7 @@ let package = Package(
         ),
         .target(
             name: "Routers",
-            dependencies: ["NavCore", "LocationSources", "Parsers", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["NavCore", "Parsers", .product(name: "Logging", package: "swift-log")],
             path: "plugins/Routers"
         ),
         // posix_openpt and friends, which Swift's Glibc module leaves out.
@@ -94,7 +95,7 @@ let package = Package(
         .executableTarget(
             name: "hapticnav",
             dependencies: [
-                "Runtime", "Bus", "NavCore", "LocationSources",
+                "Runtime", "Bus", "NavCore", "LocationSources", "Parsers",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -103,12 +104,12 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["NavCore"], path: "Tests/TestSupport"),
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"], exclude: ["Fixtures"]),
         .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore", "TestSupport"]),
-        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "NavCore", "Stages", "SimSource", "Sinks", "Routers",
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "NavCore", "Stages", "SimSource", "Sinks", "Routers", "Parsers",
                                                       "TestSupport"]),
         .testTarget(name: "DevicesTests", dependencies: ["Devices", "Stages", "NavCore", "TestSupport",
                                                       .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "RoutersTests", dependencies: ["Routers", "NavCore", "TestSupport"]),
-        .testTarget(name: "LocationSourcesTests", dependencies: ["LocationSources", "NavCore", "TestSupport",
+        .testTarget(name: "RoutersTests", dependencies: ["Routers", "Parsers", "NavCore", "TestSupport"]),
+        .testTarget(name: "LocationSourcesTests", dependencies: ["LocationSources", "Parsers", "NavCore", "TestSupport",
                                                               .product(name: "Logging", package: "swift-log")],
                     exclude: ["Fixtures"]),
         .testTarget(name: "EndToEndTests", dependencies: ["Bus", "NavCore", "TestSupport", "Devices",

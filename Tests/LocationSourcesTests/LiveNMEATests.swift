@@ -2,6 +2,7 @@ import Foundation
 @testable import LocationSources
 import Logging
 import NavCore
+import Parsers
 import TestSupport
 import Testing
 

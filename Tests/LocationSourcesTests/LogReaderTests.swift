@@ -2,6 +2,7 @@ import Foundation
 import Logging
 @testable import LocationSources
 import NavCore
+import Parsers
 import Testing
 
 private let walks = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/walks")

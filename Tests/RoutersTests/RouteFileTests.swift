@@ -1,5 +1,6 @@
 import Foundation
 import NavCore
+import Parsers
 @testable import Routers
 import Testing
 

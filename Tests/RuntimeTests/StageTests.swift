@@ -1,5 +1,6 @@
 import Foundation
 import NavCore
+import Parsers
 import ServiceLifecycle
 import Routers
 import SimSource

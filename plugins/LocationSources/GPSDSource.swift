@@ -2,6 +2,7 @@ import Foundation
 import Links
 public import Logging
 public import NavCore
+import Parsers
 
 /// A client of gpsd's JSON protocol over TCP: TPV reports with a 2D or 3D fix become location fixes,
 /// ATT reports become heading and attitude. Reconnects, with backoff, whenever gpsd goes away.

@@ -1,17 +1,6 @@
 import Foundation
 public import NavCore
-
-/// Why a log could not be read at all.
-public enum LogError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// Missing, unreadable, or of no known format.
-    case unreadable(reason: String)
-
-    public var description: String {
-        switch self {
-        case let .unreadable(reason): return reason
-        }
-    }
-}
+import Parsers
 
 /// One decoded item of a log, with where it came from.
 public struct LogEntry: Sendable {

@@ -2,6 +2,7 @@ import Foundation
 import Links
 import Logging
 import NavCore
+import Parsers
 import Synchronization
 
 /// Plays entries at the pace of their times: 1 is real time, 10 ten times faster, 0 as fast as possible.

@@ -1,4 +1,5 @@
 public import NavCore
+import Parsers
 
 /// Why an NMEA line was not used.
 public enum NMEAError: Error, Equatable, Sendable, CustomStringConvertible {

@@ -1,5 +1,6 @@
 import Foundation
 import NavCore
+import Parsers
 
 /// Heading and tilt from a phone's accelerometer and magnetometer: the tilt-compensated compass
 /// (Android's `getRotationMatrix`/`getOrientation`, in HapticNav's signs).

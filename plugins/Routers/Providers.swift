@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 public import Logging
 public import NavCore
+public import Parsers
 
 /// The `osm` provider: shortest walking routes over an OpenStreetMap extract, offline.
 public struct OSMRouteProvider: RouteProvider {

@@ -1,5 +1,5 @@
 import Foundation
-import Routers
+import Parsers
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -6,6 +6,7 @@ import LocationSources
 import Routers
 import Logging
 import NavCore
+import Parsers
 import Runtime
 
 struct RouteCommand: AsyncParsableCommand {

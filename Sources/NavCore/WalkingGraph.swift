@@ -1,4 +1,3 @@
-public import NavCore
 
 /// A walking network: nodes, undirected edges with their lengths and street names, and a grid index of
 /// the edges for snapping points to the nearest way.
@@ -23,7 +22,8 @@ public struct WalkingGraph: Sendable {
     /// Number of undirected edges.
     public var edgeCount: Int { self.segments.count }
 
-    init(nodes: [Coordinate], edges: [(a: Int32, b: Int32, name: Int32)], names: [String], warnings: [String]) {
+    /// Builds a graph from its nodes, its edges (node indices and a name index, −1 for none), the names and what loading warned.
+    public init(nodes: [Coordinate], edges: [(a: Int32, b: Int32, name: Int32)], names: [String], warnings: [String]) {
         self.nodes = nodes
         self.names = names
         self.warnings = warnings

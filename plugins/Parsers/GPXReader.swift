@@ -1,6 +1,5 @@
-import Foundation
+public import Foundation
 public import NavCore
-import Parsers
 
 /// A point of a GPX track or route.
 public struct GPXPoint: Equatable, Sendable {
@@ -23,25 +22,25 @@ public struct GPXPoint: Equatable, Sendable {
 /// Reads the track points (`trkpt`) and route points (`rtept`) of a GPX 1.0 or 1.1 file, in file order.
 /// A point with a missing or non-finite coordinate, or an unreadable time, is reported and skipped. Any bytes are
 /// safe (libxml2 through ``XMLEventReader``): broken XML ends the points read so far with a problem naming its line.
-final class GPXReader {
+public final class GPXReader {
     /// A point that was skipped, with its line and why.
-    struct Problem: Equatable, Sendable {
+    public struct Problem: Equatable, Sendable {
         /// The line in the file.
-        var line: Int
+        public var line: Int
         /// What was wrong.
-        var reason: String
+        public var reason: String
     }
 
     /// The points read.
-    private(set) var points: [GPXPoint] = []
+    public private(set) var points: [GPXPoint] = []
     /// The points skipped.
-    private(set) var problems: [Problem] = []
+    public private(set) var problems: [Problem] = []
     private var current: GPXPoint?
     private var currentValid = true
     private var text = ""
 
     /// Reads `data`; throws when the XML itself is broken before any point was read.
-    static func read(_ data: Data) throws -> GPXReader {
+    public static func read(_ data: Data) throws -> GPXReader {
         let reader = GPXReader()
         let events = XMLEventReader(start: { name, attributes, line in reader.start(name, attributes, line) },
                                     end: { name, line in reader.end(name, line) },

@@ -1,6 +1,5 @@
 import Foundation
-import NavCore
-import Parsers
+public import NavCore
 
 /// Reads an OpenStreetMap XML extract into a ``WalkingGraph``.
 ///

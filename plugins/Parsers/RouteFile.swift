@@ -1,5 +1,4 @@
 import Foundation
-import LocationSources
 public import NavCore
 
 /// Reads a route from a file: GeoJSON (LineString, MultiLineString, Feature, FeatureCollection), GPX
@@ -36,7 +35,7 @@ public enum RouteFile {
     }
 
     /// A plan from a parsed JSON document of any supported kind.
-    static func plan(fromJSON object: [String: Any], file: String, precision: Int) throws -> RoutePlan {
+    public static func plan(fromJSON object: [String: Any], file: String, precision: Int) throws -> RoutePlan {
         // Valhalla: trip.legs[].shape (polyline6), maneuvers with street names.
         if let trip = object["trip"] as? [String: Any], let legs = trip["legs"] as? [[String: Any]] {
             return try self.valhallaPlan(legs: legs, file: file)
@@ -70,7 +69,7 @@ public enum RouteFile {
         throw RoutingError.providerFailed(reason: "\(file): no route in it (GeoJSON LineString, Valhalla trip, OSRM/Mapbox/Google routes)")
     }
 
-    static func valhallaPlan(legs: [[String: Any]], file: String) throws -> RoutePlan {
+    public static func valhallaPlan(legs: [[String: Any]], file: String) throws -> RoutePlan {
         var points: [Coordinate] = []
         var names: [String?] = []
         for leg in legs {

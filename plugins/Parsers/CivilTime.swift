@@ -1,7 +1,7 @@
 /// Calendar arithmetic for log timestamps, without Foundation's calendars (proleptic Gregorian, UTC).
-enum CivilTime {
+public enum CivilTime {
     /// Days from 1970-01-01 to a date (H. Hinnant's days_from_civil).
-    static func days(year: Int, month: Int, day: Int) -> Int {
+    public static func days(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400
@@ -12,12 +12,12 @@ enum CivilTime {
     }
 
     /// Seconds since 1970-01-01T00:00:00Z for a date and a time of day.
-    static func seconds(year: Int, month: Int, day: Int, secondsOfDay: Double) -> Double {
+    public static func seconds(year: Int, month: Int, day: Int, secondsOfDay: Double) -> Double {
         Double(self.days(year: year, month: month, day: day)) * 86_400 + secondsOfDay
     }
 
     /// Parses an ISO 8601 UTC time such as 2021-05-01T12:30:45.250Z (or with +00:00); nil otherwise.
-    static func parseISO8601(_ text: Substring) -> Double? {
+    public static func parseISO8601(_ text: Substring) -> Double? {
         let chars = Array(text.utf8)
         func number(_ start: Int, _ count: Int) -> Int? {
             guard start + count <= chars.count else { return nil }
@@ -62,7 +62,7 @@ enum CivilTime {
 
 extension CivilTime {
     /// A date from days since 1970-01-01 (H. Hinnant's civil_from_days).
-    static func civil(days: Int) -> (year: Int, month: Int, day: Int) {
+    public static func civil(days: Int) -> (year: Int, month: Int, day: Int) {
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let doe = z - era * 146_097
