@@ -92,10 +92,16 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // Evaluation and benchmarks: simulated walkers, smoother and guidance statistics, route benchmarks. The CLI
+        // uses it; the pipeline never does.
+        .target(
+            name: "Evaluation",
+            dependencies: ["NavCore", "Routers", "Parsers"]
+        ),
         .executableTarget(
             name: "hapticnav",
             dependencies: [
-                "Runtime", "Bus", "NavCore", "LocationSources", "Parsers",
+                "Runtime", "Evaluation", "Bus", "NavCore", "LocationSources", "Parsers",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -103,12 +109,13 @@ let package = Package(
 
         .target(name: "TestSupport", dependencies: ["NavCore"], path: "Tests/TestSupport"),
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "EvaluationTests", dependencies: ["Evaluation", "NavCore"]),
         .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "NavCore", "Stages", "SimSource", "Sinks", "Routers", "Parsers",
                                                       "TestSupport"]),
         .testTarget(name: "DevicesTests", dependencies: ["Devices", "Stages", "NavCore", "TestSupport",
                                                       .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "RoutersTests", dependencies: ["Routers", "Parsers", "NavCore", "TestSupport"]),
+        .testTarget(name: "RoutersTests", dependencies: ["Routers", "Parsers", "Evaluation", "NavCore", "TestSupport"]),
         .testTarget(name: "LocationSourcesTests", dependencies: ["LocationSources", "Parsers", "NavCore", "TestSupport",
                                                               .product(name: "Logging", package: "swift-log")],
                     exclude: ["Fixtures"]),

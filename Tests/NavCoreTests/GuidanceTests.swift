@@ -155,11 +155,4 @@ import Testing
         options.toleranceDegrees = 90
         #expect(Guidance(options: options).options.toleranceDegrees == 45)
     }
-
-    @Test func debouncingCutsCueChatterForWalkersWhoObey() {
-        let plain = GuidanceSimulation.cueChangesPerMinute(debounced: false, minutes: 5, seed: 11)
-        let debounced = GuidanceSimulation.cueChangesPerMinute(debounced: true, minutes: 5, seed: 11)
-        #expect(debounced < 10, "debounced: \(debounced) changes a minute")
-        #expect(plain > 4 * debounced, "plain \(plain) vs debounced \(debounced)")
-    }
 }

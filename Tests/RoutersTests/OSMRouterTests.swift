@@ -1,4 +1,5 @@
 import Foundation
+import Evaluation
 import NavCore
 import Parsers
 @testable import Routers

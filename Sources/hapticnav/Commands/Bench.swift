@@ -2,6 +2,7 @@ import ArgumentParser
 import Bus
 import Foundation
 import Devices
+import Evaluation
 import LocationSources
 import Routers
 import Logging

@@ -1,3 +1,5 @@
+public import NavCore
+
 /// A walker who obeys cues, for measuring how often cues change: the plain rule (a cue whenever the
 /// deviation is outside the tolerance) against ``Guidance`` with its debounce, release band and rate limit.
 public enum GuidanceSimulation {

@@ -1,3 +1,5 @@
+public import NavCore
+
 /// Measures a smoother against a known truth: the figures `hapticnav eval smoother` prints.
 public enum SmootherEvaluation {
     /// Where the walker truly was, sampled at the times fixes are taken.

@@ -1,3 +1,5 @@
+public import NavCore
+
 /// Walkers who obey cues, following a route to its end: how far they stray under each guidance-target rule.
 /// Aiming at far waypoints makes walkers cut corners; the look-ahead target keeps them on the route.
 public enum TargetModeSimulation {

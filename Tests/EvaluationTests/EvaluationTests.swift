@@ -1,0 +1,35 @@
+import Evaluation
+import NavCore
+import Testing
+
+@Suite struct GuidanceSimulationTests {
+    @Test func debouncingCutsCueChatterForWalkersWhoObey() {
+        let plain = GuidanceSimulation.cueChangesPerMinute(debounced: false, minutes: 5, seed: 11)
+        let debounced = GuidanceSimulation.cueChangesPerMinute(debounced: true, minutes: 5, seed: 11)
+        #expect(debounced < 10, "debounced: \(debounced) changes a minute")
+        #expect(plain > 4 * debounced, "plain \(plain) vs debounced \(debounced)")
+    }
+}
+
+@Suite struct SmootherEvaluationTests {
+    @Test func aReplayAtAnyRateGivesTheSameAnswer() {
+        let fixes = SmootherEvaluation.noisyFixes(SmootherEvaluation.simulatedWalk(seed: 3), sigma: 5, seed: 4)
+        var a = KalmanSmoother(), b = KalmanSmoother()
+        let first = fixes.map { a.update(with: $0) }
+        let second = fixes.map { b.update(with: $0) }
+        #expect(first == second, "the filter reads no clock")
+    }
+
+    @Test func theEvaluationMeetsItsTargets() {
+        for sigma in [5.0, 10.0] {
+            let runs = (1...10).map { seed in
+                SmootherEvaluation.evaluate(SmootherEvaluation.simulatedWalk(seed: UInt64(seed)), sigma: sigma,
+                                            seed: UInt64(seed) + 500)
+            }
+            let metrics = SmootherEvaluation.Metrics.pooled(runs)
+            #expect(metrics.improvement >= 0.3, "σ \(sigma): \(metrics)")
+            if sigma == 10 { #expect(abs(metrics.meanLagMeters) <= 2) }
+            #expect(abs(metrics.rawRMSMeters - sigma * 2.0.squareRoot()) < sigma * 0.1, "raw noise is what was asked")
+        }
+    }
+}
