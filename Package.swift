@@ -47,8 +47,9 @@ let package = Package(
             path: "plugins/SimSource"
         ),
         // libxml2, reached through the system library (Debian: libxml2-dev), and the parsers plugins share.
-        .target(name: "CXMLSAX", cSettings: [.unsafeFlags(["-I/usr/include/libxml2"])],
-                linkerSettings: [.linkedLibrary("xml2")]),
+        .target(
+            name: "CXMLSAX", cSettings: [.unsafeFlags(["-I/usr/include/libxml2"])],
+            linkerSettings: [.linkedLibrary("xml2")]),
         // The readers plugins share (GPX, OSM XML, route files, timestamps), over libxml2 where XML: beneath the plugins.
         .target(name: "Parsers", dependencies: ["NavCore", "CXMLSAX"], path: "plugins/Parsers"),
         // Byte streams to devices and servers (TCP, serial, pty), read on their own threads.
@@ -74,7 +75,10 @@ let package = Package(
         .target(name: "CEmergencyStop"),
         .target(
             name: "Devices",
-            dependencies: ["NavCore", "Links", "CPseudoTerminal", "CEmergencyStop", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "NavCore", "Links", "CPseudoTerminal", "CEmergencyStop",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "plugins/Devices"
         ),
         .target(
@@ -111,20 +115,38 @@ let package = Package(
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"], exclude: ["Fixtures"]),
         .testTarget(name: "EvaluationTests", dependencies: ["Evaluation", "NavCore"]),
         .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore", "TestSupport"]),
-        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "NavCore", "Stages", "SimSource", "Sinks", "Routers", "Parsers",
-                                                      "TestSupport"]),
-        .testTarget(name: "DevicesTests", dependencies: ["Devices", "Stages", "NavCore", "TestSupport",
-                                                      .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "RoutersTests", dependencies: ["Routers", "Parsers", "Evaluation", "NavCore", "TestSupport"]),
-        .testTarget(name: "LocationSourcesTests", dependencies: ["LocationSources", "Parsers", "NavCore", "TestSupport",
-                                                              .product(name: "Logging", package: "swift-log")],
-                    exclude: ["Fixtures"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["Bus", "NavCore", "TestSupport", "Devices",
-                                                       .product(name: "Logging", package: "swift-log")]),
+        .testTarget(
+            name: "RuntimeTests",
+            dependencies: [
+                "Runtime", "NavCore", "Stages", "SimSource", "Sinks", "Routers", "Parsers",
+                "TestSupport",
+            ]),
+        .testTarget(
+            name: "DevicesTests",
+            dependencies: [
+                "Devices", "Stages", "NavCore", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "RoutersTests", dependencies: ["Routers", "Parsers", "Evaluation", "NavCore", "TestSupport"]),
+        .testTarget(
+            name: "LocationSourcesTests",
+            dependencies: [
+                "LocationSources", "Parsers", "NavCore", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            exclude: ["Fixtures"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                "Bus", "NavCore", "TestSupport", "Devices",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
     ]
 )
 
-for target in package.targets where target.type != .system && !["CPseudoTerminal", "CEmergencyStop", "CXMLSAX"].contains(target.name) {
+for target in package.targets
+where target.type != .system && !["CPseudoTerminal", "CEmergencyStop", "CXMLSAX"].contains(target.name) {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     settings.append(.enableUpcomingFeature("InternalImportsByDefault"))

@@ -59,11 +59,13 @@ public enum BusBenchmark {
         var receiveThread: [Double] = []
         var roundRatios: [Double] = []
         for round in 0..<rounds {
-            let rawRound = try self.rawRound(context: context, endpoint: "ipc://\(folder)/raw-\(round).sock",
-                                             count: perRound, rateHz: rateHz)
+            let rawRound = try self.rawRound(
+                context: context, endpoint: "ipc://\(folder)/raw-\(round).sock",
+                count: perRound, rateHz: rateHz)
             raw += rawRound
-            let hop = try await self.transportRound(context: context, endpoint: "ipc://\(folder)/bus-\(round).sock",
-                                                    count: perRound, rateHz: rateHz)
+            let hop = try await self.transportRound(
+                context: context, endpoint: "ipc://\(folder)/bus-\(round).sock",
+                count: perRound, rateHz: rateHz)
             ours += hop.consumer
             receiveThread += hop.receiveThread
             roundRatios.append(LatencySummary(hop.consumer).p50 / LatencySummary(rawRound).p50)
@@ -71,10 +73,11 @@ public enum BusBenchmark {
         let sample = BusMessage.heading(HeadingSample(timeSeconds: 0, headingDegrees: 0))
         var writer = WireWriter()
         sample.encodePayload(to: &writer)
-        return Report(transport: LatencySummary(ours), receiveThread: LatencySummary(receiveThread),
-                      raw: LatencySummary(raw), medianRoundRatioP50: roundRatios.sorted()[roundRatios.count / 2],
-                      rateHz: rateHz,
-                      payloadBytes: writer.bytes.count)
+        return Report(
+            transport: LatencySummary(ours), receiveThread: LatencySummary(receiveThread),
+            raw: LatencySummary(raw), medianRoundRatioP50: roundRatios.sorted()[roundRatios.count / 2],
+            rateHz: rateHz,
+            payloadBytes: writer.bytes.count)
     }
 
     /// Sends `count` messages at `rateHz` on the calling thread, each produced by `send(index)`.
@@ -151,11 +154,14 @@ public enum BusBenchmark {
         return latencies.withLock { $0 }
     }
 
-    private static func transportRound(context: ZMQContext, endpoint: String, count: Int,
-                                       rateHz: Double) async throws -> (consumer: [Double], receiveThread: [Double]) {
+    private static func transportRound(
+        context: ZMQContext, endpoint: String, count: Int,
+        rateHz: Double
+    ) async throws -> (consumer: [Double], receiveThread: [Double]) {
         let publisher = try BusPublisher(context: context, bind: [endpoint], stage: "bench")
-        let subscriber = try BusSubscriber(context: context, connect: [endpoint],
-                                           options: SubscriberOptions(topics: ["heading"]))
+        let subscriber = try BusSubscriber(
+            context: context, connect: [endpoint],
+            options: SubscriberOptions(topics: ["heading"]))
         defer {
             publisher.close()
             subscriber.close()
@@ -170,8 +176,11 @@ public enum BusBenchmark {
             try? self.paced(count: count, rateHz: rateHz) { index in
                 // The monotonic send time travels in the payload; the header's wall-clock time is
                 // not precise enough across a clock adjustment.
-                try publisher.send(.heading(HeadingSample(timeSeconds: Double(monotonicNanoseconds()),
-                                                          headingDegrees: Double(index % 360))))
+                try publisher.send(
+                    .heading(
+                        HeadingSample(
+                            timeSeconds: Double(monotonicNanoseconds()),
+                            headingDegrees: Double(index % 360))))
             }
             finished.signal()
         }
@@ -190,7 +199,9 @@ public enum BusBenchmark {
             while latencies.count < count {
                 // The sender closes the subscriber a while after its last message, so a lost one cannot hang the run.
                 guard let event = await iterator.next() else { break }
-                guard case let .message(received) = event, case let .heading(sample) = received.message else { continue }
+                guard case let .message(received) = event, case let .heading(sample) = received.message else {
+                    continue
+                }
                 latencies.append((Double(monotonicNanoseconds()) - sample.timeSeconds) / 1000)
                 wire.append(Double(received.receiveTimeNanoseconds - received.header.sendTimeNanoseconds) / 1000)
             }

@@ -39,8 +39,10 @@ public final class BusPublisher: MessagePublisher, Sendable {
     private let socketFiles: [IPCSocketFile]
 
     /// Binds a PUB socket to every endpoint and starts heartbeats.
-    public init(context: ZMQContext, bind endpoints: [String], stage: String,
-                options: PublisherOptions = PublisherOptions()) throws {
+    public init(
+        context: ZMQContext, bind endpoints: [String], stage: String,
+        options: PublisherOptions = PublisherOptions()
+    ) throws {
         let socket = try ZMQSocket(context: context, type: ZMQSocketType.publisher)
         do {
             try socket.setOption(ZMQOption.sendHighWaterMark, options.sendHighWaterMark)
@@ -116,8 +118,9 @@ public final class BusPublisher: MessagePublisher, Sendable {
             EnvelopeHeader(typeID: typeID, sequence: sequence, sendTimeNanoseconds: sendTime, stage: self.stage)
                 .encode(to: &state.scratch)
             // A full queue or a missing peer is not an error for a heartbeat.
-            try? Self.send(socket, topic: EnvelopeHeader.heartbeatTopic, frames: state.scratch.bytes,
-                           headerSize: state.scratch.bytes.count)
+            try? Self.send(
+                socket, topic: EnvelopeHeader.heartbeatTopic, frames: state.scratch.bytes,
+                headerSize: state.scratch.bytes.count)
         }
     }
 
@@ -153,7 +156,9 @@ struct IPCSocketFile: Sendable {
 
     func removeIfStillOurs() {
         var info = stat()
-        guard stat(self.path, &info) == 0, UInt64(info.st_dev) == self.device, UInt64(info.st_ino) == self.inode else { return }
+        guard stat(self.path, &info) == 0, UInt64(info.st_dev) == self.device, UInt64(info.st_ino) == self.inode else {
+            return
+        }
         unlink(self.path)
     }
 }

@@ -17,8 +17,10 @@ public struct ReceivedMessage: Sendable {
     public let receiveMonotonicNanoseconds: Int64
 
     /// Creates a received message.
-    public init(header: EnvelopeHeader, message: BusMessage, endpoint: String, receiveTimeNanoseconds: Int64,
-                receiveMonotonicNanoseconds: Int64) {
+    public init(
+        header: EnvelopeHeader, message: BusMessage, endpoint: String, receiveTimeNanoseconds: Int64,
+        receiveMonotonicNanoseconds: Int64
+    ) {
         self.header = header
         self.message = message
         self.endpoint = endpoint
@@ -28,8 +30,9 @@ public struct ReceivedMessage: Sendable {
 
     /// The message as a stage takes it: with its sender, its monotonic receive time and its send time [seconds].
     public func arrival<Value: Sendable>(_ value: Value) -> Arrival<Value> {
-        Arrival(value, sender: self.header.stage, receivedSeconds: Double(self.receiveMonotonicNanoseconds) / 1e9,
-                sentSeconds: Double(self.header.sendTimeNanoseconds) / 1e9)
+        Arrival(
+            value, sender: self.header.stage, receivedSeconds: Double(self.receiveMonotonicNanoseconds) / 1e9,
+            sentSeconds: Double(self.header.sendTimeNanoseconds) / 1e9)
     }
 }
 
@@ -75,9 +78,11 @@ public struct SubscriberOptions: Sendable {
     public var liveness = ConnectionLiveness()
 
     /// Creates options with the defaults.
-    public init(topics: [String] = [], defaultTopicOptions: TopicOptions = TopicOptions(),
-                topicOptions: [String: TopicOptions] = [:], livenessTimeoutSeconds: Double = 0.75,
-                maximumFrameBytes: Int = Envelope.defaultMaximumFrameBytes) {
+    public init(
+        topics: [String] = [], defaultTopicOptions: TopicOptions = TopicOptions(),
+        topicOptions: [String: TopicOptions] = [:], livenessTimeoutSeconds: Double = 0.75,
+        maximumFrameBytes: Int = Envelope.defaultMaximumFrameBytes
+    ) {
         self.topics = topics
         self.defaultTopicOptions = defaultTopicOptions
         self.topicOptions = topicOptions
@@ -146,8 +151,10 @@ public final class BusSubscriber: AsyncSequence, Sendable {
     public let executor = ReceiveExecutor()
 
     /// Connects to every endpoint and starts the receive thread.
-    public init(context: ZMQContext, connect endpoints: [String], options: SubscriberOptions = SubscriberOptions(),
-                logger: Logger = Logger(label: "hapticnav.bus")) throws {
+    public init(
+        context: ZMQContext, connect endpoints: [String], options: SubscriberOptions = SubscriberOptions(),
+        logger: Logger = Logger(label: "hapticnav.bus")
+    ) throws {
         var sockets: [ZMQSocket] = []
         do {
             for endpoint in endpoints {
@@ -169,13 +176,15 @@ public final class BusSubscriber: AsyncSequence, Sendable {
         }
         self.endpoints = endpoints
         self.queue = EventQueue(
-            defaultLimits: .init(highWaterMark: Swift.max(1, options.defaultTopicOptions.highWaterMark),
-                                 conflate: options.defaultTopicOptions.conflate),
+            defaultLimits: .init(
+                highWaterMark: Swift.max(1, options.defaultTopicOptions.highWaterMark),
+                conflate: options.defaultTopicOptions.conflate),
             limitsByTopic: options.topicOptions.mapValues {
                 .init(highWaterMark: Swift.max(1, $0.highWaterMark), conflate: $0.conflate)
             })
-        let receiver = Receiver(subscriber: self, sockets: sockets, endpoints: endpoints, options: options,
-                                executor: self.executor, logger: logger)
+        let receiver = Receiver(
+            subscriber: self, sockets: sockets, endpoints: endpoints, options: options,
+            executor: self.executor, logger: logger)
         let thread = Thread { receiver.run() }
         thread.name = "bus-receive"
         thread.start()
@@ -273,8 +282,10 @@ private final class Receiver: @unchecked Sendable {
     private let extraFrame = ZMQFrame()
     private var logged: Set<String> = []
 
-    init(subscriber: BusSubscriber, sockets: [ZMQSocket], endpoints: [String], options: SubscriberOptions,
-         executor: ReceiveExecutor, logger: Logger) {
+    init(
+        subscriber: BusSubscriber, sockets: [ZMQSocket], endpoints: [String], options: SubscriberOptions,
+        executor: ReceiveExecutor, logger: Logger
+    ) {
         self.subscriber = subscriber
         self.executor = executor
         self.sockets = sockets
@@ -320,8 +331,9 @@ private final class Receiver: @unchecked Sendable {
                 if silence > timeout {
                     self.liveness[index].alive = false
                     self.subscriber.deliver(
-                        .publisherLost(endpoint: self.endpoints[index], stage: self.liveness[index].stage,
-                                       silenceSeconds: Double(silence) / 1e9),
+                        .publisherLost(
+                            endpoint: self.endpoints[index], stage: self.liveness[index].stage,
+                            silenceSeconds: Double(silence) / 1e9),
                         topic: nil)
                 }
             }
@@ -354,14 +366,16 @@ private final class Receiver: @unchecked Sendable {
             let topic = self.topicFrame.withBytes { String(decoding: $0, as: UTF8.self) }
             let endpoint = self.endpoints[socketIndex]
             if oversized {
-                self.drop(.init(reason: .oversized, detail: "a frame exceeds \(self.options.maximumFrameBytes) bytes"),
-                          topic: topic, endpoint: endpoint)
+                self.drop(
+                    .init(reason: .oversized, detail: "a frame exceeds \(self.options.maximumFrameBytes) bytes"),
+                    topic: topic, endpoint: endpoint)
                 continue
             }
             let isHeartbeat = topic == EnvelopeHeader.heartbeatTopic
             guard frameCount == (isHeartbeat ? 3 : 3) else {
-                self.drop(.init(reason: .malformed, detail: "\(frameCount) frames, expected 3"),
-                          topic: topic, endpoint: endpoint)
+                self.drop(
+                    .init(reason: .malformed, detail: "\(frameCount) frames, expected 3"),
+                    topic: topic, endpoint: endpoint)
                 continue
             }
             do {
@@ -371,7 +385,8 @@ private final class Receiver: @unchecked Sendable {
                 self.noteAlive(socketIndex: socketIndex, stage: header.stage)
                 if isHeartbeat {
                     guard header.typeID == EnvelopeHeader.heartbeatTypeID else {
-                        throw DecodeFailure(reason: .malformed, detail: "type id \(header.typeID) on the heartbeat topic")
+                        throw DecodeFailure(
+                            reason: .malformed, detail: "type id \(header.typeID) on the heartbeat topic")
                     }
                     self.subscriber.count { $0.heartbeats = $0.heartbeats.addingClamped(1) }
                     continue
@@ -382,9 +397,11 @@ private final class Receiver: @unchecked Sendable {
                 self.checkSequence(header, topic: topic, socketIndex: socketIndex)
                 self.subscriber.count { $0.received = $0.received.addingClamped(1) }
                 self.subscriber.deliver(
-                    .message(ReceivedMessage(header: header, message: message, endpoint: endpoint,
-                                             receiveTimeNanoseconds: receiveTime,
-                                             receiveMonotonicNanoseconds: receiveMonotonic)),
+                    .message(
+                        ReceivedMessage(
+                            header: header, message: message, endpoint: endpoint,
+                            receiveTimeNanoseconds: receiveTime,
+                            receiveMonotonicNanoseconds: receiveMonotonic)),
                     topic: topic)
                 // A consumer on this thread's executor handles it now, before the next receive.
                 self.executor.runPendingJobs()
@@ -415,22 +432,28 @@ private final class Receiver: @unchecked Sendable {
             break
         case let .gap(missing):
             self.subscriber.count { $0.sequenceGaps = $0.sequenceGaps.addingClamped(missing) }
-            self.logOnce("gap|\(endpoint)|\(header.stage)|\(topic)",
-                         "sequence gap: \(missing) message(s) missing on topic '\(topic)' from stage '\(header.stage)' at \(endpoint) (counted; further gaps are counted silently)")
+            self.logOnce(
+                "gap|\(endpoint)|\(header.stage)|\(topic)",
+                "sequence gap: \(missing) message(s) missing on topic '\(topic)' from stage '\(header.stage)' at \(endpoint) (counted; further gaps are counted silently)"
+            )
         case .restart:
             // A sequence that goes back (or repeats) is a publisher that started again: its numbering starts
             // over, so the stream's tracking starts over with it rather than counting a gap of 2^64.
             self.subscriber.count { $0.senderRestarts = $0.senderRestarts.addingClamped(1) }
-            self.logOnce("restart|\(endpoint)|\(header.stage)|\(topic)",
-                         "stage '\(header.stage)' at \(endpoint) restarted its numbering on topic '\(topic)' (\(last) then \(header.sequence)); counted as a restart")
+            self.logOnce(
+                "restart|\(endpoint)|\(header.stage)|\(topic)",
+                "stage '\(header.stage)' at \(endpoint) restarted its numbering on topic '\(topic)' (\(last) then \(header.sequence)); counted as a restart"
+            )
         }
     }
 
     private func drop(_ failure: DecodeFailure, topic: String, endpoint: String) {
         self.subscriber.count { $0.dropped[failure.reason] = $0.dropped[failure.reason, default: 0].addingClamped(1) }
         let printableTopic = topic.unicodeScalars.allSatisfy { $0.isASCII && $0.value >= 32 } ? topic : "<binary>"
-        self.logOnce("\(failure.reason)|\(endpoint)",
-                     "dropped a \(failure.reason.rawValue) frame on topic '\(printableTopic)' from \(endpoint): \(failure.detail) (counted; further \(failure.reason.rawValue) frames from there are counted silently)")
+        self.logOnce(
+            "\(failure.reason)|\(endpoint)",
+            "dropped a \(failure.reason.rawValue) frame on topic '\(printableTopic)' from \(endpoint): \(failure.detail) (counted; further \(failure.reason.rawValue) frames from there are counted silently)"
+        )
     }
 
     private func logOnce(_ key: String, _ message: String) {

@@ -22,8 +22,10 @@ public struct EnvelopeHeader: Equatable, Sendable, Codable {
     public static let heartbeatTopic = "_hb"
 
     /// Creates a header.
-    public init(schemaVersion: UInt8 = BusMessage.schemaVersion, typeID: UInt8, sequence: UInt64,
-                sendTimeNanoseconds: Int64, stage: String) {
+    public init(
+        schemaVersion: UInt8 = BusMessage.schemaVersion, typeID: UInt8, sequence: UInt64,
+        sendTimeNanoseconds: Int64, stage: String
+    ) {
         self.schemaVersion = schemaVersion
         self.typeID = typeID
         self.sequence = sequence
@@ -81,10 +83,13 @@ public enum Envelope {
         guard bytes.count >= 1 else { throw DecodeFailure(reason: .truncated, detail: "empty header frame") }
         let version = bytes[0]
         guard version == BusMessage.schemaVersion else {
-            throw DecodeFailure(reason: .unknownVersion, detail: "schema version \(version), this build speaks \(BusMessage.schemaVersion)")
+            throw DecodeFailure(
+                reason: .unknownVersion,
+                detail: "schema version \(version), this build speaks \(BusMessage.schemaVersion)")
         }
         guard bytes.count >= EnvelopeHeader.fixedSize else {
-            throw DecodeFailure(reason: .truncated, detail: "header of \(bytes.count) bytes, need \(EnvelopeHeader.fixedSize)")
+            throw DecodeFailure(
+                reason: .truncated, detail: "header of \(bytes.count) bytes, need \(EnvelopeHeader.fixedSize)")
         }
         var reader = WireReader(bytes)
         do {
@@ -96,16 +101,19 @@ public enum Envelope {
             let stageLength = Int(try reader.readUInt8())
             guard reader.remaining == stageLength else {
                 if reader.remaining < stageLength {
-                    throw DecodeFailure(reason: .truncated, detail: "stage id needs \(stageLength) bytes, \(reader.remaining) left")
+                    throw DecodeFailure(
+                        reason: .truncated, detail: "stage id needs \(stageLength) bytes, \(reader.remaining) left")
                 }
-                throw DecodeFailure(reason: .malformed, detail: "\(reader.remaining - stageLength) trailing header bytes")
+                throw DecodeFailure(
+                    reason: .malformed, detail: "\(reader.remaining - stageLength) trailing header bytes")
             }
             let stageBytes = UnsafeRawBufferPointer(rebasing: bytes[(bytes.count - stageLength)...])
             guard let stage = String(validating: stageBytes, as: UTF8.self) else {
                 throw DecodeFailure(reason: .malformed, detail: "stage id is not UTF-8")
             }
-            return EnvelopeHeader(schemaVersion: version, typeID: typeID, sequence: sequence,
-                                  sendTimeNanoseconds: sendTime, stage: stage)
+            return EnvelopeHeader(
+                schemaVersion: version, typeID: typeID, sequence: sequence,
+                sendTimeNanoseconds: sendTime, stage: stage)
         } catch let failure as DecodeFailure {
             throw failure
         } catch {
@@ -114,8 +122,10 @@ public enum Envelope {
     }
 
     /// Decodes a payload given its already-parsed header and topic.
-    public static func decodePayload(topic: String, header: EnvelopeHeader,
-                                     payload: UnsafeRawBufferPointer) throws(DecodeFailure) -> BusMessage {
+    public static func decodePayload(
+        topic: String, header: EnvelopeHeader,
+        payload: UnsafeRawBufferPointer
+    ) throws(DecodeFailure) -> BusMessage {
         guard let kind = BusMessage.Kind(rawValue: header.typeID) else {
             throw DecodeFailure(reason: .malformed, detail: "unknown type id \(header.typeID)")
         }
@@ -133,10 +143,13 @@ public enum Envelope {
     }
 
     /// The three frames for a message, as byte arrays (for tests and for senders that are not a ``BusPublisher``).
-    public static func frames(for message: BusMessage, sequence: UInt64, stage: String,
-                              sendTimeNanoseconds: Int64) -> [[UInt8]] {
-        let header = EnvelopeHeader(typeID: message.kind.rawValue, sequence: sequence,
-                                    sendTimeNanoseconds: sendTimeNanoseconds, stage: stage)
+    public static func frames(
+        for message: BusMessage, sequence: UInt64, stage: String,
+        sendTimeNanoseconds: Int64
+    ) -> [[UInt8]] {
+        let header = EnvelopeHeader(
+            typeID: message.kind.rawValue, sequence: sequence,
+            sendTimeNanoseconds: sendTimeNanoseconds, stage: stage)
         var payload = WireWriter()
         message.encodePayload(to: &payload)
         return [Array(message.kind.topic.utf8), header.encoded(), payload.bytes]

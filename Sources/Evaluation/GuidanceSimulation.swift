@@ -21,8 +21,10 @@ public enum GuidanceSimulation {
 
         /// The walker's heading after `dt` seconds of feeling `cue`: turning to the cued side, faster the stronger
         /// it is, or drifting [degrees, 0..<360].
-        public func heading(after heading: Double, feeling cue: HapticCue, for dt: Double,
-                            random: inout SeededGenerator) -> Double {
+        public func heading(
+            after heading: Double, feeling cue: HapticCue, for dt: Double,
+            random: inout SeededGenerator
+        ) -> Double {
             var next = heading
             switch cue.kind {
             case .turnLeft: next -= self.turnRateDegreesPerSecond * cue.intensity * dt
@@ -30,24 +32,29 @@ public enum GuidanceSimulation {
             case .turnAround: next += (cue.deviationDegrees >= 0 ? 1 : -1) * self.turnRateDegreesPerSecond * dt
             default: break
             }
-            return Angle.normalized(next + random.gaussian(standardDeviation: self.driftDegreesPerRootSecond * dt.squareRoot()))
+            return Angle.normalized(
+                next + random.gaussian(standardDeviation: self.driftDegreesPerRootSecond * dt.squareRoot()))
         }
     }
 
     /// Cue changes per minute over `minutes` of walking towards a fixed bearing.
-    public static func cueChangesPerMinute(debounced: Bool, minutes: Double = 10, seed: UInt64 = 1,
-                                           walker: Walker = Walker(), options: Guidance.Options = Guidance.Options())
-        -> Double {
+    public static func cueChangesPerMinute(
+        debounced: Bool, minutes: Double = 10, seed: UInt64 = 1,
+        walker: Walker = Walker(), options: Guidance.Options = Guidance.Options()
+    )
+        -> Double
+    {
         var random = SeededGenerator(seed: seed)
         var guidance = Guidance(options: options)
         let plain = Guidance(options: options)
-        let target = GuidanceTarget(timeSeconds: 0, routeID: 1, coordinate: Coordinate(latitude: 0, longitude: 0),
-                                    bearingDegrees: 90, distanceMeters: 100, kind: .lookAhead)
+        let target = GuidanceTarget(
+            timeSeconds: 0, routeID: 1, coordinate: Coordinate(latitude: 0, longitude: 0),
+            bearingDegrees: 90, distanceMeters: 100, kind: .lookAhead)
         let dt = 1 / walker.sampleRateHz
         var heading = 90.0
         var changes = 0
         var lastKind: CueKind = .silent
-        var playing: [(time: Double, cue: HapticCue)] = []   // what the walker feels, after reacting
+        var playing: [(time: Double, cue: HapticCue)] = []  // what the walker feels, after reacting
         var felt = HapticCue(timeSeconds: 0, kind: .silent, intensity: 0, deviationDegrees: 0)
         var t = 0.0
         while t < minutes * 60 {
@@ -57,8 +64,10 @@ public enum GuidanceSimulation {
             if debounced {
                 cue = guidance.update(heading: sample, target: target)
             } else {
-                let immediate = plain.immediateCue(deviation: plain.deviation(rawHeading: sample.headingDegrees,
-                                                                              targetBearing: target.bearingDegrees), at: t)
+                let immediate = plain.immediateCue(
+                    deviation: plain.deviation(
+                        rawHeading: sample.headingDegrees,
+                        targetBearing: target.bearingDegrees), at: t)
                 cue = immediate.kind != lastKind ? immediate : nil
             }
             if let cue, cue.kind != lastKind {

@@ -17,21 +17,27 @@ public enum RouteBenchmark {
     public static func pairs(file: String) throws -> [Pair] {
         let data = try Data(contentsOf: URL(fileURLWithPath: file))
         guard let root = try JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let routes = root["routes"] as? [[String: Any]] else {
+            let routes = root["routes"] as? [[String: Any]]
+        else {
             throw RoutingError.providerFailed(reason: "\(file): no routes in it")
         }
         return routes.compactMap { route in
             guard let o = route["origin"] as? [String: Double], let d = route["destination"] as? [String: Double],
-                  let lat1 = o["lat"], let lon1 = o["lon"], let lat2 = d["lat"], let lon2 = d["lon"],
-                  let valhalla = (route["valhalla"] as? [String: Any])?["length_m"] as? Double,
-                  let osrm = (route["osrm"] as? [String: Any])?["distance_m"] as? Double else { return nil }
-            return Pair(origin: Coordinate(latitude: lat1, longitude: lon1), destination: Coordinate(latitude: lat2, longitude: lon2),
-                        valhallaMeters: valhalla, osrmMeters: osrm)
+                let lat1 = o["lat"], let lon1 = o["lon"], let lat2 = d["lat"], let lon2 = d["lon"],
+                let valhalla = (route["valhalla"] as? [String: Any])?["length_m"] as? Double,
+                let osrm = (route["osrm"] as? [String: Any])?["distance_m"] as? Double
+            else { return nil }
+            return Pair(
+                origin: Coordinate(latitude: lat1, longitude: lon1),
+                destination: Coordinate(latitude: lat2, longitude: lon2),
+                valhallaMeters: valhalla, osrmMeters: osrm)
         }
     }
 
     /// Runs the benchmark and returns its report as text.
-    public static func run(pairs: [Pair], osm: OSMRouteProvider, valhalla: ValhallaRouteProvider?, repeats: Int) async throws -> String {
+    public static func run(
+        pairs: [Pair], osm: OSMRouteProvider, valhalla: ValhallaRouteProvider?, repeats: Int
+    ) async throws -> String {
         var lines: [String] = []
         var differences: [Double] = []
         var osmTimes: [Double] = [], valhallaTimes: [Double] = []
@@ -39,7 +45,8 @@ public enum RouteBenchmark {
         func milliseconds(_ duration: Duration) -> Double {
             Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
         }
-        lines.append("pair   osm m   Valhalla m   diff    OSRM m   diff" + (valhalla != nil ? "   live Valhalla m" : ""))
+        lines.append(
+            "pair   osm m   Valhalla m   diff    OSRM m   diff" + (valhalla != nil ? "   live Valhalla m" : ""))
         for (index, pair) in pairs.enumerated() {
             var osmPlan: RoutePlan?
             var livePlan: RoutePlan?
@@ -58,20 +65,28 @@ public enum RouteBenchmark {
             let versusValhalla = (length - pair.valhallaMeters) / pair.valhallaMeters
             let versusOSRM = (length - pair.osrmMeters) / pair.osrmMeters
             differences.append(versusValhalla)
-            var line = String(format: "%4d %7.0f %12.0f %+6.1f%% %8.0f %+6.1f%%", index, length, pair.valhallaMeters,
-                              versusValhalla * 100, pair.osrmMeters, versusOSRM * 100)
+            var line = String(
+                format: "%4d %7.0f %12.0f %+6.1f%% %8.0f %+6.1f%%", index, length, pair.valhallaMeters,
+                versusValhalla * 100, pair.osrmMeters, versusOSRM * 100)
             if let livePlan { line += String(format: " %17.0f", Polyline(livePlan.points).lengthMeters) }
-            if abs(versusValhalla) > 0.15 { line += abs(versusOSRM) <= 0.01 ? "   (OSRM finds our path: the engines disagree)" : "   (!)" }
+            if abs(versusValhalla) > 0.15 {
+                line += abs(versusOSRM) <= 0.01 ? "   (OSRM finds our path: the engines disagree)" : "   (!)"
+            }
             lines.append(line)
         }
         let absolute = differences.map(abs).sorted()
-        lines.append(String(format: "length vs Valhalla: median |diff| %.2f %%, largest %.1f %%, beyond 15 %%: %d of %d (target: median ≤ 2 %%)",
-                            absolute[absolute.count / 2] * 100, (absolute.last ?? 0) * 100,
-                            absolute.filter { $0 > 0.15 }.count, absolute.count))
+        lines.append(
+            String(
+                format:
+                    "length vs Valhalla: median |diff| %.2f %%, largest %.1f %%, beyond 15 %%: %d of %d (target: median ≤ 2 %%)",
+                absolute[absolute.count / 2] * 100, (absolute.last ?? 0) * 100,
+                absolute.filter { $0 > 0.15 }.count, absolute.count))
         func summary(_ name: String, _ times: [Double]) -> String {
             let sorted = times.sorted()
-            let p50 = sorted[sorted.count / 2], p99 = sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * 0.99))]
-            return name.padding(toLength: 24, withPad: " ", startingAt: 0) + String(format: "%6d queries   p50 %8.2f ms   p99 %8.2f ms", sorted.count, p50, p99)
+            let p50 = sorted[sorted.count / 2],
+                p99 = sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * 0.99))]
+            return name.padding(toLength: 24, withPad: " ", startingAt: 0)
+                + String(format: "%6d queries   p50 %8.2f ms   p99 %8.2f ms", sorted.count, p50, p99)
         }
         lines.append("query times (same run, engines alternating):")
         lines.append(summary("osm (this process)", osmTimes))

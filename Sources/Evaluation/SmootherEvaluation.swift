@@ -43,21 +43,25 @@ public enum SmootherEvaluation {
             func rms(_ value: (Metrics) -> Double) -> Double {
                 (runs.reduce(0) { $0 + Double($1.fixes) * value($1) * value($1) } / Double(n)).squareRoot()
             }
-            return Metrics(fixes: n, rawRMSMeters: rms(\.rawRMSMeters), smoothedRMSMeters: rms(\.smoothedRMSMeters),
-                           meanLagMeters: runs.reduce(0) { $0 + Double($1.fixes) * $1.meanLagMeters } / Double(n))
+            return Metrics(
+                fixes: n, rawRMSMeters: rms(\.rawRMSMeters), smoothedRMSMeters: rms(\.smoothedRMSMeters),
+                meanLagMeters: runs.reduce(0) { $0 + Double($1.fixes) * $1.meanLagMeters } / Double(n))
         }
     }
 
     /// A walk through a street grid: legs of 50–150 m joined by right-angle turns, left or right at
     /// random, at `speed` with a sample every `interval` seconds.
-    public static func simulatedWalk(seed: UInt64, legs: Int = 8, speed: Double = 1.4, interval: Double = 1,
-                                     start: Coordinate = Coordinate(latitude: 43.7319, longitude: 7.4216)) -> Track {
+    public static func simulatedWalk(
+        seed: UInt64, legs: Int = 8, speed: Double = 1.4, interval: Double = 1,
+        start: Coordinate = Coordinate(latitude: 43.7319, longitude: 7.4216)
+    ) -> Track {
         var random = SeededGenerator(seed: seed)
         var corners = [start]
         var bearing = Double.random(in: 0..<360, using: &random)
         for _ in 0..<legs {
             let length = Double.random(in: 50...150, using: &random)
-            corners.append(Geodesic.wgs84.direct(from: corners.last!, azimuthDegrees: bearing, distanceMeters: length).coordinate)
+            corners.append(
+                Geodesic.wgs84.direct(from: corners.last!, azimuthDegrees: bearing, distanceMeters: length).coordinate)
             bearing = Angle.normalized(bearing + (Bool.random(using: &random) ? 90 : -90))
         }
         let path = Polyline(corners)
@@ -83,7 +87,8 @@ public enum SmootherEvaluation {
             while index < times.count - 2 && times[index + 1] < t { index += 1 }
             let span = times[index + 1] - times[index]
             let fraction = span > 0 ? (t - times[index]) / span : 0
-            let distance = path.cumulativeMeters[index]
+            let distance =
+                path.cumulativeMeters[index]
                 + fraction * (path.cumulativeMeters[index + 1] - path.cumulativeMeters[index])
             sampleTimes.append(t)
             samples.append(path.point(atDistance: distance)!.coordinate)
@@ -94,19 +99,24 @@ public enum SmootherEvaluation {
     }
 
     /// Fixes with Gaussian noise of `sigma` metres per axis around the truth, reporting `sigma` as their accuracy.
-    public static func noisyFixes(_ track: Track, sigma: Double, seed: UInt64, epoch: Double = 1_767_225_600) -> [LocationFix] {
+    public static func noisyFixes(
+        _ track: Track, sigma: Double, seed: UInt64, epoch: Double = 1_767_225_600
+    ) -> [LocationFix] {
         var random = SeededGenerator(seed: seed)
         return zip(track.times, track.points).map { time, truth in
             let noisy = FlatProjection(origin: truth).unproject(
                 ENU(east: random.gaussian(standardDeviation: sigma), north: random.gaussian(standardDeviation: sigma)))
-            return LocationFix(timeSeconds: epoch + time, latitude: noisy.latitude, longitude: noisy.longitude,
-                               horizontalAccuracyMeters: sigma)
+            return LocationFix(
+                timeSeconds: epoch + time, latitude: noisy.latitude, longitude: noisy.longitude,
+                horizontalAccuracyMeters: sigma)
         }
     }
 
     /// Runs `options`' smoother over noisy fixes of a track and measures it.
-    public static func evaluate(_ track: Track, sigma: Double, seed: UInt64,
-                                options: KalmanSmoother.Options = KalmanSmoother.Options()) -> Metrics {
+    public static func evaluate(
+        _ track: Track, sigma: Double, seed: UInt64,
+        options: KalmanSmoother.Options = KalmanSmoother.Options()
+    ) -> Metrics {
         let fixes = self.noisyFixes(track, sigma: sigma, seed: seed)
         var smoother = KalmanSmoother(options: options)
         var rawSquares = 0.0, smoothSquares = 0.0, lagSum = 0.0, count = 0
@@ -124,7 +134,8 @@ public enum SmootherEvaluation {
             count += 1
         }
         let n = Double(max(count, 1))
-        return Metrics(fixes: count, rawRMSMeters: (rawSquares / n).squareRoot(),
-                       smoothedRMSMeters: (smoothSquares / n).squareRoot(), meanLagMeters: lagSum / n)
+        return Metrics(
+            fixes: count, rawRMSMeters: (rawSquares / n).squareRoot(),
+            smoothedRMSMeters: (smoothSquares / n).squareRoot(), meanLagMeters: lagSum / n)
     }
 }

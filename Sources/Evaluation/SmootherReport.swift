@@ -23,7 +23,8 @@ public enum SmootherReport {
         for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix("Fix,GPS,") {
             let fields = line.split(separator: ",", omittingEmptySubsequences: false)
             guard fields.count > 8, let lat = Double(fields[2]), let lon = Double(fields[3]),
-                  let millis = Double(fields[8]), lat.isFinite, lon.isFinite else { continue }
+                let millis = Double(fields[8]), lat.isFinite, lon.isFinite
+            else { continue }
             times.append(millis / 1000)
             points.append(Coordinate(latitude: lat, longitude: lon))
         }
@@ -31,28 +32,37 @@ public enum SmootherReport {
     }
 
     /// Runs the evaluation: `walks` simulated walks per noise level, and `walks` noise seeds on the real walk.
-    public static func run(realWalk: String?, walks: Int = 20, options: KalmanSmoother.Options = .init()) throws -> [Row] {
+    public static func run(
+        realWalk: String?, walks: Int = 20, options: KalmanSmoother.Options = .init()
+    ) throws -> [Row] {
         var rows: [Row] = []
         for sigma in [5.0, 10.0] {
             let runs = (1...walks).map { seed in
-                SmootherEvaluation.evaluate(SmootherEvaluation.simulatedWalk(seed: UInt64(seed)), sigma: sigma,
-                                            seed: UInt64(seed) * 7919 + UInt64(sigma), options: options)
+                SmootherEvaluation.evaluate(
+                    SmootherEvaluation.simulatedWalk(seed: UInt64(seed)), sigma: sigma,
+                    seed: UInt64(seed) * 7919 + UInt64(sigma), options: options)
             }
-            rows.append(Row(walk: "simulated grid walk", sigma: sigma, runs: walks,
-                            metrics: .pooled(runs)))
+            rows.append(
+                Row(
+                    walk: "simulated grid walk", sigma: sigma, runs: walks,
+                    metrics: .pooled(runs)))
         }
         if let realWalk {
             let recorded = try self.gnssLoggerFixes(file: realWalk)
             guard let track = SmootherEvaluation.recordedWalk(times: recorded.times, points: recorded.points) else {
-                throw ConfigError.invalidValue(path: realWalk, expected: "at least two GPS fixes", found: "\(recorded.points.count)")
+                throw ConfigError.invalidValue(
+                    path: realWalk, expected: "at least two GPS fixes", found: "\(recorded.points.count)")
             }
             for sigma in [5.0, 10.0] {
                 let runs = (1...walks).map { seed in
-                    SmootherEvaluation.evaluate(track, sigma: sigma, seed: UInt64(seed) * 104_729 + UInt64(sigma),
-                                                options: options)
+                    SmootherEvaluation.evaluate(
+                        track, sigma: sigma, seed: UInt64(seed) * 104_729 + UInt64(sigma),
+                        options: options)
                 }
-                rows.append(Row(walk: (realWalk as NSString).lastPathComponent, sigma: sigma, runs: walks,
-                                metrics: .pooled(runs)))
+                rows.append(
+                    Row(
+                        walk: (realWalk as NSString).lastPathComponent, sigma: sigma, runs: walks,
+                        metrics: .pooled(runs)))
             }
         }
         return rows

@@ -12,8 +12,10 @@ public enum TargetModeSimulation {
     }
 
     /// Walks `route` from its start with a cue-obeying walker; `seed` sets the compass noise and drift.
-    public static func walk(route: Route, mode: RouteTracker.TargetMode, seed: UInt64,
-                            walker: GuidanceSimulation.Walker = GuidanceSimulation.Walker(), speed: Double = 1.4) -> Walk {
+    public static func walk(
+        route: Route, mode: RouteTracker.TargetMode, seed: UInt64,
+        walker: GuidanceSimulation.Walker = GuidanceSimulation.Walker(), speed: Double = 1.4
+    ) -> Walk {
         var random = SeededGenerator(seed: seed)
         var trackerOptions = RouteTracker.Options()
         trackerOptions.targetMode = mode
@@ -35,15 +37,20 @@ public enum TargetModeSimulation {
         while t < limit {
             // A fix a second: progress and a new target.
             if (t * walker.sampleRateHz).rounded().truncatingRemainder(dividingBy: walker.sampleRateHz) == 0 {
-                let fix = SmoothedFix(timeSeconds: t, latitude: position.latitude, longitude: position.longitude,
-                                      horizontalAccuracyMeters: 3, speedMetersPerSecond: speed, courseDegrees: heading, reset: false)
+                let fix = SmoothedFix(
+                    timeSeconds: t, latitude: position.latitude, longitude: position.longitude,
+                    horizontalAccuracyMeters: 3, speedMetersPerSecond: speed, courseDegrees: heading, reset: false)
                 if let update = tracker.update(with: fix) {
                     target = update.target
-                    if update.arrived || update.progress.state == .arrived { return Walk(maximumOffRouteMeters: worst, arrived: true) }
+                    if update.arrived || update.progress.state == .arrived {
+                        return Walk(maximumOffRouteMeters: worst, arrived: true)
+                    }
                 }
             }
             let measured = Angle.normalized(heading + random.gaussian(standardDeviation: walker.compassNoiseDegrees))
-            if let cue = guidance.update(heading: HeadingSample(timeSeconds: t, headingDegrees: measured), target: target) {
+            if let cue = guidance.update(
+                heading: HeadingSample(timeSeconds: t, headingDegrees: measured), target: target)
+            {
                 pending.append((t + walker.reactionSeconds, cue))
             }
             while let first = pending.first, first.time <= t {

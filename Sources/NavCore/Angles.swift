@@ -45,9 +45,13 @@ public enum Angle {
             sumCos += _cos(radians)
             count += 1
         }
-        guard count > 0 else { return CircularStatistics(meanDegrees: nil, resultantLength: 0, spreadDegrees: .infinity) }
+        guard count > 0 else {
+            return CircularStatistics(meanDegrees: nil, resultantLength: 0, spreadDegrees: .infinity)
+        }
         let length = min(1, (sumSin * sumSin + sumCos * sumCos).squareRoot() / Double(count))
-        guard length > 1e-12 else { return CircularStatistics(meanDegrees: nil, resultantLength: 0, spreadDegrees: .infinity) }
+        guard length > 1e-12 else {
+            return CircularStatistics(meanDegrees: nil, resultantLength: 0, spreadDegrees: .infinity)
+        }
         let mean = self.normalized(_atan2(sumSin, sumCos) * 180 / .pi)
         let spread = (-2 * _log(length)).squareRoot() * 180 / .pi
         return CircularStatistics(meanDegrees: mean, resultantLength: length, spreadDegrees: spread)

@@ -128,7 +128,8 @@ extension BusMessage: Codable {
         guard let kind = Kind(topic: topic) else {
             throw DecodingError.dataCorruptedError(
                 forKey: .topic, in: container,
-                debugDescription: "unknown topic '\(topic)'; known: \(Kind.allCases.map(\.topic).joined(separator: ", "))")
+                debugDescription:
+                    "unknown topic '\(topic)'; known: \(Kind.allCases.map(\.topic).joined(separator: ", "))")
         }
         switch kind {
         case .fix: self = .fix(try container.decode(LocationFix.self, forKey: .payload))
@@ -140,7 +141,8 @@ extension BusMessage: Codable {
         case .target: self = .target(try container.decode(GuidanceTarget.self, forKey: .payload))
         case .cue: self = .cue(try container.decode(HapticCue.self, forKey: .payload))
         case .calibrationState: self = .calibrationState(try container.decode(CalibrationState.self, forKey: .payload))
-        case .calibrationResult: self = .calibrationResult(try container.decode(CalibrationResult.self, forKey: .payload))
+        case .calibrationResult:
+            self = .calibrationResult(try container.decode(CalibrationResult.self, forKey: .payload))
         case .status: self = .status(try container.decode(StageStatus.self, forKey: .payload))
         }
     }

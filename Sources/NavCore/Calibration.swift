@@ -115,17 +115,23 @@ public struct Calibration: Sendable {
         switch self.step {
         case .findNorth:
             if let attitude = self.attitude,
-               abs(attitude.pitchDegrees) > self.options.flatToleranceDegrees
-                || abs(attitude.rollDegrees) > self.options.flatToleranceDegrees {
+                abs(attitude.pitchDegrees) > self.options.flatToleranceDegrees
+                    || abs(attitude.rollDegrees) > self.options.flatToleranceDegrees
+            {
                 return [self.state(time, .findNorth, "Hold the phone flat, screen up.", cue: 0, progress: 0)]
             }
-            if Angle.isInWindow(heading, from: self.options.northWindowStartDegrees, to: self.options.northWindowEndDegrees) {
+            if Angle.isInWindow(
+                heading, from: self.options.northWindowStartDegrees, to: self.options.northWindowEndDegrees)
+            {
                 self.step = .putAway
                 self.countdownStart = time
                 self.lastCountdownSecond = nil
-                return [self.state(time, .putAway,
-                                   "North found. Keep facing this way and put the phone in your pocket.", cue: 0,
-                                   progress: 0)]
+                return [
+                    self.state(
+                        time, .putAway,
+                        "North found. Keep facing this way and put the phone in your pocket.", cue: 0,
+                        progress: 0)
+                ]
             }
             let cue = Angle.separation(heading, 0) / 180
             return [self.state(time, .findNorth, Self.findNorthPrompt, cue: cue, progress: 0)]
@@ -151,7 +157,8 @@ public struct Calibration: Sendable {
 
     private var isMoving: Bool {
         guard let speed = self.lastSpeed else { return false }
-        return speed.value >= self.options.movingSpeed && self.lastTime - speed.time <= self.options.speedFreshnessSeconds
+        return speed.value >= self.options.movingSpeed
+            && self.lastTime - speed.time <= self.options.speedFreshnessSeconds
     }
 
     private mutating func collect(_ heading: Double, at time: Double) -> [BusMessage] {
@@ -160,8 +167,11 @@ public struct Calibration: Sendable {
             self.lastMoveTime = nil
             guard self.wasMoving else { return [] }
             self.wasMoving = false
-            return [self.state(time, .move, "Keep walking straight ahead, facing the same way.", cue: 0,
-                               progress: self.progress)]
+            return [
+                self.state(
+                    time, .move, "Keep walking straight ahead, facing the same way.", cue: 0,
+                    progress: self.progress)
+            ]
         }
         if let last = self.lastMoveTime { self.movingTime += time - last }
         self.lastMoveTime = time
@@ -177,17 +187,24 @@ public struct Calibration: Sendable {
         let stats = Angle.circularStatistics(self.headings)
         if let mean = stats.meanDegrees, stats.spreadDegrees <= self.options.maximumSpreadDegrees {
             self.step = .done
-            let result = CalibrationResult(timeSeconds: time, succeeded: true, offsetDegrees: mean,
-                                           spreadDegrees: stats.spreadDegrees,
-                                           sampleCount: UInt32(self.headings.count), reason: "")
+            let result = CalibrationResult(
+                timeSeconds: time, succeeded: true, offsetDegrees: mean,
+                spreadDegrees: stats.spreadDegrees,
+                sampleCount: UInt32(self.headings.count), reason: "")
             self.result = result
-            return [self.state(time, .done, "Calibrated. You can start.", cue: 0, progress: 1),
-                    .calibrationResult(result)]
+            return [
+                self.state(time, .done, "Calibrated. You can start.", cue: 0, progress: 1),
+                .calibrationResult(result),
+            ]
         }
         if self.movingTime >= self.options.moveTimeoutSeconds {
-            let spread = stats.spreadDegrees.isFinite ? fixedDecimal(stats.spreadDegrees, digits: 0) + "°" : "everywhere"
-            return self.abort(at: time, spread: stats.spreadDegrees,
-                              reason: "The compass readings did not settle (spread \(spread), need \(fixedDecimal(self.options.maximumSpreadDegrees, digits: 0))° or less). Walk straight and steady, away from metal, and try again.")
+            let spread =
+                stats.spreadDegrees.isFinite ? fixedDecimal(stats.spreadDegrees, digits: 0) + "°" : "everywhere"
+            return self.abort(
+                at: time, spread: stats.spreadDegrees,
+                reason:
+                    "The compass readings did not settle (spread \(spread), need \(fixedDecimal(self.options.maximumSpreadDegrees, digits: 0))° or less). Walk straight and steady, away from metal, and try again."
+            )
         }
         return []
     }
@@ -205,22 +222,32 @@ public struct Calibration: Sendable {
         self.flipSince = since
         guard attitude.timeSeconds - since >= self.options.flipBandDwellSeconds else { return nil }
         let stats = Angle.circularStatistics(self.headings)
-        return self.abort(at: attitude.timeSeconds, spread: stats.spreadDegrees.isFinite ? stats.spreadDegrees : 0,
-                          reason: "The phone is nearly upright (pitch \(fixedDecimal(attitude.pitchDegrees, digits: 0))°), where the compass flips. Put it in the pocket lying flatter, and try again.")
+        return self.abort(
+            at: attitude.timeSeconds, spread: stats.spreadDegrees.isFinite ? stats.spreadDegrees : 0,
+            reason:
+                "The phone is nearly upright (pitch \(fixedDecimal(attitude.pitchDegrees, digits: 0))°), where the compass flips. Put it in the pocket lying flatter, and try again."
+        )
     }
 
     private mutating func abort(at time: Double, spread: Double, reason: String) -> [BusMessage] {
         self.step = .aborted
-        let result = CalibrationResult(timeSeconds: time, succeeded: false, offsetDegrees: 0,
-                                       spreadDegrees: spread.isFinite ? spread : 0,
-                                       sampleCount: UInt32(self.headings.count), reason: reason)
+        let result = CalibrationResult(
+            timeSeconds: time, succeeded: false, offsetDegrees: 0,
+            spreadDegrees: spread.isFinite ? spread : 0,
+            sampleCount: UInt32(self.headings.count), reason: reason)
         self.result = result
-        return [self.state(time, .aborted, "Calibration stopped. " + reason, cue: 0, progress: self.progress),
-                .calibrationResult(result)]
+        return [
+            self.state(time, .aborted, "Calibration stopped. " + reason, cue: 0, progress: self.progress),
+            .calibrationResult(result),
+        ]
     }
 
-    private func state(_ time: Double, _ step: CalibrationStep, _ prompt: String, cue: Double, progress: Double) -> BusMessage {
-        .calibrationState(CalibrationState(timeSeconds: time, step: step, prompt: prompt, cueIntensity: cue,
-                                           progress: progress))
+    private func state(
+        _ time: Double, _ step: CalibrationStep, _ prompt: String, cue: Double, progress: Double
+    ) -> BusMessage {
+        .calibrationState(
+            CalibrationState(
+                timeSeconds: time, step: step, prompt: prompt, cueIntensity: cue,
+                progress: progress))
     }
 }

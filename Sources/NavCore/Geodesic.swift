@@ -30,13 +30,13 @@ public struct Geodesic: Sendable {
     /// Flattening.
     public let flattening: Double
 
-    private let f1: Double       // 1 − f
+    private let f1: Double  // 1 − f
     private let polarRadius: Double
-    private let e2: Double       // first eccentricity squared
-    private let ep2: Double      // second eccentricity squared
-    private let n: Double        // third flattening
-    private let a3: [Double]     // A3 as a polynomial in ε, coefficients of ε^0...ε^5
-    private let c3: [[Double]]   // C3l as polynomials in ε, l = 1...5, coefficients of ε^0...ε^5
+    private let e2: Double  // first eccentricity squared
+    private let ep2: Double  // second eccentricity squared
+    private let n: Double  // third flattening
+    private let a3: [Double]  // A3 as a polynomial in ε, coefficients of ε^0...ε^5
+    private let c3: [[Double]]  // C3l as polynomials in ε, l = 1...5, coefficients of ε^0...ε^5
     private let etol2: Double
 
     /// WGS84: a = 6378137 m, f = 1/298.257223563.
@@ -62,8 +62,10 @@ public struct Geodesic: Sendable {
         self.ep2 = self.e2 / ((1 - flattening) * (1 - flattening))
         let n = flattening / (2 - flattening)
         self.n = n
-        self.a3 = [1, -(1 - n) / 2, -(1.0 / 4 + n / 8 - 3 * n * n / 8), -(1.0 / 16 + 3 * n / 16 + n * n / 16),
-                   -(3.0 / 64 + n / 32), -3.0 / 128]
+        self.a3 = [
+            1, -(1 - n) / 2, -(1.0 / 4 + n / 8 - 3 * n * n / 8), -(1.0 / 16 + 3 * n / 16 + n * n / 16),
+            -(3.0 / 64 + n / 32), -3.0 / 128,
+        ]
         self.c3 = [
             [0, (1 - n) / 4, (1 - n * n) / 8, (3 + 3 * n - n * n) / 64, (5 + 2 * n) / 128, 3.0 / 128],
             [0, 0, (2 - 3 * n + n * n) / 32, (3 - 2 * n - 3 * n * n) / 64, (3 + n) / 128, 5.0 / 256],
@@ -239,8 +241,10 @@ public struct Geodesic: Sendable {
     }
 
     /// Distance and reduced length along a geodesic, in units of the polar radius.
-    private func lengths(eps: Double, sig12: Double, ssig1: Double, csig1: Double, dn1: Double,
-                         ssig2: Double, csig2: Double, dn2: Double) -> Lengths {
+    private func lengths(
+        eps: Double, sig12: Double, ssig1: Double, csig1: Double, dn1: Double,
+        ssig2: Double, csig2: Double, dn2: Double
+    ) -> Lengths {
         let a1 = 1 + Self.a1m1(eps)
         let c1 = Self.c1(eps)
         let a2 = 1 + Self.a2m1(eps)
@@ -305,8 +309,9 @@ public struct Geodesic: Sendable {
         let lon12 = lam12 * 180 / .pi
         let longitude = Self.normalize180(Self.normalize180(start.longitude) + Self.normalize180(lon12))
         let latitude = Self.atan2d(sbet2, self.f1 * cbet2)
-        return GeodesicDirect(coordinate: Coordinate(latitude: latitude, longitude: longitude),
-                              finalAzimuthDegrees: Self.atan2d(salp2, calp2))
+        return GeodesicDirect(
+            coordinate: Coordinate(latitude: latitude, longitude: longitude),
+            finalAzimuthDegrees: Self.atan2d(salp2, calp2))
     }
 
     // MARK: Inverse
@@ -320,9 +325,11 @@ public struct Geodesic: Sendable {
         var dlam12: Double
     }
 
-    private func lambda12(sbet1: Double, cbet1: Double, dn1: Double, sbet2: Double, cbet2: Double, dn2: Double,
-                          salp1: Double, calp1 calp1In: Double, slam120: Double, clam120: Double,
-                          derivative: Bool) -> LambdaResult {
+    private func lambda12(
+        sbet1: Double, cbet1: Double, dn1: Double, sbet2: Double, cbet2: Double, dn2: Double,
+        salp1: Double, calp1 calp1In: Double, slam120: Double, clam120: Double,
+        derivative: Bool
+    ) -> LambdaResult {
         var calp1 = calp1In
         if sbet1 == 0 && calp1 == 0 { calp1 = -Self.tiny }  // break the degeneracy of equatorial lines
         let salp0 = salp1 * cbet1
@@ -362,13 +369,15 @@ public struct Geodesic: Sendable {
             if calp2 == 0 {
                 dlam12 = -2 * self.f1 * dn1 / sbet1
             } else {
-                let lengths = self.lengths(eps: eps, sig12: sig12, ssig1: ssig1, csig1: csig1, dn1: dn1,
-                                           ssig2: ssig2, csig2: csig2, dn2: dn2)
+                let lengths = self.lengths(
+                    eps: eps, sig12: sig12, ssig1: ssig1, csig1: csig1, dn1: dn1,
+                    ssig2: ssig2, csig2: csig2, dn2: dn2)
                 dlam12 = lengths.m12b * self.f1 / (calp2 * cbet2)
             }
         }
-        return LambdaResult(lam12: lam12, salp2: salp2, calp2: calp2, sig12: sig12, ssig1: ssig1, csig1: csig1,
-                            ssig2: ssig2, csig2: csig2, eps: eps, dlam12: dlam12)
+        return LambdaResult(
+            lam12: lam12, salp2: salp2, calp2: calp2, sig12: sig12, ssig1: ssig1, csig1: csig1,
+            ssig2: ssig2, csig2: csig2, eps: eps, dlam12: dlam12)
     }
 
     /// The positive root of k⁴ + 2k³ − (x² + y² − 1)k² − 2y²k − y² = 0 (Karney 2013, eq. 55).
@@ -449,8 +458,9 @@ public struct Geodesic: Sendable {
             let ssig1 = sbet1, csig1 = calp1 * cbet1
             let ssig2 = sbet2, csig2 = calp2 * cbet2
             sig12 = _atan2(positivePart(csig1 * ssig2 - ssig1 * csig2), csig1 * csig2 + ssig1 * ssig2)
-            let lengths = self.lengths(eps: self.n, sig12: sig12, ssig1: ssig1, csig1: csig1, dn1: dn1,
-                                       ssig2: ssig2, csig2: csig2, dn2: dn2)
+            let lengths = self.lengths(
+                eps: self.n, sig12: sig12, ssig1: ssig1, csig1: csig1, dn1: dn1,
+                ssig2: ssig2, csig2: csig2, dn2: dn2)
             if sig12 < 1 || lengths.m12b >= 0 {
                 if sig12 < 3 * Self.tiny { sig12 = 0 }
                 s12x = lengths.s12b * self.polarRadius
@@ -470,8 +480,9 @@ public struct Geodesic: Sendable {
             sig12 = lam12 / self.f1
             a12 = lon12 / self.f1
         } else if !meridian {
-            var start = self.inverseStart(sbet1: sbet1, cbet1: cbet1, dn1: dn1, sbet2: sbet2, cbet2: cbet2, dn2: dn2,
-                                          lam12: lam12, slam12: slam12, clam12: clam12)
+            var start = self.inverseStart(
+                sbet1: sbet1, cbet1: cbet1, dn1: dn1, sbet2: sbet2, cbet2: cbet2, dn2: dn2,
+                lam12: lam12, slam12: slam12, clam12: clam12)
             if start.sig12 >= 0 {
                 // Short line, solved on a sphere of the local radius.
                 sig12 = start.sig12
@@ -484,12 +495,14 @@ public struct Geodesic: Sendable {
             } else {
                 var salp1a = Self.tiny, calp1a = 1.0, salp1b = Self.tiny, calp1b = -1.0
                 var tripn = false, tripb = false
-                var result = LambdaResult(lam12: 0, salp2: 0, calp2: 0, sig12: 0, ssig1: 0, csig1: 0, ssig2: 0,
-                                          csig2: 0, eps: 0, dlam12: 0)
+                var result = LambdaResult(
+                    lam12: 0, salp2: 0, calp2: 0, sig12: 0, ssig1: 0, csig1: 0, ssig2: 0,
+                    csig2: 0, eps: 0, dlam12: 0)
                 for iteration in 0..<Self.maxit2 {
-                    result = self.lambda12(sbet1: sbet1, cbet1: cbet1, dn1: dn1, sbet2: sbet2, cbet2: cbet2,
-                                           dn2: dn2, salp1: start.salp1, calp1: start.calp1, slam120: slam12,
-                                           clam120: clam12, derivative: iteration < Self.maxit1)
+                    result = self.lambda12(
+                        sbet1: sbet1, cbet1: cbet1, dn1: dn1, sbet2: sbet2, cbet2: cbet2,
+                        dn2: dn2, salp1: start.salp1, calp1: start.calp1, slam120: slam12,
+                        clam120: clam12, derivative: iteration < Self.maxit1)
                     let v = result.lam12
                     if tripb || !(abs(v) >= (tripn ? 8 : 1) * Self.tol0) || iteration == Self.maxit2 - 1 { break }
                     if v > 0 && (iteration > Self.maxit1 || start.calp1 / start.salp1 > calp1b / salp1b) {
@@ -518,12 +531,14 @@ public struct Geodesic: Sendable {
                     start.calp1 = (calp1a + calp1b) / 2
                     Self.norm(&start.salp1, &start.calp1)
                     tripn = false
-                    tripb = abs(salp1a - start.salp1) + (calp1a - start.calp1) < Self.tolb
+                    tripb =
+                        abs(salp1a - start.salp1) + (calp1a - start.calp1) < Self.tolb
                         || abs(start.salp1 - salp1b) + (start.calp1 - calp1b) < Self.tolb
                 }
-                let lengths = self.lengths(eps: result.eps, sig12: result.sig12, ssig1: result.ssig1,
-                                           csig1: result.csig1, dn1: dn1, ssig2: result.ssig2,
-                                           csig2: result.csig2, dn2: dn2)
+                let lengths = self.lengths(
+                    eps: result.eps, sig12: result.sig12, ssig1: result.ssig1,
+                    csig1: result.csig1, dn1: dn1, ssig2: result.ssig2,
+                    csig2: result.csig2, dn2: dn2)
                 sig12 = result.sig12
                 s12x = lengths.s12b * self.polarRadius
                 a12 = sig12 * 180 / .pi
@@ -543,8 +558,9 @@ public struct Geodesic: Sendable {
         calp1 *= swapp * latsign
         salp2 *= swapp * lonsign
         calp2 *= swapp * latsign
-        return GeodesicInverse(distanceMeters: 0 + s12x, initialAzimuthDegrees: Self.atan2d(salp1, calp1),
-                               finalAzimuthDegrees: Self.atan2d(salp2, calp2), arcDegrees: a12)
+        return GeodesicInverse(
+            distanceMeters: 0 + s12x, initialAzimuthDegrees: Self.atan2d(salp1, calp1),
+            finalAzimuthDegrees: Self.atan2d(salp2, calp2), arcDegrees: a12)
     }
 
     private struct Start {
@@ -555,8 +571,10 @@ public struct Geodesic: Sendable {
     }
 
     /// A first guess of α1 (Karney 2013, sect. 4 and 5), or the solution itself for short lines.
-    private func inverseStart(sbet1: Double, cbet1: Double, dn1: Double, sbet2: Double, cbet2: Double, dn2: Double,
-                              lam12: Double, slam12: Double, clam12: Double) -> Start {
+    private func inverseStart(
+        sbet1: Double, cbet1: Double, dn1: Double, sbet2: Double, cbet2: Double, dn2: Double,
+        lam12: Double, slam12: Double, clam12: Double
+    ) -> Start {
         var sig12 = -1.0
         var salp2 = 0.0, calp2 = 0.0, dnm = 1.0
         let sbet12 = sbet2 * cbet1 - cbet2 * sbet1
@@ -576,7 +594,8 @@ public struct Geodesic: Sendable {
             comg12 = clam12
         }
         var salp1 = cbet2 * somg12
-        var calp1 = comg12 >= 0
+        var calp1 =
+            comg12 >= 0
             ? sbet12 + cbet2 * sbet1 * somg12 * somg12 / (1 + comg12)
             : sbet12a - cbet2 * sbet1 * somg12 * somg12 / (1 - comg12)
         let ssig12 = (salp1 * salp1 + calp1 * calp1).squareRoot()

@@ -88,7 +88,8 @@ public struct Guidance: Sendable {
         let span = 180 - self.options.toleranceDegrees
         let linear = span > 0 ? (magnitude - self.options.toleranceDegrees) / span : 1
         let intensity = min(1, self.options.minimumIntensity + (1 - self.options.minimumIntensity) * linear)
-        let kind: CueKind = magnitude > self.options.turnAroundDegrees ? .turnAround : (deviation > 0 ? .turnRight : .turnLeft)
+        let kind: CueKind =
+            magnitude > self.options.turnAroundDegrees ? .turnAround : (deviation > 0 ? .turnRight : .turnLeft)
         return HapticCue(timeSeconds: time, kind: kind, intensity: intensity, deviationDegrees: deviation)
     }
 
@@ -107,15 +108,17 @@ public struct Guidance: Sendable {
             self.outsideSince = nil
             if self.arrivedRouteID != target.routeID {
                 self.arrivedRouteID = target.routeID
-                return self.send(HapticCue(timeSeconds: time, kind: .arrival, intensity: 1, deviationDegrees: 0),
-                                 at: time, force: true)
+                return self.send(
+                    HapticCue(timeSeconds: time, kind: .arrival, intensity: 1, deviationDegrees: 0),
+                    at: time, force: true)
             }
             return self.send(HapticCue(timeSeconds: time, kind: .silent, intensity: 0, deviationDegrees: 0), at: time)
         }
 
         let deviation = self.deviation(rawHeading: heading.headingDegrees, targetBearing: target.bearingDegrees)
         let wanted = self.immediateCue(deviation: deviation, at: time)
-        let cueing = self.current.map { $0.kind == .turnLeft || $0.kind == .turnRight || $0.kind == .turnAround } ?? false
+        let cueing =
+            self.current.map { $0.kind == .turnLeft || $0.kind == .turnRight || $0.kind == .turnAround } ?? false
         let next: HapticCue
         if cueing {
             // Hysteresis: keep cueing until well back inside the tolerance.
@@ -125,8 +128,9 @@ public struct Guidance: Sendable {
             } else if wanted.kind == .silent {
                 // Inside the tolerance but not the release band: the weakest cue on the same side.
                 let kind: CueKind = deviation > 0 ? .turnRight : .turnLeft
-                next = HapticCue(timeSeconds: time, kind: kind, intensity: self.options.minimumIntensity,
-                                 deviationDegrees: deviation)
+                next = HapticCue(
+                    timeSeconds: time, kind: kind, intensity: self.options.minimumIntensity,
+                    deviationDegrees: deviation)
             } else {
                 next = wanted
             }
@@ -137,8 +141,9 @@ public struct Guidance: Sendable {
             let since = self.outsideSince ?? time
             self.outsideSince = since
             guard time - since >= self.options.debounceSeconds else {
-                return self.send(HapticCue(timeSeconds: time, kind: .silent, intensity: 0, deviationDegrees: deviation),
-                                 at: time)
+                return self.send(
+                    HapticCue(timeSeconds: time, kind: .silent, intensity: 0, deviationDegrees: deviation),
+                    at: time)
             }
             next = wanted
         }

@@ -109,7 +109,9 @@ public struct InputTimeGuard: Sendable {
 
     /// The counters as named pairs, for a ``StageStatus``: `time.dropped.ahead`, … and `time.rebases`.
     public var statusCounters: [StatusCounter] {
-        TimeDrop.allCases.map { StatusCounter(name: "time.dropped.\($0.rawValue)", value: self.dropped[$0, default: 0]) }
+        TimeDrop.allCases.map {
+            StatusCounter(name: "time.dropped.\($0.rawValue)", value: self.dropped[$0, default: 0])
+        }
             + [StatusCounter(name: "time.rebases", value: self.rebases)]
     }
 
@@ -129,19 +131,23 @@ public struct InputTimeGuard: Sendable {
 
     /// Judges one message of the stream `stream` (sender and topic) measured at `measurementSeconds`;
     /// `latenessLimitSeconds` overrides the options' limit for this stream.
-    public mutating func admit(stream key: String, measurementSeconds: Double, receivedSeconds: Double,
-                               sentSeconds: Double?, latenessLimitSeconds: Double?? = nil) -> Verdict {
+    public mutating func admit(
+        stream key: String, measurementSeconds: Double, receivedSeconds: Double,
+        sentSeconds: Double?, latenessLimitSeconds: Double?? = nil
+    ) -> Verdict {
         var stream = self.streams[key] ?? Stream()
         defer { self.streams[key] = stream }
         guard measurementSeconds.isFinite, receivedSeconds.isFinite else { return self.drop(.nonFinite) }
 
         // Transit first: a backlog is dropped whatever its measurement times say.
         var lateness = 0.0
-        if let sent = sentSeconds, sent.isFinite, let limit = latenessLimitSeconds ?? self.options.latenessLimitSeconds {
+        if let sent = sentSeconds, sent.isFinite, let limit = latenessLimitSeconds ?? self.options.latenessLimitSeconds
+        {
             let transit = receivedSeconds - sent
             if let baseline = stream.transitBaseline {
                 // Let the baseline rise slowly with clock drift; a lower transit lowers it at once.
-                let risen = baseline + self.options.baselineDriftPerSecond * max(0, receivedSeconds - stream.baselineUpdated)
+                let risen =
+                    baseline + self.options.baselineDriftPerSecond * max(0, receivedSeconds - stream.baselineUpdated)
                 stream.transitBaseline = min(risen, transit)
                 stream.baselineUpdated = receivedSeconds
                 lateness = max(0, transit - stream.transitBaseline!)
@@ -176,7 +182,8 @@ public struct InputTimeGuard: Sendable {
         // Not in line with the stream: in line with the message dropped just before it? Then the time line
         // really moved, and this message confirms it.
         if let candidate = stream.candidate, point.measurement >= candidate.measurement,
-           point.measurement - candidate.measurement < abs(point.measurement - last.measurement) {
+            point.measurement - candidate.measurement < abs(point.measurement - last.measurement)
+        {
             stream.candidate = nil
             stream.last = point
             stream.paceAnchor = point
@@ -239,7 +246,8 @@ public struct InputTimeGuard: Sendable {
         }
         stream.lateRun.append((received, transit))
         guard stream.lateRun.count >= self.options.rebaseAfterMessages,
-              let first = stream.lateRun.first, received - first.received >= self.options.rebaseAfterSeconds else {
+            let first = stream.lateRun.first, received - first.received >= self.options.rebaseAfterSeconds
+        else {
             return false
         }
         stream.lateRun.removeAll()

@@ -63,16 +63,19 @@ public struct LocalFrame: Sendable {
     public func enu(of point: Coordinate, height: Double = 0) -> ENU {
         let p = Self.ecef(point, height: height)
         let dx = p.x - self.originECEF.x, dy = p.y - self.originECEF.y, dz = p.z - self.originECEF.z
-        return ENU(east: -self.sinLon * dx + self.cosLon * dy,
-                   north: -self.sinLat * self.cosLon * dx - self.sinLat * self.sinLon * dy + self.cosLat * dz,
-                   up: self.cosLat * self.cosLon * dx + self.cosLat * self.sinLon * dy + self.sinLat * dz)
+        return ENU(
+            east: -self.sinLon * dx + self.cosLon * dy,
+            north: -self.sinLat * self.cosLon * dx - self.sinLat * self.sinLon * dy + self.cosLat * dz,
+            up: self.cosLat * self.cosLon * dx + self.cosLat * self.sinLon * dy + self.sinLat * dz)
     }
 
     /// The point at a position in this frame, and its height above the ellipsoid [metres].
     public func coordinate(of local: ENU) -> (coordinate: Coordinate, height: Double) {
-        let x = self.originECEF.x - self.sinLon * local.east - self.sinLat * self.cosLon * local.north
+        let x =
+            self.originECEF.x - self.sinLon * local.east - self.sinLat * self.cosLon * local.north
             + self.cosLat * self.cosLon * local.up
-        let y = self.originECEF.y + self.cosLon * local.east - self.sinLat * self.sinLon * local.north
+        let y =
+            self.originECEF.y + self.cosLon * local.east - self.sinLat * self.sinLon * local.north
             + self.cosLat * self.sinLon * local.up
         let z = self.originECEF.z + self.cosLat * local.north + self.sinLat * local.up
         let lon = _atan2(y, x)
@@ -122,8 +125,9 @@ public struct FlatProjection: Sendable {
     public func project(_ point: Coordinate) -> ENU {
         var dLon = point.longitude - self.origin.longitude
         if dLon > 180 { dLon -= 360 } else if dLon < -180 { dLon += 360 }
-        return ENU(east: dLon * self.longitudeScale(atLatitude: point.latitude),
-                   north: (point.latitude - self.origin.latitude) * self.metersPerDegreeLatitude)
+        return ENU(
+            east: dLon * self.longitudeScale(atLatitude: point.latitude),
+            north: (point.latitude - self.origin.latitude) * self.metersPerDegreeLatitude)
     }
 
     /// The point at a position on the plane.

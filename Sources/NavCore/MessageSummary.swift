@@ -11,17 +11,22 @@ extension BusMessage {
     public var summary: String {
         switch self {
         case let .fix(fix):
-            return "lat=\(f(fix.latitude, 7)) lon=\(f(fix.longitude, 7)) acc=\(f(fix.horizontalAccuracyMeters))m speed=\(f(fix.speedMetersPerSecond, 2))m/s course=\(f(fix.courseDegrees))°"
+            return
+                "lat=\(f(fix.latitude, 7)) lon=\(f(fix.longitude, 7)) acc=\(f(fix.horizontalAccuracyMeters))m speed=\(f(fix.speedMetersPerSecond, 2))m/s course=\(f(fix.courseDegrees))°"
         case let .heading(sample):
-            return "heading=\(f(sample.headingDegrees))° (\(sample.reference == .trueNorth ? "true" : "magnetic")) acc=\(f(sample.accuracyDegrees))°"
+            return
+                "heading=\(f(sample.headingDegrees))° (\(sample.reference == .trueNorth ? "true" : "magnetic")) acc=\(f(sample.accuracyDegrees))°"
         case let .attitude(attitude):
             return "pitch=\(f(attitude.pitchDegrees))° roll=\(f(attitude.rollDegrees))°"
         case let .smoothed(fix):
-            return "lat=\(f(fix.latitude, 7)) lon=\(f(fix.longitude, 7)) acc=\(f(fix.horizontalAccuracyMeters))m speed=\(f(fix.speedMetersPerSecond, 2))m/s course=\(f(fix.courseDegrees))°\(fix.reset ? " reset" : "")"
+            return
+                "lat=\(f(fix.latitude, 7)) lon=\(f(fix.longitude, 7)) acc=\(f(fix.horizontalAccuracyMeters))m speed=\(f(fix.speedMetersPerSecond, 2))m/s course=\(f(fix.courseDegrees))°\(fix.reset ? " reset" : "")"
         case let .route(route):
-            return "route \(route.routeID) by \(route.provider): \(f(route.lengthMeters))m, \(route.points.count) points, \(route.waypoints.count) waypoints"
+            return
+                "route \(route.routeID) by \(route.provider): \(f(route.lengthMeters))m, \(route.points.count) points, \(route.waypoints.count) waypoints"
         case let .progress(progress):
-            return "\(progress.state) along=\(f(progress.distanceAlongMeters))m left=\(f(progress.distanceRemainingMeters))m xtrack=\(f(progress.crossTrackMeters))m next=#\(progress.nextWaypointIndex) \(f(progress.distanceToNextMeters))m @\(f(progress.bearingToNextDegrees))° eta=\(f(progress.etaSeconds, 0))s"
+            return
+                "\(progress.state) along=\(f(progress.distanceAlongMeters))m left=\(f(progress.distanceRemainingMeters))m xtrack=\(f(progress.crossTrackMeters))m next=#\(progress.nextWaypointIndex) \(f(progress.distanceToNextMeters))m @\(f(progress.bearingToNextDegrees))° eta=\(f(progress.etaSeconds, 0))s"
         case let .target(target):
             return "\(target.kind) bearing=\(f(target.bearingDegrees))° distance=\(f(target.distanceMeters))m"
         case let .cue(cue):

@@ -52,8 +52,10 @@ public struct HeadingSample: Codable, Equatable, Sendable {
     public var accuracyDegrees: Double?
 
     /// Creates a heading sample.
-    public init(timeSeconds: Double, headingDegrees: Double, reference: HeadingReference = .trueNorth,
-                accuracyDegrees: Double? = nil) {
+    public init(
+        timeSeconds: Double, headingDegrees: Double, reference: HeadingReference = .trueNorth,
+        accuracyDegrees: Double? = nil
+    ) {
         self.timeSeconds = timeSeconds
         self.headingDegrees = headingDegrees
         self.reference = reference
@@ -96,8 +98,10 @@ public struct SmoothedFix: Codable, Equatable, Sendable {
     public var reset: Bool
 
     /// Creates a smoothed fix.
-    public init(timeSeconds: Double, latitude: Double, longitude: Double, horizontalAccuracyMeters: Double,
-                speedMetersPerSecond: Double, courseDegrees: Double?, reset: Bool) {
+    public init(
+        timeSeconds: Double, latitude: Double, longitude: Double, horizontalAccuracyMeters: Double,
+        speedMetersPerSecond: Double, courseDegrees: Double?, reset: Bool
+    ) {
         self.timeSeconds = timeSeconds
         self.latitude = latitude
         self.longitude = longitude
@@ -148,8 +152,10 @@ public struct Waypoint: Codable, Equatable, Sendable {
     public var instruction: String
 
     /// Creates a waypoint.
-    public init(coordinate: Coordinate, distanceAlongMeters: Double, outgoingBearingDegrees: Double,
-                turnDegrees: Double, kind: WaypointKind, instruction: String) {
+    public init(
+        coordinate: Coordinate, distanceAlongMeters: Double, outgoingBearingDegrees: Double,
+        turnDegrees: Double, kind: WaypointKind, instruction: String
+    ) {
         self.coordinate = coordinate
         self.distanceAlongMeters = distanceAlongMeters
         self.outgoingBearingDegrees = outgoingBearingDegrees
@@ -175,8 +181,10 @@ public struct Route: Codable, Equatable, Sendable {
     public var waypoints: [Waypoint]
 
     /// Creates a route.
-    public init(routeID: UInt32, timeSeconds: Double, provider: String, lengthMeters: Double,
-                points: [Coordinate], waypoints: [Waypoint]) {
+    public init(
+        routeID: UInt32, timeSeconds: Double, provider: String, lengthMeters: Double,
+        points: [Coordinate], waypoints: [Waypoint]
+    ) {
         self.routeID = routeID
         self.timeSeconds = timeSeconds
         self.provider = provider
@@ -224,9 +232,11 @@ public struct RouteProgress: Codable, Equatable, Sendable {
     public var state: RouteState
 
     /// Creates a progress report.
-    public init(timeSeconds: Double, routeID: UInt32, distanceAlongMeters: Double, distanceRemainingMeters: Double,
-                crossTrackMeters: Double, nextWaypointIndex: UInt32, bearingToNextDegrees: Double,
-                distanceToNextMeters: Double, etaSeconds: Double?, state: RouteState) {
+    public init(
+        timeSeconds: Double, routeID: UInt32, distanceAlongMeters: Double, distanceRemainingMeters: Double,
+        crossTrackMeters: Double, nextWaypointIndex: UInt32, bearingToNextDegrees: Double,
+        distanceToNextMeters: Double, etaSeconds: Double?, state: RouteState
+    ) {
         self.timeSeconds = timeSeconds
         self.routeID = routeID
         self.distanceAlongMeters = distanceAlongMeters
@@ -268,8 +278,10 @@ public struct GuidanceTarget: Codable, Equatable, Sendable {
     public var kind: TargetKind
 
     /// Creates a guidance target.
-    public init(timeSeconds: Double, routeID: UInt32, coordinate: Coordinate, bearingDegrees: Double,
-                distanceMeters: Double, kind: TargetKind) {
+    public init(
+        timeSeconds: Double, routeID: UInt32, coordinate: Coordinate, bearingDegrees: Double,
+        distanceMeters: Double, kind: TargetKind
+    ) {
         self.timeSeconds = timeSeconds
         self.routeID = routeID
         self.coordinate = coordinate
@@ -370,8 +382,10 @@ public struct CalibrationResult: Codable, Equatable, Sendable {
     public var reason: String
 
     /// Creates a calibration result.
-    public init(timeSeconds: Double, succeeded: Bool, offsetDegrees: Double, spreadDegrees: Double,
-                sampleCount: UInt32, reason: String) {
+    public init(
+        timeSeconds: Double, succeeded: Bool, offsetDegrees: Double, spreadDegrees: Double,
+        sampleCount: UInt32, reason: String
+    ) {
         self.timeSeconds = timeSeconds
         self.succeeded = succeeded
         self.offsetDegrees = offsetDegrees
@@ -427,8 +441,10 @@ public struct StageStatus: Codable, Equatable, Sendable {
     public var counters: [StatusCounter]
 
     /// Creates a status report.
-    public init(timeSeconds: Double, stage: String, health: StageHealth, message: String,
-                counters: [StatusCounter] = []) {
+    public init(
+        timeSeconds: Double, stage: String, health: StageHealth, message: String,
+        counters: [StatusCounter] = []
+    ) {
         self.timeSeconds = timeSeconds
         self.stage = stage
         self.health = health

@@ -64,9 +64,13 @@ public protocol SmoothingFilter: Sendable {
 
 extension KalmanSmoother: SmoothingFilter {
     public var statusCounters: [StatusCounter] {
-        [StatusCounter(name: "accepted", value: UInt64(self.counters.accepted)),
-         StatusCounter(name: "resets", value: UInt64(self.counters.resets))]
-            + FixRejection.allCases.map { StatusCounter(name: "rejected.\($0.rawValue)", value: UInt64(self.counters.rejected[$0, default: 0])) }
+        [
+            StatusCounter(name: "accepted", value: UInt64(self.counters.accepted)),
+            StatusCounter(name: "resets", value: UInt64(self.counters.resets)),
+        ]
+            + FixRejection.allCases.map {
+                StatusCounter(name: "rejected.\($0.rawValue)", value: UInt64(self.counters.rejected[$0, default: 0]))
+            }
     }
 }
 
@@ -93,7 +97,6 @@ public protocol OutputDevice: Sendable {
     /// space, like ``ar``); most devices ignore them.
     func observe(_ message: BusMessage) async
 }
-
 
 /// What the haptic sink reads from the bus.
 public enum SinkInput: Sendable {

@@ -26,7 +26,8 @@ public struct Polyline: Sendable {
         self.points = points
         var cumulative: [Double] = points.isEmpty ? [] : [0]
         for index in points.indices.dropFirst() {
-            cumulative.append(cumulative[index - 1] + Geodesic.wgs84.inverse(points[index - 1], points[index]).distanceMeters)
+            cumulative.append(
+                cumulative[index - 1] + Geodesic.wgs84.inverse(points[index - 1], points[index]).distanceMeters)
         }
         self.cumulativeMeters = cumulative
     }
@@ -48,13 +49,16 @@ public struct Polyline: Sendable {
         let plane = FlatProjection(origin: point)
         guard self.points.count > 1 else {
             let local = plane.project(first)
-            return PolylineProjection(closestPoint: first, distanceMeters: local.horizontalDistance, crossTrackMeters: 0,
-                                      distanceAlongMeters: 0, segmentIndex: 0, fraction: 0)
+            return PolylineProjection(
+                closestPoint: first, distanceMeters: local.horizontalDistance, crossTrackMeters: 0,
+                distanceAlongMeters: 0, segmentIndex: 0, fraction: 0)
         }
         var best: PolylineProjection?
         var previous = plane.project(first)
         for index in 0..<(self.points.count - 1) {
-            if let range = alongRange, self.cumulativeMeters[index + 1] < range.lowerBound || self.cumulativeMeters[index] > range.upperBound {
+            if let range = alongRange,
+                self.cumulativeMeters[index + 1] < range.lowerBound || self.cumulativeMeters[index] > range.upperBound
+            {
                 previous = plane.project(self.points[index + 1])
                 continue
             }
@@ -67,7 +71,9 @@ public struct Polyline: Sendable {
             let distance = (ce * ce + cn * cn).squareRoot()
             if best == nil || distance < best!.distanceMeters {
                 // Cross product of the segment's direction and segment → walker: positive when right.
-                let cross = lengthSquared > 0 ? (dn * (0 - previous.east) - de * (0 - previous.north)) / lengthSquared.squareRoot() : 0
+                let cross =
+                    lengthSquared > 0
+                    ? (dn * (0 - previous.east) - de * (0 - previous.north)) / lengthSquared.squareRoot() : 0
                 let segmentLength = self.cumulativeMeters[index + 1] - self.cumulativeMeters[index]
                 best = PolylineProjection(
                     closestPoint: plane.unproject(ENU(east: ce, north: cn)), distanceMeters: distance,
@@ -91,8 +97,10 @@ public struct Polyline: Sendable {
         let a = self.points[index], b = self.points[index + 1]
         let inverse = Geodesic.wgs84.inverse(a, b)
         let along = clamped - self.cumulativeMeters[index]
-        let position = inverse.distanceMeters > 0
-            ? Geodesic.wgs84.direct(from: a, azimuthDegrees: inverse.initialAzimuthDegrees, distanceMeters: along).coordinate
+        let position =
+            inverse.distanceMeters > 0
+            ? Geodesic.wgs84.direct(from: a, azimuthDegrees: inverse.initialAzimuthDegrees, distanceMeters: along)
+                .coordinate
             : a
         return (position, Angle.normalized(inverse.initialAzimuthDegrees))
     }
@@ -100,8 +108,11 @@ public struct Polyline: Sendable {
 
 /// Cross-track and along-track distances of a point with respect to the geodesic segment from `start` to
 /// `end`, on a plane tangent at the point (for segments within 20 km of it).
-public func trackDistances(of point: Coordinate, from start: Coordinate, to end: Coordinate)
-    -> (crossTrackMeters: Double, alongTrackMeters: Double) {
+public func trackDistances(
+    of point: Coordinate, from start: Coordinate, to end: Coordinate
+)
+    -> (crossTrackMeters: Double, alongTrackMeters: Double)
+{
     let plane = FlatProjection(origin: point)
     let a = plane.project(start), b = plane.project(end)
     let de = b.east - a.east, dn = b.north - a.north
@@ -176,7 +187,9 @@ public enum EncodedPolyline {
             lat += try next()
             lon += try next()
             let point = Coordinate(latitude: Double(lat) / factor, longitude: Double(lon) / factor)
-            guard abs(point.latitude) <= 90 && abs(point.longitude) <= 180 else { throw .outOfRange(index: points.count) }
+            guard abs(point.latitude) <= 90 && abs(point.longitude) <= 180 else {
+                throw .outOfRange(index: points.count)
+            }
             points.append(point)
         }
         return points

@@ -4,15 +4,21 @@ public enum RouteBuilder {
     /// `turnThresholdDegrees`, measured between bearings `windowMeters` before and after it (so that the
     /// many tiny segments of a curved footpath do not each become a waypoint); of several within
     /// `windowMeters` of each other, the sharpest stays.
-    public static func route(from plan: RoutePlan, routeID: UInt32, timeSeconds: Double, provider: String,
-                             turnThresholdDegrees: Double = 30, windowMeters: Double = 10) -> Route {
+    public static func route(
+        from plan: RoutePlan, routeID: UInt32, timeSeconds: Double, provider: String,
+        turnThresholdDegrees: Double = 30, windowMeters: Double = 10
+    ) -> Route {
         let line = Polyline(plan.points)
         let length = line.lengthMeters
         guard plan.points.count >= 2, length > 0 else {
             let point = plan.points.first ?? Coordinate(latitude: 0, longitude: 0)
-            return Route(routeID: routeID, timeSeconds: timeSeconds, provider: provider, lengthMeters: 0, points: plan.points,
-                         waypoints: [Waypoint(coordinate: point, distanceAlongMeters: 0, outgoingBearingDegrees: 0, turnDegrees: 0,
-                                              kind: .arrival, instruction: "You are at your destination")])
+            return Route(
+                routeID: routeID, timeSeconds: timeSeconds, provider: provider, lengthMeters: 0, points: plan.points,
+                waypoints: [
+                    Waypoint(
+                        coordinate: point, distanceAlongMeters: 0, outgoingBearingDegrees: 0, turnDegrees: 0,
+                        kind: .arrival, instruction: "You are at your destination")
+                ])
         }
         func bearing(from a: Double, to b: Double) -> Double {
             let pa = line.point(atDistance: a)!.coordinate, pb = line.point(atDistance: b)!.coordinate
@@ -23,7 +29,8 @@ public enum RouteBuilder {
             let along = line.cumulativeMeters[index]
             let before = max(0, along - windowMeters), after = min(length, along + windowMeters)
             guard along - before > 0.5, after - along > 0.5 else { continue }
-            let turn = Angle.signedDifference(from: bearing(from: before, to: along), to: bearing(from: along, to: after))
+            let turn = Angle.signedDifference(
+                from: bearing(from: before, to: along), to: bearing(from: along, to: after))
             if abs(turn) > turnThresholdDegrees { candidates.append((index, along, turn)) }
         }
         // Keep the sharpest of candidates closer than the window to each other.
@@ -39,23 +46,31 @@ public enum RouteBuilder {
             index >= 0 && index < plan.segmentNames.count ? plan.segmentNames[index] : nil
         }
         let startBearing = bearing(from: 0, to: min(length, windowMeters))
-        var waypoints = [Waypoint(coordinate: plan.points[0], distanceAlongMeters: 0, outgoingBearingDegrees: startBearing,
-                                  turnDegrees: 0, kind: .start,
-                                  instruction: "Head \(Self.compassWord(startBearing))" + (name(ofSegment: 0).map { " on \($0)" } ?? ""))]
+        var waypoints = [
+            Waypoint(
+                coordinate: plan.points[0], distanceAlongMeters: 0, outgoingBearingDegrees: startBearing,
+                turnDegrees: 0, kind: .start,
+                instruction: "Head \(Self.compassWord(startBearing))" + (name(ofSegment: 0).map { " on \($0)" } ?? ""))
+        ]
         for turn in kept {
             let outgoing = bearing(from: turn.along, to: min(length, turn.along + windowMeters))
             let incomingName = name(ofSegment: turn.index - 1), outgoingName = name(ofSegment: turn.index)
             let onto = outgoingName.flatMap { $0 != incomingName ? " onto \($0)" : nil } ?? ""
-            waypoints.append(Waypoint(coordinate: plan.points[turn.index], distanceAlongMeters: turn.along,
-                                      outgoingBearingDegrees: outgoing, turnDegrees: turn.turn, kind: .turn,
-                                      instruction: Self.turnWords(turn.turn) + onto))
+            waypoints.append(
+                Waypoint(
+                    coordinate: plan.points[turn.index], distanceAlongMeters: turn.along,
+                    outgoingBearingDegrees: outgoing, turnDegrees: turn.turn, kind: .turn,
+                    instruction: Self.turnWords(turn.turn) + onto))
         }
         let end = plan.points[plan.points.count - 1]
-        waypoints.append(Waypoint(coordinate: end, distanceAlongMeters: length,
-                                  outgoingBearingDegrees: bearing(from: max(0, length - windowMeters), to: length),
-                                  turnDegrees: 0, kind: .arrival, instruction: "Arrive at your destination"))
-        return Route(routeID: routeID, timeSeconds: timeSeconds, provider: provider, lengthMeters: length,
-                     points: plan.points, waypoints: waypoints)
+        waypoints.append(
+            Waypoint(
+                coordinate: end, distanceAlongMeters: length,
+                outgoingBearingDegrees: bearing(from: max(0, length - windowMeters), to: length),
+                turnDegrees: 0, kind: .arrival, instruction: "Arrive at your destination"))
+        return Route(
+            routeID: routeID, timeSeconds: timeSeconds, provider: provider, lengthMeters: length,
+            points: plan.points, waypoints: waypoints)
     }
 
     /// "Bear right", "Turn left", "Make a sharp right", "Make a U-turn".
@@ -179,7 +194,8 @@ public struct RouteTracker: Sendable {
 
         // Project within a window around the last position, unless that puts the walker far off.
         var projection = self.lastAlong.flatMap { line.project(walker, alongRange: ($0 - 30)...($0 + 150)) }
-        let threshold = max(self.options.offRouteMinimumMeters, self.options.offRouteAccuracyFactor * fix.horizontalAccuracyMeters)
+        let threshold = max(
+            self.options.offRouteMinimumMeters, self.options.offRouteAccuracyFactor * fix.horizontalAccuracyMeters)
         if projection == nil || projection!.distanceMeters > threshold {
             if let global = line.project(walker), global.distanceMeters < (projection?.distanceMeters ?? .infinity) {
                 projection = global
@@ -202,7 +218,8 @@ public struct RouteTracker: Sendable {
             let distance = FlatProjection.distance(walker, waypoint.coordinate)
             let radius = isArrival ? self.options.arrivalRadiusMeters : self.options.waypointRadiusMeters
             let onRoute = here.distanceMeters <= threshold
-            let passed = isArrival
+            let passed =
+                isArrival
                 ? onRoute && here.distanceAlongMeters >= route.lengthMeters - 0.5
                 : onRoute && here.distanceAlongMeters > waypoint.distanceAlongMeters + 2
             guard distance <= radius || passed else { break }
@@ -223,10 +240,11 @@ public struct RouteTracker: Sendable {
         // Off route, for several fixes in a row: ask for a reroute, unless one was asked for too recently or too near.
         self.offRouteCount = here.distanceMeters > threshold ? self.offRouteCount + 1 : 0
         if self.offRouteCount >= self.options.offRouteFixes {
-            let allowed = self.lastReroute.map {
-                time - $0.time >= self.options.rerouteMinimumSeconds
-                    && FlatProjection.distance($0.position, walker) >= self.options.rerouteMinimumMeters
-            } ?? true
+            let allowed =
+                self.lastReroute.map {
+                    time - $0.time >= self.options.rerouteMinimumSeconds
+                        && FlatProjection.distance($0.position, walker) >= self.options.rerouteMinimumMeters
+                } ?? true
             if allowed && self.state != .rerouting {
                 self.lastReroute = (time, walker)
                 self.reroutes += 1
@@ -241,9 +259,11 @@ public struct RouteTracker: Sendable {
 
         // Walking against the route.
         if self.state != .rerouting, self.offRouteCount == 0, let course = fix.courseDegrees,
-           fix.speedMetersPerSecond >= self.options.wrongWaySpeed,
-           let segmentBearing = line.point(atDistance: here.distanceAlongMeters)?.bearingDegrees {
-            self.wrongWayCount = Angle.separation(course, segmentBearing) > self.options.wrongWayDegrees ? self.wrongWayCount + 1 : 0
+            fix.speedMetersPerSecond >= self.options.wrongWaySpeed,
+            let segmentBearing = line.point(atDistance: here.distanceAlongMeters)?.bearingDegrees
+        {
+            self.wrongWayCount =
+                Angle.separation(course, segmentBearing) > self.options.wrongWayDegrees ? self.wrongWayCount + 1 : 0
             if self.wrongWayCount >= self.options.wrongWayFixes {
                 self.state = .wrongWay
             } else if self.state == .wrongWay && self.wrongWayCount == 0 {
@@ -259,15 +279,19 @@ public struct RouteTracker: Sendable {
         let index = min(self.nextWaypoint, route.waypoints.count - 1)
         let next = route.waypoints[index].coordinate
         let remaining = max(0, route.lengthMeters - here.distanceAlongMeters)
-        return RouteProgress(timeSeconds: fix.timeSeconds, routeID: route.routeID, distanceAlongMeters: here.distanceAlongMeters,
-                             distanceRemainingMeters: remaining, crossTrackMeters: here.crossTrackMeters,
-                             nextWaypointIndex: UInt32(index), bearingToNextDegrees: FlatProjection.bearing(from: walker, to: next),
-                             distanceToNextMeters: FlatProjection.distance(walker, next),
-                             etaSeconds: fix.speedMetersPerSecond > 0.3 ? (remaining + here.distanceMeters) / fix.speedMetersPerSecond : nil,
-                             state: self.state)
+        return RouteProgress(
+            timeSeconds: fix.timeSeconds, routeID: route.routeID, distanceAlongMeters: here.distanceAlongMeters,
+            distanceRemainingMeters: remaining, crossTrackMeters: here.crossTrackMeters,
+            nextWaypointIndex: UInt32(index), bearingToNextDegrees: FlatProjection.bearing(from: walker, to: next),
+            distanceToNextMeters: FlatProjection.distance(walker, next),
+            etaSeconds: fix.speedMetersPerSecond > 0.3
+                ? (remaining + here.distanceMeters) / fix.speedMetersPerSecond : nil,
+            state: self.state)
     }
 
-    private func target(_ fix: SmoothedFix, _ here: PolylineProjection, _ route: Route, _ line: Polyline) -> GuidanceTarget {
+    private func target(
+        _ fix: SmoothedFix, _ here: PolylineProjection, _ route: Route, _ line: Polyline
+    ) -> GuidanceTarget {
         let walker = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
         let index = min(self.nextWaypoint, route.waypoints.count - 1)
         let point: Coordinate
@@ -279,14 +303,17 @@ public struct RouteTracker: Sendable {
         case .lookAhead:
             var along = here.distanceAlongMeters + self.options.lookAheadMeters
             // Not past the next sharp turn: aim at its corner until it is reached.
-            if let sharp = route.waypoints[index...].first(where: { $0.kind == .arrival || abs($0.turnDegrees) >= self.options.sharpTurnDegrees }) {
+            if let sharp = route.waypoints[index...].first(where: {
+                $0.kind == .arrival || abs($0.turnDegrees) >= self.options.sharpTurnDegrees
+            }) {
                 along = min(along, sharp.distanceAlongMeters)
             }
             point = line.point(atDistance: along)?.coordinate ?? route.waypoints[index].coordinate
             kind = .lookAhead
         }
-        return GuidanceTarget(timeSeconds: fix.timeSeconds, routeID: route.routeID, coordinate: point,
-                              bearingDegrees: FlatProjection.bearing(from: walker, to: point),
-                              distanceMeters: FlatProjection.distance(walker, point), kind: kind)
+        return GuidanceTarget(
+            timeSeconds: fix.timeSeconds, routeID: route.routeID, coordinate: point,
+            bearingDegrees: FlatProjection.bearing(from: walker, to: point),
+            distanceMeters: FlatProjection.distance(walker, point), kind: kind)
     }
 }

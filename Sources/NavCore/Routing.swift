@@ -10,7 +10,8 @@ public struct RoutePlan: Sendable, Equatable {
     /// Creates a plan; names may be empty (all unknown).
     public init(points: [Coordinate], segmentNames: [String?] = [], reportedLengthMeters: Double? = nil) {
         self.points = points
-        self.segmentNames = segmentNames.count == max(0, points.count - 1)
+        self.segmentNames =
+            segmentNames.count == max(0, points.count - 1)
             ? segmentNames : Array(repeating: nil, count: max(0, points.count - 1))
         self.reportedLengthMeters = reportedLengthMeters
     }

@@ -50,7 +50,8 @@ public enum ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .invalidValue(path, expected, found):
             return "\(path): expected \(expected), found \(found)"
         case let .unknownStage(path, name, known):
-            return "\(path) names stage '\(name)', which is not in the config; stages: \(known.sorted().joined(separator: ", "))"
+            return
+                "\(path) names stage '\(name)', which is not in the config; stages: \(known.sorted().joined(separator: ", "))"
         case let .unreadable(file, reason):
             return "cannot read config \(file): \(reason)"
         }
@@ -90,16 +91,20 @@ public struct Settings: Sendable {
     public func contains(_ key: String) -> Bool { self.values[key] != nil }
 
     /// A number, or `defaultValue` when absent; `range` bounds it.
-    public mutating func double(_ key: String, default defaultValue: Double,
-                                in range: ClosedRange<Double> = -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude)
-    throws(ConfigError) -> Double {
+    public mutating func double(
+        _ key: String, default defaultValue: Double,
+        in range: ClosedRange<Double> = -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude
+    )
+        throws(ConfigError) -> Double
+    {
         guard let value = self.value(key) else { return defaultValue }
         guard case let .number(number) = value, number.isFinite else {
             throw .invalidValue(path: "\(self.path).\(key)", expected: "a number", found: value.typeName)
         }
         guard range.contains(number) else {
-            throw .invalidValue(path: "\(self.path).\(key)", expected: "a number in \(range.lowerBound)...\(range.upperBound)",
-                                found: "\(number)")
+            throw .invalidValue(
+                path: "\(self.path).\(key)", expected: "a number in \(range.lowerBound)...\(range.upperBound)",
+                found: "\(number)")
         }
         return number
     }
@@ -114,16 +119,20 @@ public struct Settings: Sendable {
     }
 
     /// A whole number, or `defaultValue` when absent.
-    public mutating func int(_ key: String, default defaultValue: Int,
-                             in range: ClosedRange<Int> = Int.min...Int.max) throws(ConfigError) -> Int {
+    public mutating func int(
+        _ key: String, default defaultValue: Int,
+        in range: ClosedRange<Int> = Int.min...Int.max
+    ) throws(ConfigError) -> Int {
         guard let value = self.value(key) else { return defaultValue }
         guard case let .number(number) = value, number.isFinite, number.rounded() == number,
-              let whole = Int(exactly: number) else {
+            let whole = Int(exactly: number)
+        else {
             throw .invalidValue(path: "\(self.path).\(key)", expected: "a whole number", found: "\(value)")
         }
         guard range.contains(whole) else {
-            throw .invalidValue(path: "\(self.path).\(key)",
-                                expected: "a whole number in \(range.lowerBound)...\(range.upperBound)", found: "\(whole)")
+            throw .invalidValue(
+                path: "\(self.path).\(key)",
+                expected: "a whole number in \(range.lowerBound)...\(range.upperBound)", found: "\(whole)")
         }
         return whole
     }
@@ -138,8 +147,10 @@ public struct Settings: Sendable {
     }
 
     /// A string, or `defaultValue` when absent; with `oneOf`, it must be one of those.
-    public mutating func string(_ key: String, default defaultValue: String? = nil,
-                                oneOf choices: [String]? = nil) throws(ConfigError) -> String {
+    public mutating func string(
+        _ key: String, default defaultValue: String? = nil,
+        oneOf choices: [String]? = nil
+    ) throws(ConfigError) -> String {
         guard let value = self.value(key) else {
             if let defaultValue { return defaultValue }
             throw .missingKey(path: self.path, key: key)
@@ -148,8 +159,9 @@ public struct Settings: Sendable {
             throw .invalidValue(path: "\(self.path).\(key)", expected: "a string", found: value.typeName)
         }
         if let choices, !choices.contains(string) {
-            throw .invalidValue(path: "\(self.path).\(key)", expected: "one of \(choices.joined(separator: ", "))",
-                                found: "'\(string)'")
+            throw .invalidValue(
+                path: "\(self.path).\(key)", expected: "one of \(choices.joined(separator: ", "))",
+                found: "'\(string)'")
         }
         return string
     }
@@ -193,7 +205,8 @@ public struct Settings: Sendable {
     public mutating func coordinate(_ key: String) throws(ConfigError) -> Coordinate? {
         guard let value = self.value(key) else { return nil }
         guard case let .array(pair) = value, pair.count == 2, case let .number(latitude) = pair[0],
-              case let .number(longitude) = pair[1], abs(latitude) <= 90, abs(longitude) <= 180 else {
+            case let .number(longitude) = pair[1], abs(latitude) <= 90, abs(longitude) <= 180
+        else {
             throw .invalidValue(path: "\(self.path).\(key)", expected: "[latitude, longitude]", found: "\(value)")
         }
         return Coordinate(latitude: latitude, longitude: longitude)

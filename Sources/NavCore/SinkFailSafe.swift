@@ -17,10 +17,13 @@ public struct SinkFailSafe: Sendable {
         public var rearmAfterSeconds: Double
 
         /// Creates options; the heading's limit defaults to the target's, `rearmAfterSeconds` to the longer one.
-        public init(staleAfterSeconds: Double = 1, headingStaleAfterSeconds: Double? = nil, rearmAfterSeconds: Double? = nil) {
+        public init(
+            staleAfterSeconds: Double = 1, headingStaleAfterSeconds: Double? = nil, rearmAfterSeconds: Double? = nil
+        ) {
             self.staleAfterSeconds = staleAfterSeconds
             self.headingStaleAfterSeconds = headingStaleAfterSeconds ?? staleAfterSeconds
-            self.rearmAfterSeconds = rearmAfterSeconds ?? max(staleAfterSeconds, headingStaleAfterSeconds ?? staleAfterSeconds)
+            self.rearmAfterSeconds =
+                rearmAfterSeconds ?? max(staleAfterSeconds, headingStaleAfterSeconds ?? staleAfterSeconds)
         }
     }
 

@@ -68,7 +68,8 @@ public struct KalmanSmoother: Sendable {
     /// Takes one fix; returns the new estimate, or why the fix was rejected (the state is then unchanged).
     public mutating func update(with fix: LocationFix) -> Result<SmoothedFix, FixRejection> {
         guard fix.timeSeconds.isFinite, fix.latitude.isFinite, fix.longitude.isFinite,
-              fix.horizontalAccuracyMeters.isFinite else {
+            fix.horizontalAccuracyMeters.isFinite
+        else {
             return self.reject(.nonFinite)
         }
         guard abs(fix.latitude) <= 90, abs(fix.longitude) <= 180 else { return self.reject(.outOfRange) }
@@ -80,7 +81,8 @@ public struct KalmanSmoother: Sendable {
         let position = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
 
         guard let lastTime = self.lastTime, let frame = self.frame,
-              fix.timeSeconds - lastTime <= self.options.maximumGapSeconds else {
+            fix.timeSeconds - lastTime <= self.options.maximumGapSeconds
+        else {
             if self.lastTime != nil { self.counters.resets += 1 }
             return .success(self.start(at: position, fix: fix, variance: measurementVariance))
         }
@@ -146,7 +148,8 @@ public struct KalmanSmoother: Sendable {
         self.north = (0, 0)
         // A reported speed and course, when the receiver has them, are a better start than standing still.
         if let speed = fix.speedMetersPerSecond, let course = fix.courseDegrees, speed.isFinite, course.isFinite,
-           speed >= 0, speed < 20 {
+            speed >= 0, speed < 20
+        {
             let radians = course * .pi / 180
             self.east.velocity = speed * _sin(radians)
             self.north.velocity = speed * _cos(radians)
@@ -163,10 +166,12 @@ public struct KalmanSmoother: Sendable {
         let frame = self.frame!
         let coordinate = frame.unproject(ENU(east: self.east.position, north: self.north.position))
         let speed = (self.east.velocity * self.east.velocity + self.north.velocity * self.north.velocity).squareRoot()
-        let course = speed >= self.options.minimumCourseSpeed
+        let course =
+            speed >= self.options.minimumCourseSpeed
             ? Angle.normalized(_atan2(self.east.velocity, self.north.velocity) * 180 / .pi) : nil
-        return SmoothedFix(timeSeconds: time, latitude: coordinate.latitude, longitude: coordinate.longitude,
-                           horizontalAccuracyMeters: self.pPP.squareRoot(), speedMetersPerSecond: speed,
-                           courseDegrees: course, reset: reset)
+        return SmoothedFix(
+            timeSeconds: time, latitude: coordinate.latitude, longitude: coordinate.longitude,
+            horizontalAccuracyMeters: self.pPP.squareRoot(), speedMetersPerSecond: speed,
+            courseDegrees: course, reset: reset)
     }
 }

@@ -7,9 +7,10 @@ public enum TextChecks {
         var index = 0
         while index <= bytes.count {
             if index == bytes.count || bytes[index] == 10 {
-                let ok = bytes[start..<index].withContiguousStorageIfAvailable { buffer in
-                    String(validating: buffer, as: UTF8.self) != nil
-                } ?? (String(validating: Array(bytes[start..<index]), as: UTF8.self) != nil)
+                let ok =
+                    bytes[start..<index].withContiguousStorageIfAvailable { buffer in
+                        String(validating: buffer, as: UTF8.self) != nil
+                    } ?? (String(validating: Array(bytes[start..<index]), as: UTF8.self) != nil)
                 if !ok { return line }
                 line += 1
                 start = index + 1

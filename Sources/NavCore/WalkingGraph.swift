@@ -1,4 +1,3 @@
-
 /// A walking network: nodes, undirected edges with their lengths and street names, and a grid index of
 /// the edges for snapping points to the nearest way.
 public struct WalkingGraph: Sendable {
@@ -49,7 +48,9 @@ public struct WalkingGraph: Sendable {
                 edgeNames[slot] = edge.name
                 fill[Int(from)] += 1
             }
-            for cell in Self.cells(nodes[Int(edge.a)], nodes[Int(edge.b)]) { grid[cell, default: []].append(Int32(index)) }
+            for cell in Self.cells(nodes[Int(edge.a)], nodes[Int(edge.b)]) {
+                grid[cell, default: []].append(Int32(index))
+            }
         }
         self.edgeStart = start
         self.edgeTargets = targets
@@ -74,7 +75,9 @@ public struct WalkingGraph: Sendable {
     }
 
     /// The nearest point on any edge to `point`, within `maximumMeters`.
-    public func snap(_ point: Coordinate, maximumMeters: Double) -> (segment: Int, fraction: Double, distance: Double, point: Coordinate)? {
+    public func snap(
+        _ point: Coordinate, maximumMeters: Double
+    ) -> (segment: Int, fraction: Double, distance: Double, point: Coordinate)? {
         let plane = FlatProjection(origin: point)
         let (row, column) = Self.cell(point.latitude, point.longitude)
         let rings = Int((maximumMeters / (Self.cellDegrees * 111_000 * 0.5)).rounded(.up)) + 1
@@ -82,7 +85,8 @@ public struct WalkingGraph: Sendable {
         var seen = Set<Int32>()
         for ring in 0...rings {
             for r in (row - Int64(ring))...(row + Int64(ring)) {
-                for c in (column - Int64(ring))...(column + Int64(ring)) where max(abs(r - row), abs(c - column)) == Int64(ring) {
+                for c in (column - Int64(ring))...(column + Int64(ring))
+                where max(abs(r - row), abs(c - column)) == Int64(ring) {
                     for index in self.grid[Self.key(r, c)] ?? [] where seen.insert(index).inserted {
                         let segment = self.segments[Int(index)]
                         let a = plane.project(self.nodes[Int(segment.a)]), b = plane.project(self.nodes[Int(segment.b)])
@@ -104,7 +108,9 @@ public struct WalkingGraph: Sendable {
     }
 
     /// The shortest walking route between two points (A*, with straight-line distance as the heuristic).
-    public func shortestRoute(from start: Coordinate, to destination: Coordinate, snapMeters: Double = 250) throws(RoutingError) -> RoutePlan {
+    public func shortestRoute(
+        from start: Coordinate, to destination: Coordinate, snapMeters: Double = 250
+    ) throws(RoutingError) -> RoutePlan {
         guard let from = self.snap(start, maximumMeters: snapMeters) else {
             throw .noWayNear(point: start, withinMeters: snapMeters, which: "start")
         }
@@ -118,8 +124,12 @@ public struct WalkingGraph: Sendable {
         }
         // Virtual edges from the snapped start into its segment's ends, and from the destination's segment ends.
         let fromLength = segmentLength(fromSegment), toLength = segmentLength(toSegment)
-        var startEdges: [(Int32, Double)] = [(fromSegment.a, from.fraction * fromLength), (fromSegment.b, (1 - from.fraction) * fromLength)]
-        let endEdges: [Int32: Double] = [toSegment.a: to.fraction * toLength, toSegment.b: (1 - to.fraction) * toLength]
+        var startEdges: [(Int32, Double)] = [
+            (fromSegment.a, from.fraction * fromLength), (fromSegment.b, (1 - from.fraction) * fromLength),
+        ]
+        let endEdges: [Int32: Double] = [
+            toSegment.a: to.fraction * toLength, toSegment.b: (1 - to.fraction) * toLength,
+        ]
         if from.segment == to.segment {
             startEdges.append((target, abs(to.fraction - from.fraction) * fromLength))
         }
@@ -146,7 +156,9 @@ public struct WalkingGraph: Sendable {
                 neighbours = startEdges.map { ($0.0, $0.1, fromSegment.name) }
             } else {
                 let range = Int(self.edgeStart[Int(node)])..<Int(self.edgeStart[Int(node) + 1])
-                for slot in range { neighbours.append((self.edgeTargets[slot], self.edgeLengths[slot], self.edgeNames[slot])) }
+                for slot in range {
+                    neighbours.append((self.edgeTargets[slot], self.edgeLengths[slot], self.edgeNames[slot]))
+                }
                 if let toTarget = endEdges[node] { neighbours.append((target, toTarget, toSegment.name)) }
             }
             for (next, length, name) in neighbours where !closed[Int(next)] {
@@ -175,7 +187,10 @@ public struct WalkingGraph: Sendable {
         names.reverse()
         // Drop the zero-length hops at the ends (a snap onto a node).
         var cleanPoints = [points[0]], cleanNames: [String?] = []
-        for index in 1..<points.count where FlatProjection.distance(points[index], cleanPoints.last!) > 0.01 || index == points.count - 1 && cleanPoints.count == 1 {
+        for index in 1..<points.count
+        where FlatProjection.distance(points[index], cleanPoints.last!) > 0.01
+            || index == points.count - 1 && cleanPoints.count == 1
+        {
             cleanPoints.append(points[index])
             cleanNames.append(names[index - 1])
         }

@@ -266,7 +266,8 @@ extension WireEnum {
         guard let value = Self.allCases.first(where: { $0.name == name }) else {
             throw DecodingError.dataCorruptedError(
                 in: container,
-                debugDescription: "unknown value '\(name)'; valid: \(Self.allCases.map(\.name).joined(separator: ", "))")
+                debugDescription: "unknown value '\(name)'; valid: \(Self.allCases.map(\.name).joined(separator: ", "))"
+            )
         }
         self = value
     }

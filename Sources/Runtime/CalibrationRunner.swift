@@ -16,21 +16,29 @@ public enum CalibrationRunner {
 
     /// Runs a calibration for the haptic stage `stageName` of `config`; `output` defaults to the stage's
     /// `options.calibrationFile`, else `calibration.json`.
-    public static func run(config: PipelineConfig, stageName: String?, output: String?, timeoutSeconds: Double,
-                           print: @escaping @Sendable (String) -> Void, logger: Logger) async throws -> Outcome {
-        guard let stage = config.stages.first(where: { $0.role == .haptic && (stageName == nil || $0.name == stageName) }) else {
-            throw ConfigError.unknownStage(path: "--stage", name: stageName ?? "(a haptic stage)", known: config.stages.filter { $0.role == .haptic }.map(\.name))
+    public static func run(
+        config: PipelineConfig, stageName: String?, output: String?, timeoutSeconds: Double,
+        print: @escaping @Sendable (String) -> Void, logger: Logger
+    ) async throws -> Outcome {
+        guard
+            let stage = config.stages.first(where: { $0.role == .haptic && (stageName == nil || $0.name == stageName) })
+        else {
+            throw ConfigError.unknownStage(
+                path: "--stage", name: stageName ?? "(a haptic stage)",
+                known: config.stages.filter { $0.role == .haptic }.map(\.name))
         }
         var options = stage.options
         let configured = try options.path("calibrationFile")
         let target = output ?? configured ?? "calibration.json"
-        let device = try PluginRegistry.makeDevice(id: stage.plugin, settings: stage.settings, path: "stages.\(stage.name).plugin", logger: logger)
+        let device = try PluginRegistry.makeDevice(
+            id: stage.plugin, settings: stage.settings, path: "stages.\(stage.name).plugin", logger: logger)
 
         let context = ZMQContext()
         defer { context.terminate() }
         var subscriberOptions = config.bus.subscriber
         subscriberOptions.topics = ["heading", "attitude", "fix", "smoothed"]
-        let subscriber = try BusSubscriber(context: context, connect: config.allAdvertisedEndpoints, options: subscriberOptions, logger: logger)
+        let subscriber = try BusSubscriber(
+            context: context, connect: config.allAdvertisedEndpoints, options: subscriberOptions, logger: logger)
         defer { subscriber.close() }
 
         var calibration = Calibration()
@@ -38,7 +46,9 @@ public enum CalibrationRunner {
         var result: CalibrationResult?
         let deadline = ContinuousClock.now + .seconds(timeoutSeconds)
         return try await withThrowingTaskGroup(of: Outcome?.self) { group in
-            group.addTask { try await device.run(); return nil }
+            group.addTask {
+                try await device.run(); return nil
+            }
             group.addTask {
                 try await Task.sleep(until: deadline, clock: .continuous)
                 subscriber.close()
@@ -49,8 +59,12 @@ public enum CalibrationRunner {
                 switch received.message {
                 case let .heading(sample): inputs = [.heading(sample)]
                 case let .attitude(attitude): inputs = [.attitude(attitude)]
-                case let .fix(fix): inputs = fix.speedMetersPerSecond.map { [.speed(timeSeconds: fix.timeSeconds, metersPerSecond: $0)] } ?? []
-                case let .smoothed(fix): inputs = [.speed(timeSeconds: fix.timeSeconds, metersPerSecond: fix.speedMetersPerSecond)]
+                case let .fix(fix):
+                    inputs =
+                        fix.speedMetersPerSecond.map { [.speed(timeSeconds: fix.timeSeconds, metersPerSecond: $0)] }
+                        ?? []
+                case let .smoothed(fix):
+                    inputs = [.speed(timeSeconds: fix.timeSeconds, metersPerSecond: fix.speedMetersPerSecond)]
                 default: inputs = []
                 }
                 for input in inputs {
@@ -58,8 +72,10 @@ public enum CalibrationRunner {
                         switch message {
                         case let .calibrationState(state):
                             if state.step == .findNorth {
-                                try? await device.render(HapticCue(timeSeconds: state.timeSeconds, kind: .calibration,
-                                                                   intensity: state.cueIntensity, deviationDegrees: 0))
+                                try? await device.render(
+                                    HapticCue(
+                                        timeSeconds: state.timeSeconds, kind: .calibration,
+                                        intensity: state.cueIntensity, deviationDegrees: 0))
                             }
                             if state.prompt != lastPrompt {
                                 lastPrompt = state.prompt
@@ -77,14 +93,16 @@ public enum CalibrationRunner {
             try? await device.stopAll()
             group.cancelAll()
             guard let result else {
-                throw ConfigError.invalidValue(path: "calibration", expected: "a finished run within \(Int(timeoutSeconds)) s",
-                                               found: "no result (is the source running?)")
+                throw ConfigError.invalidValue(
+                    path: "calibration", expected: "a finished run within \(Int(timeoutSeconds)) s",
+                    found: "no result (is the source running?)")
             }
             var savedTo: String?
             if result.succeeded {
-                let saved = HapticStageOptions.SavedCalibration(offsetDegrees: result.offsetDegrees, spreadDegrees: result.spreadDegrees,
-                                                                sampleCount: Int(result.sampleCount),
-                                                                calibratedAt: ISO8601DateFormatter().string(from: Date()))
+                let saved = HapticStageOptions.SavedCalibration(
+                    offsetDegrees: result.offsetDegrees, spreadDegrees: result.spreadDegrees,
+                    sampleCount: Int(result.sampleCount),
+                    calibratedAt: ISO8601DateFormatter().string(from: Date()))
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
                 try encoder.encode(saved).write(to: URL(fileURLWithPath: target))

@@ -13,7 +13,9 @@ enum HapticStageOptions {
         var calibratedAt: String
     }
 
-    static func parse(_ stage: StageConfig, logger: Logger, check: Bool) throws -> ([any OutputDevice], HapticSinkOptions) {
+    static func parse(
+        _ stage: StageConfig, logger: Logger, check: Bool
+    ) throws -> ([any OutputDevice], HapticSinkOptions) {
         var settings = stage.options
         var options = HapticSinkOptions()
         let calibrationFile = try settings.path("calibrationFile")
@@ -22,23 +24,29 @@ enum HapticStageOptions {
         case let (file?, nil):
             if !check || FileManager.default.fileExists(atPath: file) {
                 do {
-                    let saved = try JSONDecoder().decode(SavedCalibration.self, from: Data(contentsOf: URL(fileURLWithPath: file)))
+                    let saved = try JSONDecoder().decode(
+                        SavedCalibration.self, from: Data(contentsOf: URL(fileURLWithPath: file)))
                     options.guidance.offsetDegrees = saved.offsetDegrees
-                    if !check { logger.info("calibrated offset \(saved.offsetDegrees)° from \(file) (\(saved.calibratedAt))") }
+                    if !check {
+                        logger.info("calibrated offset \(saved.offsetDegrees)° from \(file) (\(saved.calibratedAt))")
+                    }
                 } catch {
-                    throw ConfigError.invalidValue(path: "stages.\(stage.name).options.calibrationFile",
-                                                   expected: "a calibration saved by `hapticnav calibrate`", found: "\(file): \(error)")
+                    throw ConfigError.invalidValue(
+                        path: "stages.\(stage.name).options.calibrationFile",
+                        expected: "a calibration saved by `hapticnav calibrate`", found: "\(file): \(error)")
                 }
             }
         case let (nil, offset?):
             options.guidance.offsetDegrees = Angle.normalized(offset)
             if !check { logger.warning("navigating without a calibration: explicit offset \(offset)° from the config") }
         case (nil, nil):
-            throw ConfigError.missingKey(path: "stages.\(stage.name).options",
-                                         key: "calibrationFile (from `hapticnav calibrate`) or offsetDegrees (navigating uncalibrated)")
+            throw ConfigError.missingKey(
+                path: "stages.\(stage.name).options",
+                key: "calibrationFile (from `hapticnav calibrate`) or offsetDegrees (navigating uncalibrated)")
         default:
-            throw ConfigError.invalidValue(path: "stages.\(stage.name).options", expected: "calibrationFile or offsetDegrees, not both",
-                                           found: "both")
+            throw ConfigError.invalidValue(
+                path: "stages.\(stage.name).options", expected: "calibrationFile or offsetDegrees, not both",
+                found: "both")
         }
         options.guidance.toleranceDegrees = try settings.double("toleranceDegrees", default: 15, in: 5...45)
         options.guidance.minimumIntensity = try settings.double("minimumIntensity", default: 0.2, in: 0...1)
@@ -49,20 +57,28 @@ enum HapticStageOptions {
         options.staleAfterSeconds = try settings.double("staleAfterSeconds", default: 1, in: 0.1...30)
         options.headingStaleAfterSeconds = try settings.optionalDouble("headingStaleAfterSeconds").map { value in
             guard (0.1...30).contains(value) else {
-                throw ConfigError.invalidValue(path: "stages.\(stage.name).options.headingStaleAfterSeconds",
-                                               expected: "0.1 to 30 seconds", found: "\(value)")
+                throw ConfigError.invalidValue(
+                    path: "stages.\(stage.name).options.headingStaleAfterSeconds",
+                    expected: "0.1 to 30 seconds", found: "\(value)")
             }
             return value
         }
-        var devices = [try PluginRegistry.makeDevice(id: stage.plugin, settings: stage.settings, path: "stages.\(stage.name).plugin",
-                                                     logger: logger)]
+        var devices = [
+            try PluginRegistry.makeDevice(
+                id: stage.plugin, settings: stage.settings, path: "stages.\(stage.name).plugin",
+                logger: logger)
+        ]
         if case let .array(items)? = settings.value("fallback") {
             for (index, item) in items.enumerated() {
-                var entry = try Settings(item, path: "stages.\(stage.name).options.fallback[\(index)]", baseDirectory: stage.options.baseDirectory)
+                var entry = try Settings(
+                    item, path: "stages.\(stage.name).options.fallback[\(index)]",
+                    baseDirectory: stage.options.baseDirectory)
                 let id = try entry.string("plugin")
                 let deviceSettings = try entry.object("settings")
                 try entry.finish()
-                devices.append(try PluginRegistry.makeDevice(id: id, settings: deviceSettings, path: entry.path + ".plugin", logger: logger))
+                devices.append(
+                    try PluginRegistry.makeDevice(
+                        id: id, settings: deviceSettings, path: entry.path + ".plugin", logger: logger))
             }
         }
         try settings.finish()

@@ -23,8 +23,10 @@ public struct Launcher {
     private let logger: Logger
 
     /// Creates a launcher.
-    public init(configFile: String, stages: [String], executable: String = Launcher.currentExecutable(),
-                logger: Logger) {
+    public init(
+        configFile: String, stages: [String], executable: String = Launcher.currentExecutable(),
+        logger: Logger
+    ) {
         self.configFile = configFile
         self.stages = stages
         self.executable = executable

@@ -50,16 +50,18 @@ public struct MonitorFormat: Sendable {
             let line: JSONLine
             switch event {
             case let .message(received):
-                line = JSONLine(event: "message", receiveTimeSeconds: Double(received.receiveTimeNanoseconds) / 1e9,
-                                endpoint: received.endpoint, stage: received.header.stage,
-                                topic: received.message.kind.topic, sequence: received.header.sequence,
-                                sendTimeSeconds: Double(received.header.sendTimeNanoseconds) / 1e9,
-                                schemaVersion: received.header.schemaVersion, payload: received.message)
+                line = JSONLine(
+                    event: "message", receiveTimeSeconds: Double(received.receiveTimeNanoseconds) / 1e9,
+                    endpoint: received.endpoint, stage: received.header.stage,
+                    topic: received.message.kind.topic, sequence: received.header.sequence,
+                    sendTimeSeconds: Double(received.header.sendTimeNanoseconds) / 1e9,
+                    schemaVersion: received.header.schemaVersion, payload: received.message)
             case let .publisherUp(endpoint, stage):
                 line = JSONLine(event: "publisherUp", receiveTimeSeconds: now, endpoint: endpoint, stage: stage)
             case let .publisherLost(endpoint, stage, silence):
-                line = JSONLine(event: "publisherLost", receiveTimeSeconds: now, endpoint: endpoint, stage: stage,
-                                silenceSeconds: silence)
+                line = JSONLine(
+                    event: "publisherLost", receiveTimeSeconds: now, endpoint: endpoint, stage: stage,
+                    silenceSeconds: silence)
             }
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -72,9 +74,11 @@ public struct MonitorFormat: Sendable {
             let stage = received.header.stage.padding(toLength: 10, withPad: " ", startingAt: 0)
             return "\(time) \(stage) \(topic) #\(received.header.sequence) \(received.message.summary)"
         case let .publisherUp(endpoint, stage):
-            return "\(Self.clock(now)) \(stage.padding(toLength: 10, withPad: " ", startingAt: 0)) -- publisher up at \(endpoint)"
+            return
+                "\(Self.clock(now)) \(stage.padding(toLength: 10, withPad: " ", startingAt: 0)) -- publisher up at \(endpoint)"
         case let .publisherLost(endpoint, stage, silence):
-            return "\(Self.clock(now)) \(stage.padding(toLength: 10, withPad: " ", startingAt: 0)) -- publisher LOST at \(endpoint) (silent \(String(format: "%.2f", silence)) s)"
+            return
+                "\(Self.clock(now)) \(stage.padding(toLength: 10, withPad: " ", startingAt: 0)) -- publisher LOST at \(endpoint) (silent \(String(format: "%.2f", silence)) s)"
         }
     }
 

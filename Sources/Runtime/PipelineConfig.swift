@@ -97,7 +97,8 @@ public struct PipelineConfig: Sendable {
             throw ConfigError.unreadable(file: file, reason: Self.describe(error))
         }
         let base = (file as NSString).deletingLastPathComponent
-        let expanded = try Self.expandVariables(root, environment: ProcessInfo.processInfo.environment, path: "the config")
+        let expanded = try Self.expandVariables(
+            root, environment: ProcessInfo.processInfo.environment, path: "the config")
         return try self.parse(expanded, file: file, baseDirectory: base.isEmpty ? "." : base)
     }
 
@@ -117,8 +118,9 @@ public struct PipelineConfig: Sendable {
             var raw = try Settings(stageValues[stageName], path: "stages.\(stageName)", baseDirectory: baseDirectory)
             let roleName = try raw.string("role", default: stageName)
             guard let role = StageRole(rawValue: roleName) else {
-                throw ConfigError.unknownRole(path: "stages.\(stageName).role", role: roleName,
-                                              known: StageRole.allCases.map(\.rawValue))
+                throw ConfigError.unknownRole(
+                    path: "stages.\(stageName).role", role: roleName,
+                    known: StageRole.allCases.map(\.rawValue))
             }
             let plugin = try raw.string("plugin")
             let known = PluginRegistry.pluginIDs(for: role)
@@ -130,21 +132,26 @@ public struct PipelineConfig: Sendable {
             let publish = try self.endpoints(&raw, "publish", stage: stageName)
             var advertise = try self.endpoints(&raw, "advertise", stage: stageName)
             if advertise.isEmpty {
-                advertise = publish.map { $0.replacingOccurrences(of: "tcp://*:", with: "tcp://127.0.0.1:")
-                    .replacingOccurrences(of: "tcp://0.0.0.0:", with: "tcp://127.0.0.1:") }
+                advertise = publish.map {
+                    $0.replacingOccurrences(of: "tcp://*:", with: "tcp://127.0.0.1:")
+                        .replacingOccurrences(of: "tcp://0.0.0.0:", with: "tcp://127.0.0.1:")
+                }
             }
             let inputs = try raw.strings("inputs")
             let topics = try raw.strings("topics")
             for (index, topic) in topics.enumerated() where BusMessage.Kind(topic: topic) == nil {
-                throw ConfigError.invalidValue(path: "stages.\(stageName).topics[\(index)]",
-                                               expected: "one of \(BusMessage.Kind.allCases.map(\.topic).joined(separator: ", "))",
-                                               found: "'\(topic)'")
+                throw ConfigError.invalidValue(
+                    path: "stages.\(stageName).topics[\(index)]",
+                    expected: "one of \(BusMessage.Kind.allCases.map(\.topic).joined(separator: ", "))",
+                    found: "'\(topic)'")
             }
             let group = try raw.optionalString("group")
             try raw.finish()
-            stages.append(StageConfig(name: stageName, role: role, plugin: plugin, settings: settings, options: stageOptions,
-                                      publish: publish, advertise: advertise, inputs: inputs, topics: topics,
-                                      group: group))
+            stages.append(
+                StageConfig(
+                    name: stageName, role: role, plugin: plugin, settings: settings, options: stageOptions,
+                    publish: publish, advertise: advertise, inputs: inputs, topics: topics,
+                    group: group))
         }
         // Resolve inputs that name stages into those stages' advertised endpoints.
         let byName = Dictionary(uniqueKeysWithValues: stages.map { ($0.name, $0) })
@@ -155,14 +162,16 @@ public struct PipelineConfig: Sendable {
                     resolved.append(input)
                 } else if let other = byName[input] {
                     guard !other.advertise.isEmpty else {
-                        throw ConfigError.invalidValue(path: "stages.\(stages[index].name).inputs",
-                                                       expected: "a stage that publishes",
-                                                       found: "'\(input)', which has no publish endpoint")
+                        throw ConfigError.invalidValue(
+                            path: "stages.\(stages[index].name).inputs",
+                            expected: "a stage that publishes",
+                            found: "'\(input)', which has no publish endpoint")
                     }
                     resolved.append(contentsOf: other.advertise)
                 } else {
-                    throw ConfigError.unknownStage(path: "stages.\(stages[index].name).inputs", name: input,
-                                                   known: stages.map(\.name))
+                    throw ConfigError.unknownStage(
+                        path: "stages.\(stages[index].name).inputs", name: input,
+                        known: stages.map(\.name))
                 }
             }
             stages[index].inputs = resolved
@@ -184,8 +193,9 @@ public struct PipelineConfig: Sendable {
         case let .string(single)?: list = [single]
         case .array?: list = try raw.strings(key)
         case let other?:
-            throw ConfigError.invalidValue(path: "stages.\(stage).\(key)", expected: "an endpoint or a list of them",
-                                           found: other.typeName)
+            throw ConfigError.invalidValue(
+                path: "stages.\(stage).\(key)", expected: "an endpoint or a list of them",
+                found: other.typeName)
         }
         for endpoint in list {
             // Every stage is its own process (`hapticnav run`, `hapticnav stage`), and inproc:// reaches only
@@ -193,14 +203,16 @@ public struct PipelineConfig: Sendable {
             if endpoint.hasPrefix("inproc://") {
                 throw ConfigError.invalidValue(
                     path: "stages.\(stage).\(key)",
-                    expected: "ipc:// (same machine) or tcp:// — each stage runs as its own process, and inproc:// does not cross processes",
+                    expected:
+                        "ipc:// (same machine) or tcp:// — each stage runs as its own process, and inproc:// does not cross processes",
                     found: "'\(endpoint)'")
             }
             let schemes = ["ipc://", "tcp://"]
             guard schemes.contains(where: { endpoint.hasPrefix($0) }) else {
-                throw ConfigError.invalidValue(path: "stages.\(stage).\(key)",
-                                               expected: "an endpoint starting with \(schemes.joined(separator: ", "))",
-                                               found: "'\(endpoint)'")
+                throw ConfigError.invalidValue(
+                    path: "stages.\(stage).\(key)",
+                    expected: "an endpoint starting with \(schemes.joined(separator: ", "))",
+                    found: "'\(endpoint)'")
             }
         }
         return list
@@ -209,22 +221,28 @@ public struct PipelineConfig: Sendable {
     private static func parseBus(_ settings: Settings) throws -> BusConfig {
         var settings = settings
         var bus = BusConfig()
-        bus.publisher.heartbeatIntervalSeconds = try settings.double("heartbeatIntervalSeconds", default: 0.2, in: 0.01...10)
+        bus.publisher.heartbeatIntervalSeconds = try settings.double(
+            "heartbeatIntervalSeconds", default: 0.2, in: 0.01...10)
         bus.joinGraceSeconds = try settings.double("joinGraceSeconds", default: 0.5, in: 0...30)
         bus.publisher.sendHighWaterMark = Int32(try settings.int("sendHighWaterMark", default: 1000, in: 1...1_000_000))
-        bus.subscriber.livenessTimeoutSeconds = try settings.double("livenessTimeoutSeconds", default: 0.75, in: 0.05...60)
+        bus.subscriber.livenessTimeoutSeconds = try settings.double(
+            "livenessTimeoutSeconds", default: 0.75, in: 0.05...60)
         guard bus.subscriber.livenessTimeoutSeconds > bus.publisher.heartbeatIntervalSeconds * 2 else {
-            throw ConfigError.invalidValue(path: "bus.livenessTimeoutSeconds",
-                                           expected: "more than twice bus.heartbeatIntervalSeconds",
-                                           found: "\(bus.subscriber.livenessTimeoutSeconds)")
+            throw ConfigError.invalidValue(
+                path: "bus.livenessTimeoutSeconds",
+                expected: "more than twice bus.heartbeatIntervalSeconds",
+                found: "\(bus.subscriber.livenessTimeoutSeconds)")
         }
-        bus.subscriber.maximumFrameBytes = try settings.int("maximumFrameBytes", default: Envelope.defaultMaximumFrameBytes,
-                                                            in: 1024...(1 << 30))
-        bus.subscriber.receiveHighWaterMark = Int32(try settings.int("receiveHighWaterMark", default: 10_000, in: 1...1_000_000))
+        bus.subscriber.maximumFrameBytes = try settings.int(
+            "maximumFrameBytes", default: Envelope.defaultMaximumFrameBytes,
+            in: 1024...(1 << 30))
+        bus.subscriber.receiveHighWaterMark = Int32(
+            try settings.int("receiveHighWaterMark", default: 10_000, in: 1...1_000_000))
         var topics = try settings.object("topics")
         for topic in topics.keys {
             guard BusMessage.Kind(topic: topic) != nil else {
-                throw ConfigError.unknownKey(path: "bus.topics", key: topic, valid: BusMessage.Kind.allCases.map(\.topic))
+                throw ConfigError.unknownKey(
+                    path: "bus.topics", key: topic, valid: BusMessage.Kind.allCases.map(\.topic))
             }
             var options = try topics.object(topic)
             bus.subscriber.topicOptions[topic] = TopicOptions(
@@ -239,8 +257,10 @@ public struct PipelineConfig: Sendable {
 
     /// Replaces `${NAME}` and `${NAME:-default}` in every string with the environment's value, so that
     /// one config serves several hosts (`HAPTICNAV_GROUP1_HOST=10.0.0.5 hapticnav run --group 2 …`).
-    public static func expandVariables(_ value: SettingValue, environment: [String: String],
-                                       path: String) throws(ConfigError) -> SettingValue {
+    public static func expandVariables(
+        _ value: SettingValue, environment: [String: String],
+        path: String
+    ) throws(ConfigError) -> SettingValue {
         switch value {
         case let .string(text):
             return .string(try self.expand(text, environment: environment, path: path))
@@ -261,7 +281,9 @@ public struct PipelineConfig: Sendable {
         }
     }
 
-    private static func expand(_ text: String, environment: [String: String], path: String) throws(ConfigError) -> String {
+    private static func expand(
+        _ text: String, environment: [String: String], path: String
+    ) throws(ConfigError) -> String {
         guard text.contains("${") else { return text }
         var result = ""
         var rest = Substring(text)
@@ -285,8 +307,9 @@ public struct PipelineConfig: Sendable {
             } else if let fallback {
                 result += fallback
             } else {
-                throw .invalidValue(path: path, expected: "environment variable \(name) to be set (or a default: ${\(name):-value})",
-                                    found: "it unset")
+                throw .invalidValue(
+                    path: path, expected: "environment variable \(name) to be set (or a default: ${\(name):-value})",
+                    found: "it unset")
             }
             rest = rest[rest.index(after: close)...]
         }

@@ -20,15 +20,20 @@ public enum PluginRegistry {
         RecordingReplaySource.id: { try RecordingReplaySource(settings: $0, logger: $1) },
     ]
 
-    private static let sinks: [String: (check: @Sendable (Settings) throws -> Void,
-                                        make: @Sendable (Settings) throws -> any MessageSink)] = [
-        JSONLinesRecorder.id: (check: { _ = try JSONLinesRecorder.file(from: $0) },
-                               make: { try JSONLinesRecorder(settings: $0) }),
-        ConsoleSink.id: (check: { _ = try ConsoleSink(settings: $0) }, make: { try ConsoleSink(settings: $0) }),
-    ]
+    private static let sinks:
+        [String: (
+            check: @Sendable (Settings) throws -> Void,
+            make: @Sendable (Settings) throws -> any MessageSink
+        )] = [
+            JSONLinesRecorder.id: (
+                check: { _ = try JSONLinesRecorder.file(from: $0) },
+                make: { try JSONLinesRecorder(settings: $0) }
+            ),
+            ConsoleSink.id: (check: { _ = try ConsoleSink(settings: $0) }, make: { try ConsoleSink(settings: $0) }),
+        ]
 
     private static let smoothers: [String: @Sendable (Settings) throws -> any SmoothingFilter] = [
-        KalmanPlugin.id: { try KalmanPlugin.make(settings: $0) },
+        KalmanPlugin.id: { try KalmanPlugin.make(settings: $0) }
     ]
 
     private static let routers: [String: @Sendable (Settings, Logger) throws -> any RouteProvider] = [
@@ -46,7 +51,9 @@ public enum PluginRegistry {
     ]
 
     /// Builds an output device.
-    public static func makeDevice(id: String, settings: Settings, path: String, logger: Logger) throws -> any OutputDevice {
+    public static func makeDevice(
+        id: String, settings: Settings, path: String, logger: Logger
+    ) throws -> any OutputDevice {
         guard let make = self.devices[id] else {
             throw ConfigError.unknownPlugin(path: path, id: id, known: self.devices.keys.sorted())
         }
@@ -74,7 +81,9 @@ public enum PluginRegistry {
         case .route:
             _ = try RouteStageOptions.parse(stage.options)
             // Loading a map takes a moment and the settings are the plugin's to check: check the keys only.
-            if stage.plugin != OSMRouteProvider.id { _ = try self.makeRouter(stage, logger: Logger(label: "hapticnav.config-check")) }
+            if stage.plugin != OSMRouteProvider.id {
+                _ = try self.makeRouter(stage, logger: Logger(label: "hapticnav.config-check"))
+            }
         case .recorder: try self.sinks[stage.plugin]!.check(stage.settings)
         }
     }
@@ -82,8 +91,9 @@ public enum PluginRegistry {
     /// Builds a stage's source plugin.
     public static func makeSource(_ stage: StageConfig, logger: Logger) throws -> any MessageSource {
         guard let make = self.sources[stage.plugin] else {
-            throw ConfigError.unknownPlugin(path: "stages.\(stage.name).plugin", id: stage.plugin,
-                                            known: self.pluginIDs(for: .source))
+            throw ConfigError.unknownPlugin(
+                path: "stages.\(stage.name).plugin", id: stage.plugin,
+                known: self.pluginIDs(for: .source))
         }
         return try make(stage.settings, logger)
     }
@@ -91,8 +101,9 @@ public enum PluginRegistry {
     /// Builds a stage's smoothing filter.
     public static func makeSmoother(_ stage: StageConfig) throws -> any SmoothingFilter {
         guard let make = self.smoothers[stage.plugin] else {
-            throw ConfigError.unknownPlugin(path: "stages.\(stage.name).plugin", id: stage.plugin,
-                                            known: self.pluginIDs(for: .smoother))
+            throw ConfigError.unknownPlugin(
+                path: "stages.\(stage.name).plugin", id: stage.plugin,
+                known: self.pluginIDs(for: .smoother))
         }
         return try make(stage.settings)
     }
@@ -100,7 +111,8 @@ public enum PluginRegistry {
     /// Builds a stage's route provider.
     public static func makeRouter(_ stage: StageConfig, logger: Logger) throws -> any RouteProvider {
         guard let make = self.routers[stage.plugin] else {
-            throw ConfigError.unknownPlugin(path: "stages.\(stage.name).plugin", id: stage.plugin, known: self.pluginIDs(for: .route))
+            throw ConfigError.unknownPlugin(
+                path: "stages.\(stage.name).plugin", id: stage.plugin, known: self.pluginIDs(for: .route))
         }
         return try make(stage.settings, logger)
     }
@@ -108,8 +120,9 @@ public enum PluginRegistry {
     /// Builds a stage's sink plugin.
     public static func makeSink(_ stage: StageConfig) throws -> any MessageSink {
         guard let entry = self.sinks[stage.plugin] else {
-            throw ConfigError.unknownPlugin(path: "stages.\(stage.name).plugin", id: stage.plugin,
-                                            known: self.pluginIDs(for: .recorder))
+            throw ConfigError.unknownPlugin(
+                path: "stages.\(stage.name).plugin", id: stage.plugin,
+                known: self.pluginIDs(for: .recorder))
         }
         return try entry.make(stage.settings)
     }

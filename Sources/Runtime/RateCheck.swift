@@ -29,10 +29,13 @@ enum RateCheck {
         for stage in stages {
             switch stage.role {
             case .source:
-                guard let source = try? PluginRegistry.makeSource(stage, logger: Logger(label: "hapticnav.config-check")) else { continue }
+                guard
+                    let source = try? PluginRegistry.makeSource(stage, logger: Logger(label: "hapticnav.config-check"))
+                else { continue }
                 for (kind, period) in source.nominalPeriods where period > 0 {
                     rates[stage.name, default: [:]][kind.topic] = Rate(
-                        periodSeconds: period, origin: "\(stage.name) (\(stage.plugin)) sends a \(kind.topic) every \(Self.format(period)) s")
+                        periodSeconds: period,
+                        origin: "\(stage.name) (\(stage.plugin)) sends a \(kind.topic) every \(Self.format(period)) s")
                 }
             case .smoother:
                 if let fix = Self.slowest(inputStages(stage).compactMap { rates[$0]?["fix"] }) {
@@ -40,7 +43,9 @@ enum RateCheck {
                         periodSeconds: fix.periodSeconds, origin: "\(stage.name) smooths each fix: \(fix.origin)")
                 }
             case .route:
-                if let smoothed = Self.slowest(inputStages(stage).compactMap { rates[$0]?["smoothed"] ?? rates[$0]?["fix"] }) {
+                if let smoothed = Self.slowest(
+                    inputStages(stage).compactMap { rates[$0]?["smoothed"] ?? rates[$0]?["fix"] })
+                {
                     for topic in ["target", "progress"] {
                         rates[stage.name, default: [:]][topic] = Rate(
                             periodSeconds: smoothed.periodSeconds,
@@ -52,15 +57,19 @@ enum RateCheck {
                 let targetLimit = try options.double("staleAfterSeconds", default: 1, in: 0.1...30)
                 let headingLimit = try options.optionalDouble("headingStaleAfterSeconds") ?? targetLimit
                 let sources = inputStages(stage)
-                for (topic, limit, key) in [("target", targetLimit, "staleAfterSeconds"),
-                                            ("heading", headingLimit, "headingStaleAfterSeconds")] {
+                for (topic, limit, key) in [
+                    ("target", targetLimit, "staleAfterSeconds"),
+                    ("heading", headingLimit, "headingStaleAfterSeconds"),
+                ] {
                     guard stage.topics.isEmpty || stage.topics.contains(topic),
-                          let rate = Self.slowest(sources.compactMap { rates[$0]?[topic] }) else { continue }
+                        let rate = Self.slowest(sources.compactMap { rates[$0]?[topic] })
+                    else { continue }
                     let needed = Self.periodsPerLimit * rate.periodSeconds
                     if limit < needed - 1e-9 {
                         throw ConfigError.invalidValue(
                             path: "stages.\(stage.name).options.\(key)",
-                            expected: "at least \(Self.format(needed)) s: 2.5 periods of its '\(topic)' input (\(rate.origin))",
+                            expected:
+                                "at least \(Self.format(needed)) s: 2.5 periods of its '\(topic)' input (\(rate.origin))",
                             found: "\(Self.format(limit)) s")
                     }
                 }

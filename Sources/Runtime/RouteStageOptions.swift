@@ -12,8 +12,9 @@ enum RouteStageOptions {
         var tracker = RouteTracker.Options()
         tracker.waypointRadiusMeters = try settings.double("waypointRadiusMeters", default: 10, in: 1...50)
         tracker.arrivalRadiusMeters = try settings.double("arrivalRadiusMeters", default: 5, in: 1...50)
-        tracker.targetMode = RouteTracker.TargetMode(rawValue: try settings.string(
-            "target", default: "lookAhead", oneOf: RouteTracker.TargetMode.allCases.map(\.rawValue)))!
+        tracker.targetMode = RouteTracker.TargetMode(
+            rawValue: try settings.string(
+                "target", default: "lookAhead", oneOf: RouteTracker.TargetMode.allCases.map(\.rawValue)))!
         tracker.lookAheadMeters = try settings.double("lookAheadMeters", default: 15, in: 1...200)
         tracker.sharpTurnDegrees = try settings.double("sharpTurnDegrees", default: 60, in: 10...180)
         tracker.offRouteMinimumMeters = try settings.double("offRouteMeters", default: 15, in: 2...500)

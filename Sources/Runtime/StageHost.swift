@@ -23,7 +23,8 @@ public enum StageHost {
             context.terminate()
         }
         if !stage.publish.isEmpty {
-            publisher = try BusPublisher(context: context, bind: stage.publish, stage: stage.name, options: bus.publisher)
+            publisher = try BusPublisher(
+                context: context, bind: stage.publish, stage: stage.name, options: bus.publisher)
         }
         if !stage.inputs.isEmpty {
             var options = bus.subscriber
@@ -38,8 +39,9 @@ public enum StageHost {
         case .source:
             guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
             try await Task.sleep(for: .seconds(bus.joinGraceSeconds))
-            service = SourceStage(name: stage.name, source: try PluginRegistry.makeSource(stage, logger: logger), output: publisher,
-                                  logger: logger)
+            service = SourceStage(
+                name: stage.name, source: try PluginRegistry.makeSource(stage, logger: logger), output: publisher,
+                logger: logger)
         case .smoother:
             guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
@@ -47,9 +49,10 @@ public enum StageHost {
                 if case let .fix(fix) = received.message { return received.arrival(fix) }
                 return nil
             }
-            service = SmootherStage(name: stage.name, input: fixes, output: publisher,
-                                    filter: try PluginRegistry.makeSmoother(stage), logger: logger,
-                                    inputCounters: { subscriber.snapshot.busStatusCounters })
+            service = SmootherStage(
+                name: stage.name, input: fixes, output: publisher,
+                filter: try PluginRegistry.makeSmoother(stage), logger: logger,
+                inputCounters: { subscriber.snapshot.busStatusCounters })
         case .route:
             guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
@@ -57,10 +60,11 @@ public enum StageHost {
                 if case let .smoothed(fix) = received.message { return received.arrival(fix) }
                 return nil
             }
-            service = RouteControllerStage(name: stage.name, input: fixes, output: publisher,
-                                           provider: try PluginRegistry.makeRouter(stage, logger: logger),
-                                           options: try RouteStageOptions.parse(stage.options), logger: logger,
-                                           inputCounters: { subscriber.snapshot.busStatusCounters })
+            service = RouteControllerStage(
+                name: stage.name, input: fixes, output: publisher,
+                provider: try PluginRegistry.makeRouter(stage, logger: logger),
+                options: try RouteStageOptions.parse(stage.options), logger: logger,
+                inputCounters: { subscriber.snapshot.busStatusCounters })
         case .haptic:
             guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
@@ -76,28 +80,33 @@ public enum StageHost {
                     default: return nil
                     }
                 case let .publisherLost(_, stage, _):
-                    return Arrival(.publisherLost(stage: stage), sender: stage, receivedSeconds: MonotonicClock.nowSeconds())
+                    return Arrival(
+                        .publisherLost(stage: stage), sender: stage, receivedSeconds: MonotonicClock.nowSeconds())
                 case .publisherUp: return nil
                 }
             }
             let (devices, options) = try HapticStageOptions.parse(stage, logger: logger, check: false)
-            service = HapticSinkStage(name: stage.name, input: inputs, output: publisher, devices: devices, options: options,
-                                      logger: logger, inputCounters: { subscriber.snapshot.busStatusCounters })
+            service = HapticSinkStage(
+                name: stage.name, input: inputs, output: publisher, devices: devices, options: options,
+                logger: logger, inputCounters: { subscriber.snapshot.busStatusCounters })
         case .recorder:
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
             let records = subscriber.messages.map { received in
-                RecordedMessage(receiveTimeSeconds: Double(received.receiveTimeNanoseconds) / 1e9,
-                                stage: received.header.stage, sequence: received.header.sequence,
-                                message: received.message)
+                RecordedMessage(
+                    receiveTimeSeconds: Double(received.receiveTimeNanoseconds) / 1e9,
+                    stage: received.header.stage, sequence: received.header.sequence,
+                    message: received.message)
             }
-            service = RecorderStage(name: stage.name, input: records, sink: try PluginRegistry.makeSink(stage),
-                                    logger: logger)
+            service = RecorderStage(
+                name: stage.name, input: records, sink: try PluginRegistry.makeSink(stage),
+                logger: logger)
         }
-        let group = ServiceGroup(configuration: .init(
-            services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            cancellationSignals: [],
-            logger: logger))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                cancellationSignals: [],
+                logger: logger))
         // A stage that reads the bus runs on its subscriber's receive thread: a message reaches it
         // without a thread switch (see ReceiveExecutor).
         try await withTaskExecutorPreference(subscriber?.executor) {

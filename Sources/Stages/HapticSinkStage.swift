@@ -58,9 +58,11 @@ where Input.Element == Arrival<SinkInput> {
 
     /// Creates the stage with devices in order of preference; `now` is the monotonic clock that arrivals' receive
     /// times are on [seconds].
-    public init(name: String, input: Input, output: Output, devices: [any OutputDevice], options: HapticSinkOptions,
-                logger: Logger, now: @escaping @Sendable () -> Double = MonotonicClock.nowSeconds,
-                inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }) {
+    public init(
+        name: String, input: Input, output: Output, devices: [any OutputDevice], options: HapticSinkOptions,
+        logger: Logger, now: @escaping @Sendable () -> Double = MonotonicClock.nowSeconds,
+        inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }
+    ) {
         self.inputCounters = inputCounters
         self.name = name
         self.input = input
@@ -70,11 +72,14 @@ where Input.Element == Arrival<SinkInput> {
         self.logger = logger
         self.now = now
         self.guidance = Guidance(options: options.guidance)
-        self.failSafe = SinkFailSafe(options: .init(staleAfterSeconds: options.staleAfterSeconds,
-                                                    headingStaleAfterSeconds: options.headingStaleAfterSeconds))
-        self.timeGuard = InputTimeGuard(options: .init(
-            aheadLimitSeconds: options.aheadLimitSeconds,
-            latenessLimitSeconds: options.staleAfterSeconds))
+        self.failSafe = SinkFailSafe(
+            options: .init(
+                staleAfterSeconds: options.staleAfterSeconds,
+                headingStaleAfterSeconds: options.headingStaleAfterSeconds))
+        self.timeGuard = InputTimeGuard(
+            options: .init(
+                aheadLimitSeconds: options.aheadLimitSeconds,
+                latenessLimitSeconds: options.staleAfterSeconds))
     }
 
     /// True while the sink is silent for want of fresh input (for tests).
@@ -82,20 +87,29 @@ where Input.Element == Arrival<SinkInput> {
 
     private func status(_ health: StageHealth, _ message: String) async {
         self.lastStatus = self.now()
-        var counters = [StatusCounter(name: "cues", value: UInt64(self.cuesSent)),
-                        StatusCounter(name: "signalLost", value: UInt64(self.failSafe.signalLostCount)),
-                        StatusCounter(name: "oldestInputActedOnMilliseconds",
-                                      value: UInt64(max(0, min(1e9, (self.oldestInputActedOn * 1000).rounded()))))]
+        var counters = [
+            StatusCounter(name: "cues", value: UInt64(self.cuesSent)),
+            StatusCounter(name: "signalLost", value: UInt64(self.failSafe.signalLostCount)),
+            StatusCounter(
+                name: "oldestInputActedOnMilliseconds",
+                value: UInt64(max(0, min(1e9, (self.oldestInputActedOn * 1000).rounded())))),
+        ]
         if let active = self.active { counters.append(StatusCounter(name: "activeDevice", value: UInt64(active))) }
         counters += self.timeGuard.statusCounters + self.inputCounters()
         let drops = self.timeGuard.dropSummary
         let message = drops.isEmpty ? message : "\(message); \(drops)"
-        try? await self.output.publish(.status(StageStatus(timeSeconds: WallClock.nowSeconds(), stage: self.name, health: health,
-                                                           message: message, counters: counters)))
+        try? await self.output.publish(
+            .status(
+                StageStatus(
+                    timeSeconds: WallClock.nowSeconds(), stage: self.name, health: health,
+                    message: message, counters: counters)))
     }
 
     public func run() async throws {
-        await self.status(.running, "devices: \(self.devices.map(\.name).joined(separator: ", ")); offset \(fixedDecimal(self.options.guidance.offsetDegrees, digits: 1))°")
+        await self.status(
+            .running,
+            "devices: \(self.devices.map(\.name).joined(separator: ", ")); offset \(fixedDecimal(self.options.guidance.offsetDegrees, digits: 1))°"
+        )
         await withTaskGroup(of: Void.self) { group in
             for device in self.devices {
                 group.addTask {
@@ -135,24 +149,32 @@ where Input.Element == Arrival<SinkInput> {
 
     /// Checks a timed message's times; returns when its content was current [seconds, monotonic], or nil to drop it.
     private func admit(_ arrival: Arrival<SinkInput>, topic: String, measurementSeconds: Double) async -> Double? {
-        let lateness = topic == "heading" ? self.options.headingStaleAfterSeconds ?? self.options.staleAfterSeconds
-                                          : self.options.staleAfterSeconds
-        let verdict = self.timeGuard.admit(stream: "\(arrival.sender)/\(topic)", measurementSeconds: measurementSeconds,
-                                           receivedSeconds: arrival.receivedSeconds, sentSeconds: arrival.sentSeconds,
-                                           latenessLimitSeconds: .some(lateness))
+        let lateness =
+            topic == "heading"
+            ? self.options.headingStaleAfterSeconds ?? self.options.staleAfterSeconds
+            : self.options.staleAfterSeconds
+        let verdict = self.timeGuard.admit(
+            stream: "\(arrival.sender)/\(topic)", measurementSeconds: measurementSeconds,
+            receivedSeconds: arrival.receivedSeconds, sentSeconds: arrival.sentSeconds,
+            latenessLimitSeconds: .some(lateness))
         switch verdict {
         case let .accept(lateness):
             return arrival.receivedSeconds - lateness
         case let .rebase(lateness):
-            self.logger.warning("sink '\(self.name)': the \(topic) stream from '\(arrival.sender)' started a new time line at \(measurementSeconds)")
+            self.logger.warning(
+                "sink '\(self.name)': the \(topic) stream from '\(arrival.sender)' started a new time line at \(measurementSeconds)"
+            )
             if topic == "heading" { self.guidance.reset() }
             return arrival.receivedSeconds - lateness
         case let .drop(cause):
             if self.loggedDrops.insert(cause).inserted {
-                self.logger.warning("sink '\(self.name)': dropped a \(topic) from '\(arrival.sender)' (\(cause.rawValue), time \(measurementSeconds)); further ones are counted")
+                self.logger.warning(
+                    "sink '\(self.name)': dropped a \(topic) from '\(arrival.sender)' (\(cause.rawValue), time \(measurementSeconds)); further ones are counted"
+                )
             }
-            await self.status(self.failSafe.isSilent ? .stale : .running,
-                              self.failSafe.isSilent ? "silent: \(self.failSafe.silenceReason)" : "guiding")
+            await self.status(
+                self.failSafe.isSilent ? .stale : .running,
+                self.failSafe.isSilent ? "silent: \(self.failSafe.silenceReason)" : "guiding")
             return nil
         }
     }
@@ -161,13 +183,19 @@ where Input.Element == Arrival<SinkInput> {
     public func handle(_ arrival: Arrival<SinkInput>) async {
         switch arrival.value {
         case let .heading(sample):
-            guard let current = await self.admit(arrival, topic: "heading", measurementSeconds: sample.timeSeconds) else { return }
+            guard let current = await self.admit(arrival, topic: "heading", measurementSeconds: sample.timeSeconds)
+            else { return }
             await self.apply(self.failSafe.heading(currentAt: current, now: self.now()))
-            guard !self.failSafe.isSilent, let cue = self.guidance.update(heading: sample, target: self.target) else { return }
-            if let age = self.failSafe.inputAge(now: self.now()) { self.oldestInputActedOn = max(self.oldestInputActedOn, age) }
+            guard !self.failSafe.isSilent, let cue = self.guidance.update(heading: sample, target: self.target) else {
+                return
+            }
+            if let age = self.failSafe.inputAge(now: self.now()) {
+                self.oldestInputActedOn = max(self.oldestInputActedOn, age)
+            }
             await self.send(cue)
         case let .target(target):
-            guard var current = await self.admit(arrival, topic: "target", measurementSeconds: target.timeSeconds) else { return }
+            guard var current = await self.admit(arrival, topic: "target", measurementSeconds: target.timeSeconds)
+            else { return }
             // A repeat of the target at hand is no newer: its age counts from the first copy.
             if let (time, routeID, first) = self.targetSeen, time == target.timeSeconds, routeID == target.routeID {
                 current = first
@@ -177,7 +205,9 @@ where Input.Element == Arrival<SinkInput> {
             self.target = target
             await self.apply(self.failSafe.target(currentAt: current, now: self.now()))
         case let .progress(progress):
-            guard await self.admit(arrival, topic: "progress", measurementSeconds: progress.timeSeconds) != nil else { return }
+            guard await self.admit(arrival, topic: "progress", measurementSeconds: progress.timeSeconds) != nil else {
+                return
+            }
             for device in self.devices { await device.observe(.progress(progress)) }
             if progress.state != self.lastState {
                 if progress.state == .rerouting { await self.announce("Recalculating route") }
@@ -211,7 +241,8 @@ where Input.Element == Arrival<SinkInput> {
             self.lastCue = nil
             await self.stopEverything()
             if playSignalLost {
-                let cue = HapticCue(timeSeconds: WallClock.nowSeconds(), kind: .signalLost, intensity: 1, deviationDegrees: 0)
+                let cue = HapticCue(
+                    timeSeconds: WallClock.nowSeconds(), kind: .signalLost, intensity: 1, deviationDegrees: 0)
                 if let active = self.active { try? await self.devices[active].render(cue) }
                 try? await self.output.publish(.cue(cue))
             }
@@ -225,8 +256,9 @@ where Input.Element == Arrival<SinkInput> {
         await self.apply(self.failSafe.evaluate(now: self.now()))
         if self.now() - self.lastStatus >= self.options.statusIntervalSeconds {
             let silent = self.failSafe.isSilent
-            await self.status(silent ? .stale : (self.active == 0 ? .running : .degraded),
-                              silent ? "silent: \(self.failSafe.silenceReason)" : "guiding")
+            await self.status(
+                silent ? .stale : (self.active == 0 ? .running : .degraded),
+                silent ? "silent: \(self.failSafe.silenceReason)" : "guiding")
         }
         // Fallback: the first available device of the list.
         var chosen: Int?
@@ -242,7 +274,9 @@ where Input.Element == Arrival<SinkInput> {
             self.active = chosen
             await self.status(chosen == 0 ? .running : .degraded, "output: \(next)")
             // The new device picks up what plays now.
-            if let cue = self.lastCue, let chosen, !self.failSafe.isSilent { try? await self.devices[chosen].render(cue) }
+            if let cue = self.lastCue, let chosen, !self.failSafe.isSilent {
+                try? await self.devices[chosen].render(cue)
+            }
         }
     }
 

@@ -52,8 +52,11 @@ where Input.Element == Arrival<SmoothedFix> {
     private let inputCounters: @Sendable () -> [StatusCounter]
 
     /// Creates the stage.
-    public init(name: String, input: Input, output: Output, provider: any RouteProvider, options: RouteControllerOptions, logger: Logger,
-                inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }) {
+    public init(
+        name: String, input: Input, output: Output, provider: any RouteProvider, options: RouteControllerOptions,
+        logger: Logger,
+        inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }
+    ) {
         self.inputCounters = inputCounters
         self.name = name
         self.input = input
@@ -65,11 +68,15 @@ where Input.Element == Arrival<SmoothedFix> {
     }
 
     private func status(_ health: StageHealth, _ message: String) async throws {
-        try await self.output.publish(.status(StageStatus(
-            timeSeconds: WallClock.nowSeconds(), stage: self.name, health: health, message: message,
-            counters: [StatusCounter(name: "routes", value: UInt64(self.routeID)),
-                       StatusCounter(name: "reroutes", value: UInt64(self.tracker.reroutes))]
-                + self.timeGuard.statusCounters + self.inputCounters())))
+        try await self.output.publish(
+            .status(
+                StageStatus(
+                    timeSeconds: WallClock.nowSeconds(), stage: self.name, health: health, message: message,
+                    counters: [
+                        StatusCounter(name: "routes", value: UInt64(self.routeID)),
+                        StatusCounter(name: "reroutes", value: UInt64(self.tracker.reroutes)),
+                    ]
+                        + self.timeGuard.statusCounters + self.inputCounters())))
     }
 
     public func run() async throws {
@@ -98,17 +105,22 @@ where Input.Element == Arrival<SmoothedFix> {
     /// (``InputTimeGuard``), so that a fix dated ahead or before its stream is counted and dropped.
     public func handle(_ arrival: Arrival<SmoothedFix>) async throws {
         let fix = arrival.value
-        switch self.timeGuard.admit(stream: "\(arrival.sender)/smoothed", measurementSeconds: fix.timeSeconds,
-                                    receivedSeconds: arrival.receivedSeconds, sentSeconds: arrival.sentSeconds) {
+        switch self.timeGuard.admit(
+            stream: "\(arrival.sender)/smoothed", measurementSeconds: fix.timeSeconds,
+            receivedSeconds: arrival.receivedSeconds, sentSeconds: arrival.sentSeconds)
+        {
         case .accept:
             break
         case .rebase:
-            self.logger.warning("route '\(self.name)': fixes from '\(arrival.sender)' started a new time line at \(fix.timeSeconds)")
+            self.logger.warning(
+                "route '\(self.name)': fixes from '\(arrival.sender)' started a new time line at \(fix.timeSeconds)")
             self.lastPublished = -.infinity
             self.lastAttempt = -.infinity
         case let .drop(cause):
             if self.loggedDrops.insert(cause).inserted {
-                self.logger.warning("route '\(self.name)': dropped a fix from '\(arrival.sender)' (\(cause.rawValue), time \(fix.timeSeconds)); further ones are counted")
+                self.logger.warning(
+                    "route '\(self.name)': dropped a fix from '\(arrival.sender)' (\(cause.rawValue), time \(fix.timeSeconds)); further ones are counted"
+                )
             }
             try await self.status(.degraded, "guiding; \(self.timeGuard.dropSummary)")
             return
@@ -119,8 +131,11 @@ where Input.Element == Arrival<SmoothedFix> {
             guard fix.timeSeconds - self.lastAttempt >= self.options.retrySeconds else { return }
             self.lastAttempt = fix.timeSeconds
             guard try await self.makeRoute(from: here, at: fix.timeSeconds, reason: "route") else {
-                try await self.output.publish(.target(GuidanceTarget(timeSeconds: fix.timeSeconds, routeID: 0, coordinate: here,
-                                                                     bearingDegrees: 0, distanceMeters: 0, kind: .none)))
+                try await self.output.publish(
+                    .target(
+                        GuidanceTarget(
+                            timeSeconds: fix.timeSeconds, routeID: 0, coordinate: here,
+                            bearingDegrees: 0, distanceMeters: 0, kind: .none)))
                 return
             }
         }
@@ -130,7 +145,8 @@ where Input.Element == Arrival<SmoothedFix> {
             try await self.output.publish(.route(route))
         }
         for index in update.completedWaypoints {
-            self.logger.info("waypoint \(index) of route \(route.routeID) reached: \(route.waypoints[index].instruction)")
+            self.logger.info(
+                "waypoint \(index) of route \(route.routeID) reached: \(route.waypoints[index].instruction)")
         }
         try await self.output.publish(.progress(update.progress))
         try await self.output.publish(.target(update.target))
@@ -160,19 +176,23 @@ where Input.Element == Arrival<SmoothedFix> {
         do {
             let plan = try await self.provider.route(from: start, to: self.options.destination)
             self.routeID += 1
-            let route = RouteBuilder.route(from: plan, routeID: self.routeID, timeSeconds: time, provider: self.provider.name,
-                                           turnThresholdDegrees: self.options.turnThresholdDegrees)
+            let route = RouteBuilder.route(
+                from: plan, routeID: self.routeID, timeSeconds: time, provider: self.provider.name,
+                turnThresholdDegrees: self.options.turnThresholdDegrees)
             self.tracker.setRoute(route)
             self.lastPublished = time
             try await self.output.publish(.route(route))
-            self.logger.info("\(reason) \(route.routeID) by \(self.provider.name): \(Int(route.lengthMeters)) m, \(route.waypoints.count) waypoints")
+            self.logger.info(
+                "\(reason) \(route.routeID) by \(self.provider.name): \(Int(route.lengthMeters)) m, \(route.waypoints.count) waypoints"
+            )
             try await self.status(.running, "\(reason) \(route.routeID): \(Int(route.lengthMeters)) m")
             return true
         } catch is CancellationError {
             throw CancellationError()
         } catch {
             self.logger.warning("\(reason) failed: \(error)")
-            try await self.status(.degraded, "\(reason) failed: \(error)" + (self.tracker.route != nil ? "; keeping the last route" : ""))
+            try await self.status(
+                .degraded, "\(reason) failed: \(error)" + (self.tracker.route != nil ? "; keeping the last route" : ""))
             return false
         }
     }

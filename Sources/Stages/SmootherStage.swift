@@ -24,9 +24,11 @@ where Input.Element == Arrival<LocationFix> {
     private var loggedDrops: Set<TimeDrop> = []
 
     /// Creates the stage.
-    public init(name: String, input: Input, output: Output, filter: any SmoothingFilter, logger: Logger,
-                statusIntervalSeconds: Double = 5, timeOptions: InputTimeGuard.Options = .init(latenessLimitSeconds: nil),
-                inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }) {
+    public init(
+        name: String, input: Input, output: Output, filter: any SmoothingFilter, logger: Logger,
+        statusIntervalSeconds: Double = 5, timeOptions: InputTimeGuard.Options = .init(latenessLimitSeconds: nil),
+        inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }
+    ) {
         self.inputCounters = inputCounters
         self.timeGuard = InputTimeGuard(options: timeOptions)
         self.name = name
@@ -38,16 +40,22 @@ where Input.Element == Arrival<LocationFix> {
     }
 
     public func run() async throws {
-        try await self.output.publish(.status(StageStatus(timeSeconds: WallClock.nowSeconds(), stage: self.name,
-                                                          health: .running, message: "smoothing")))
+        try await self.output.publish(
+            .status(
+                StageStatus(
+                    timeSeconds: WallClock.nowSeconds(), stage: self.name,
+                    health: .running, message: "smoothing")))
         do {
             for try await arrival in self.input.cancelOnGracefulShutdown() {
                 try await self.handle(arrival)
             }
         } catch is CancellationError {}
-        try? await self.output.publish(.status(StageStatus(timeSeconds: WallClock.nowSeconds(), stage: self.name,
-                                                           health: .stopping, message: self.message("stopped"),
-                                                           counters: self.counters)))
+        try? await self.output.publish(
+            .status(
+                StageStatus(
+                    timeSeconds: WallClock.nowSeconds(), stage: self.name,
+                    health: .stopping, message: self.message("stopped"),
+                    counters: self.counters)))
     }
 
     private var counters: [StatusCounter] {
@@ -62,20 +70,29 @@ where Input.Element == Arrival<LocationFix> {
     /// Smooths one fix (exposed for in-process composition and tests).
     public func handle(_ arrival: Arrival<LocationFix>) async throws {
         let fix = arrival.value
-        switch self.timeGuard.admit(stream: "\(arrival.sender)/fix", measurementSeconds: fix.timeSeconds,
-                                    receivedSeconds: arrival.receivedSeconds, sentSeconds: arrival.sentSeconds) {
+        switch self.timeGuard.admit(
+            stream: "\(arrival.sender)/fix", measurementSeconds: fix.timeSeconds,
+            receivedSeconds: arrival.receivedSeconds, sentSeconds: arrival.sentSeconds)
+        {
         case .accept:
             break
         case .rebase:
-            self.logger.warning("smoother '\(self.name)': fixes from '\(arrival.sender)' started a new time line at \(fix.timeSeconds); the filter starts over")
+            self.logger.warning(
+                "smoother '\(self.name)': fixes from '\(arrival.sender)' started a new time line at \(fix.timeSeconds); the filter starts over"
+            )
             self.filter.reset()
         case let .drop(cause):
             if self.loggedDrops.insert(cause).inserted {
-                self.logger.warning("smoother '\(self.name)': dropped a fix from '\(arrival.sender)' (\(cause.rawValue), time \(fix.timeSeconds)); further ones are counted")
+                self.logger.warning(
+                    "smoother '\(self.name)': dropped a fix from '\(arrival.sender)' (\(cause.rawValue), time \(fix.timeSeconds)); further ones are counted"
+                )
             }
-            try await self.output.publish(.status(StageStatus(timeSeconds: WallClock.nowSeconds(), stage: self.name,
-                                                              health: .degraded, message: self.message("smoothing"),
-                                                              counters: self.counters)))
+            try await self.output.publish(
+                .status(
+                    StageStatus(
+                        timeSeconds: WallClock.nowSeconds(), stage: self.name,
+                        health: .degraded, message: self.message("smoothing"),
+                        counters: self.counters)))
             return
         }
         switch self.filter.update(with: fix) {
@@ -83,14 +100,19 @@ where Input.Element == Arrival<LocationFix> {
             try await self.output.publish(.smoothed(smoothed))
         case let .failure(reason):
             if self.loggedRejections.insert(reason).inserted {
-                self.logger.warning("smoother '\(self.name)': dropped a fix (\(reason.rawValue)) at time \(fix.timeSeconds); further ones are counted")
+                self.logger.warning(
+                    "smoother '\(self.name)': dropped a fix (\(reason.rawValue)) at time \(fix.timeSeconds); further ones are counted"
+                )
             }
         }
         if fix.timeSeconds.isFinite, fix.timeSeconds - self.lastStatusTime >= self.statusIntervalSeconds {
             self.lastStatusTime = fix.timeSeconds
-            try await self.output.publish(.status(StageStatus(timeSeconds: WallClock.nowSeconds(), stage: self.name,
-                                                              health: .running, message: "smoothing",
-                                                              counters: self.counters)))
+            try await self.output.publish(
+                .status(
+                    StageStatus(
+                        timeSeconds: WallClock.nowSeconds(), stage: self.name,
+                        health: .running, message: "smoothing",
+                        counters: self.counters)))
         }
     }
 }

@@ -17,8 +17,10 @@ public actor SourceStage<Output: MessagePublisher>: Service {
     private let staleAfterSeconds: Double
 
     /// Creates the stage.
-    public init(name: String, source: any MessageSource, output: Output, logger: Logger,
-                statusIntervalSeconds: Double = 2, staleAfterSeconds: Double = 2) {
+    public init(
+        name: String, source: any MessageSource, output: Output, logger: Logger,
+        statusIntervalSeconds: Double = 2, staleAfterSeconds: Double = 2
+    ) {
         self.staleAfterSeconds = staleAfterSeconds
         self.name = name
         self.source = source
@@ -33,11 +35,15 @@ public actor SourceStage<Output: MessagePublisher>: Service {
     }
 
     private func status(_ health: StageHealth, _ message: String, at time: Double) async throws {
-        let counters = BusMessage.Kind.allCases.compactMap { kind in
-            self.published[kind].map { StatusCounter(name: "published.\(kind.topic)", value: $0) }
-        } + (await self.source.statusCounters())
-        try await self.output.publish(.status(StageStatus(timeSeconds: time, stage: self.name, health: health,
-                                                          message: message, counters: counters)))
+        let counters =
+            BusMessage.Kind.allCases.compactMap { kind in
+                self.published[kind].map { StatusCounter(name: "published.\(kind.topic)", value: $0) }
+            } + (await self.source.statusCounters())
+        try await self.output.publish(
+            .status(
+                StageStatus(
+                    timeSeconds: time, stage: self.name, health: health,
+                    message: message, counters: counters)))
     }
 
     private var lastStatus = ContinuousClock.now
@@ -78,9 +84,10 @@ public actor SourceStage<Output: MessagePublisher>: Service {
                     let due = await self.takeStatusDue()
                     if stale != wasStale || due {
                         wasStale = stale
-                        try await self.status(stale ? .stale : .running,
-                                              stale ? "\(sourceID): no data for \(Int(silence)) s" : "\(sourceID) running",
-                                              at: WallClock.nowSeconds())
+                        try await self.status(
+                            stale ? .stale : .running,
+                            stale ? "\(sourceID): no data for \(Int(silence)) s" : "\(sourceID) running",
+                            at: WallClock.nowSeconds())
                     }
                 }
                 return false

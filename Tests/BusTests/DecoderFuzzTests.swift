@@ -24,7 +24,8 @@ struct SeededGenerator: RandomNumberGenerator {
         switch Int.random(in: 0..<8, using: &random) {
         case 0:  // flip a few bits
             for _ in 0..<Int.random(in: 1...4, using: &random) where !bytes.isEmpty {
-                bytes[Int.random(in: 0..<bytes.count, using: &random)] ^= UInt8(1) << UInt8.random(in: 0...7, using: &random)
+                bytes[Int.random(in: 0..<bytes.count, using: &random)] ^=
+                    UInt8(1) << UInt8.random(in: 0...7, using: &random)
             }
         case 1:  // overwrite bytes with 0x00 or 0xFF runs (lengths and counts of 0 or maximum)
             if !bytes.isEmpty {
@@ -36,7 +37,9 @@ struct SeededGenerator: RandomNumberGenerator {
         case 2:  // truncate
             bytes = Array(bytes.prefix(Int.random(in: 0...bytes.count, using: &random)))
         case 3:  // extend with noise
-            for _ in 0..<Int.random(in: 1...32, using: &random) { bytes.append(UInt8.random(in: 0...255, using: &random)) }
+            for _ in 0..<Int.random(in: 1...32, using: &random) {
+                bytes.append(UInt8.random(in: 0...255, using: &random))
+            }
         case 4:  // pure noise of a similar length
             bytes = (0..<Int.random(in: 0...max(1, frame.count * 2), using: &random)).map { _ in
                 UInt8.random(in: 0...255, using: &random)
@@ -44,14 +47,16 @@ struct SeededGenerator: RandomNumberGenerator {
         case 5:  // non-finite doubles at a random 8-byte offset
             if bytes.count >= 8 {
                 let offset = Int.random(in: 0...(bytes.count - 8), using: &random)
-                let value = [Double.nan, .infinity, -.infinity, .greatestFiniteMagnitude, -0.0].randomElement(using: &random)!
+                let value = [Double.nan, .infinity, -.infinity, .greatestFiniteMagnitude, -0.0].randomElement(
+                    using: &random)!
                 withUnsafeBytes(of: value.bitPattern.littleEndian) { raw in
                     for index in 0..<8 { bytes[offset + index] = raw[index] }
                 }
             }
         case 6:  // invalid UTF-8 sprayed in (0xC0, 0xFF, lone continuation bytes)
             for _ in 0..<Int.random(in: 1...6, using: &random) where !bytes.isEmpty {
-                bytes[Int.random(in: 0..<bytes.count, using: &random)] = [0xC0, 0xFF, 0x80, 0xED].randomElement(using: &random)!
+                bytes[Int.random(in: 0..<bytes.count, using: &random)] = [0xC0, 0xFF, 0x80, 0xED].randomElement(
+                    using: &random)!
             }
         default:  // duplicate a slice (repeated fields, counts that now lie)
             if bytes.count > 2 {
@@ -66,7 +71,8 @@ struct SeededGenerator: RandomNumberGenerator {
     @Test func aMillionDamagedFramesAreEachDecodedOrCountedNeverATrap() throws {
         var random = SeededGenerator(seed: 0x5AFE_0001)
         let valid = BusMessage.examples.enumerated().map { index, message in
-            Envelope.frames(for: message, sequence: UInt64(index), stage: "fuzz", sendTimeNanoseconds: 1_767_225_600_000_000_000)
+            Envelope.frames(
+                for: message, sequence: UInt64(index), stage: "fuzz", sendTimeNanoseconds: 1_767_225_600_000_000_000)
         }
         let topics = BusMessage.Kind.allCases.map { Array($0.topic.utf8) } + [Array("_hb".utf8), [0xFF, 0xFE]]
         var decoded = 0
@@ -92,7 +98,9 @@ struct SeededGenerator: RandomNumberGenerator {
             }
             let topicString = String(decoding: topic, as: UTF8.self)
             do {
-                let parsed = try header.withUnsafeBytes { bytes throws(DecodeFailure) in try Envelope.decodeHeader(bytes) }
+                let parsed = try header.withUnsafeBytes { bytes throws(DecodeFailure) in
+                    try Envelope.decodeHeader(bytes)
+                }
                 _ = try payload.withUnsafeBytes { bytes throws(DecodeFailure) in
                     try Envelope.decodePayload(topic: topicString, header: parsed, payload: bytes)
                 }
@@ -115,9 +123,12 @@ struct SeededGenerator: RandomNumberGenerator {
         let droppedTotal = dropped.values.reduce(0, +)
         #expect(decoded + droppedTotal == frames, "every frame is either decoded or counted")
         #expect(decoded > frames / 10, "intact frames still decode: \(decoded)")
-        #expect(dropped[.malformed, default: 0] > 0 && dropped[.truncated, default: 0] > 0
+        #expect(
+            dropped[.malformed, default: 0] > 0 && dropped[.truncated, default: 0] > 0
                 && dropped[.unknownVersion, default: 0] > 0)
-        print("fuzz: \(frames) frames, \(decoded) decoded, dropped \(dropped.map { "\($0.key.rawValue) \($0.value)" }.sorted()), sequence restarts \(restarts), gap total \(gaps)")
+        print(
+            "fuzz: \(frames) frames, \(decoded) decoded, dropped \(dropped.map { "\($0.key.rawValue) \($0.value)" }.sorted()), sequence restarts \(restarts), gap total \(gaps)"
+        )
     }
 
     @Test(arguments: [
@@ -129,7 +140,8 @@ struct SeededGenerator: RandomNumberGenerator {
         (0, UInt64.max, .gap(missing: UInt64.max - 1)),
         (2, 6, .gap(missing: 3)),
     ])
-    func sequenceNumbersAreClassifiedWithoutOverflow(_ last: UInt64, _ next: UInt64, _ expected: SequenceTracking.Step) {
+    func sequenceNumbersAreClassifiedWithoutOverflow(_ last: UInt64, _ next: UInt64, _ expected: SequenceTracking.Step)
+    {
         #expect(SequenceTracking.classify(last: last, next: next) == expected)
     }
 

@@ -49,7 +49,9 @@ func collectMessages(_ subscriber: BusSubscriber, count: Int, within seconds: Do
     let collected = Mutex<[ReceivedMessage]>([])
     _ = await withDeadline(seconds: seconds) {
         for await message in subscriber.messages {
-            let total = collected.withLock { $0.append(message); return $0.count }
+            let total = collected.withLock {
+                $0.append(message); return $0.count
+            }
             if total >= count { break }
         }
         return true

@@ -66,15 +66,15 @@ import Testing
         badType[1] = 99
         header.removeLast()
         let bad: [(DropReason, [[UInt8]])] = [
-            (.malformed, [good[0], good[1]]),                                   // two frames
-            (.malformed, good + [[1, 2, 3]]),                                   // four frames
-            (.truncated, [good[0], Array(good[1].prefix(7)), good[2]]),         // short header
-            (.truncated, [good[0], header, good[2]]),                           // stage id cut short
-            (.unknownVersion, [good[0], badVersion, good[2]]),                  // schema version 9
-            (.malformed, [good[0], badType, good[2]]),                          // unknown type id
-            (.malformed, [Array("fix".utf8), good[1], good[2]]),                // heading on the fix topic
-            (.truncated, [good[0], good[1], Array(good[2].prefix(5))]),         // payload cut short
-            (.malformed, [good[0], good[1], good[2] + [0]]),                    // trailing payload byte
+            (.malformed, [good[0], good[1]]),  // two frames
+            (.malformed, good + [[1, 2, 3]]),  // four frames
+            (.truncated, [good[0], Array(good[1].prefix(7)), good[2]]),  // short header
+            (.truncated, [good[0], header, good[2]]),  // stage id cut short
+            (.unknownVersion, [good[0], badVersion, good[2]]),  // schema version 9
+            (.malformed, [good[0], badType, good[2]]),  // unknown type id
+            (.malformed, [Array("fix".utf8), good[1], good[2]]),  // heading on the fix topic
+            (.truncated, [good[0], good[1], Array(good[2].prefix(5))]),  // payload cut short
+            (.malformed, [good[0], good[1], good[2] + [0]]),  // trailing payload byte
             (.oversized, [good[0], good[1], [UInt8](repeating: 0, count: 5000)]),
         ]
         let before = subscriber.snapshot
@@ -91,8 +91,9 @@ import Testing
         #expect(arrived == bad.count, "every valid message after a bad one arrived")
         let after = subscriber.snapshot
         for reason in DropReason.allCases {
-            #expect(after.dropped[reason, default: 0] - before.dropped[reason, default: 0] == expected[reason, default: 0],
-                    "\(reason)")
+            #expect(
+                after.dropped[reason, default: 0] - before.dropped[reason, default: 0] == expected[reason, default: 0],
+                "\(reason)")
         }
         #expect(after.sequenceGaps == 0)
     }
@@ -107,7 +108,8 @@ import Testing
             sender.close()
             subscriber.close()
         }
-        let message = BusMessage.fix(LocationFix(timeSeconds: 1, latitude: 43.7, longitude: 7.4, horizontalAccuracyMeters: 5))
+        let message = BusMessage.fix(
+            LocationFix(timeSeconds: 1, latitude: 43.7, longitude: 7.4, horizontalAccuracyMeters: 5))
         var iterator = subscriber.makeAsyncIterator()
         for sequence: UInt64 in [0, 1, 2, 6, 7, 10] {
             try sender.send(Envelope.frames(for: message, sequence: sequence, stage: "gappy", sendTimeNanoseconds: 1))
@@ -138,8 +140,11 @@ import Testing
             try publisher.send(.heading(HeadingSample(timeSeconds: Double(index), headingDegrees: Double(index))))
         }
         for index in 0..<10 {
-            try publisher.send(.fix(LocationFix(timeSeconds: Double(index), latitude: 0, longitude: 0,
-                                                horizontalAccuracyMeters: 1)))
+            try publisher.send(
+                .fix(
+                    LocationFix(
+                        timeSeconds: Double(index), latitude: 0, longitude: 0,
+                        horizontalAccuracyMeters: 1)))
         }
         try await Task.sleep(for: .milliseconds(300))
         let received = await collectMessages(subscriber, count: 4, within: 2)
@@ -211,7 +216,9 @@ import Testing
         let count = try await withTaskExecutorPreference(subscriber.executor) {
             // A timer resumes on this executor too: it must be woken from another thread.
             try await Task.sleep(for: .milliseconds(30))
-            for index in 0..<20 { try publisher.send(.heading(HeadingSample(timeSeconds: Double(index), headingDegrees: 1))) }
+            for index in 0..<20 {
+                try publisher.send(.heading(HeadingSample(timeSeconds: Double(index), headingDegrees: 1)))
+            }
             var seen = 0
             for await message in subscriber.messages {
                 if case .heading = message.message { seen += 1 }

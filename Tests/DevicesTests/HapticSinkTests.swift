@@ -39,8 +39,9 @@ final class EmulatedBand: Sendable {
     var frames: [(time: Double, type: String, left: Int, right: Int, payload: [Int])] {
         self.lines.value.withLock { $0 }.compactMap { line in
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                  let type = object["type"] as? String, let time = object["receiveTimeSeconds"] as? Double,
-                  let motors = object["motors"] as? [String: Int] else { return nil }
+                let type = object["type"] as? String, let time = object["receiveTimeSeconds"] as? Double,
+                let motors = object["motors"] as? [String: Int]
+            else { return nil }
             return (time, type, motors["left"] ?? -1, motors["right"] ?? -1, object["payload"] as? [Int] ?? [])
         }
     }
@@ -72,8 +73,9 @@ struct SinkHarness {
         let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SinkInput>.self)
         var options = HapticSinkOptions()
         options.guidance.offsetDegrees = offset
-        let stage = HapticSinkStage(name: "sink", input: stream, output: self.output, devices: devices, options: options,
-                                    logger: Logger(label: "test"))
+        let stage = HapticSinkStage(
+            name: "sink", input: stream, output: self.output, devices: devices, options: options,
+            logger: Logger(label: "test"))
         self.stage = stage
         self.continuation = continuation
         self.task = Task { try await stage.run() }
@@ -85,11 +87,15 @@ struct SinkHarness {
         for _ in 0..<steps {
             let now = Date().timeIntervalSince1970
             let received = MonotonicClock.nowSeconds()
-            let target = GuidanceTarget(timeSeconds: now, routeID: 1, coordinate: Coordinate(latitude: 0, longitude: 0),
-                                        bearingDegrees: targetBearing, distanceMeters: 50, kind: .lookAhead)
-            self.continuation.yield(Arrival(.target(target), sender: "route", receivedSeconds: received, sentSeconds: now))
-            self.continuation.yield(Arrival(.heading(HeadingSample(timeSeconds: now, headingDegrees: heading)), sender: "source",
-                                            receivedSeconds: received, sentSeconds: now))
+            let target = GuidanceTarget(
+                timeSeconds: now, routeID: 1, coordinate: Coordinate(latitude: 0, longitude: 0),
+                bearingDegrees: targetBearing, distanceMeters: 50, kind: .lookAhead)
+            self.continuation.yield(
+                Arrival(.target(target), sender: "route", receivedSeconds: received, sentSeconds: now))
+            self.continuation.yield(
+                Arrival(
+                    .heading(HeadingSample(timeSeconds: now, headingDegrees: heading)), sender: "source",
+                    receivedSeconds: received, sentSeconds: now))
             try await Task.sleep(for: .milliseconds(50))
         }
     }
@@ -100,7 +106,6 @@ struct SinkHarness {
     }
 }
 
-
 @Suite(.serialized) struct HapticSinkTests {
     @Test(arguments: [false, true])
     func aScriptedHeadingSequenceAcrossNorthDrivesTheRightMotors(_ pty: Bool) async throws {
@@ -109,8 +114,10 @@ struct SinkHarness {
         let sink = SinkHarness(devices: [device])
         try await Task.sleep(for: .milliseconds(600))  // connect
         var marks: [(String, Double)] = []
-        for (label, heading) in [("inside 355", 355.0), ("inside 8", 8), ("right 20", 340), ("right 50", 310), ("right 100", 260),
-                                 ("left 40", 40)] {
+        for (label, heading) in [
+            ("inside 355", 355.0), ("inside 8", 8), ("right 20", 340), ("right 50", 310), ("right 100", 260),
+            ("left 40", 40),
+        ] {
             marks.append((label, Date().timeIntervalSince1970))
             try await sink.hold(heading: heading, seconds: 0.8)
         }
@@ -123,9 +130,13 @@ struct SinkHarness {
             return frames.last { $0.type == "setMotors" && $0.time < end }.map { ($0.left, $0.right) }
         }
         // Inside the tolerance, across north: nothing runs.
-        #expect(frames.filter { $0.time < marks[2].1 && $0.type == "setMotors" }.allSatisfy { $0.left == 0 && $0.right == 0 })
+        #expect(
+            frames.filter { $0.time < marks[2].1 && $0.type == "setMotors" }.allSatisfy {
+                $0.left == 0 && $0.right == 0
+            })
         // Deviation to the right: the right motor, stronger the further off.
-        let r20 = try #require(motors(after: "right 20")), r50 = try #require(motors(after: "right 50")), r100 = try #require(motors(after: "right 100"))
+        let r20 = try #require(motors(after: "right 20")), r50 = try #require(motors(after: "right 50")),
+            r100 = try #require(motors(after: "right 100"))
         #expect(r20.left == 0 && r20.right > 0)
         #expect(r50.right > r20.right && r100.right > r50.right)
         let l40 = try #require(motors(after: "left 40"))
@@ -140,14 +151,16 @@ struct SinkHarness {
         let device = BandDevice(address: band.address, logger: Logger(label: "test"))
         let sink = SinkHarness(devices: [device])
         try await Task.sleep(for: .milliseconds(600))
-        try await sink.hold(heading: 270, seconds: 1.5)   // 90° off: a strong right cue
+        try await sink.hold(heading: 270, seconds: 1.5)  // 90° off: a strong right cue
         let lastInput = Date().timeIntervalSince1970
-        try await Task.sleep(for: .seconds(2))            // the route controller is gone
+        try await Task.sleep(for: .seconds(2))  // the route controller is gone
         let frames = band.frames
         #expect(frames.contains { $0.type == "setMotors" && $0.right > 0 && $0.time < lastInput }, "the motor ran")
         let stop = try #require(frames.first { $0.time > lastInput && $0.type == "stopAll" }, "a stop")
         #expect(stop.time - lastInput < 1.2, "stopped \(stop.time - lastInput) s after the last input")
-        let lost = frames.filter { $0.type == "pulse" && $0.payload.first == Int(BandProtocol.Pattern.signalLost.rawValue) }
+        let lost = frames.filter {
+            $0.type == "pulse" && $0.payload.first == Int(BandProtocol.Pattern.signalLost.rawValue)
+        }
         #expect(lost.count == 1)
         #expect(frames.last { $0.type != "ping" }.map { $0.left == 0 && $0.right == 0 } == true)
         let cues = await sink.output.messages.compactMap { if case let .cue(c) = $0 { c } else { nil } }
@@ -183,8 +196,9 @@ struct SinkHarness {
         let back = Date().timeIntervalSince1970
         try await sink.hold(heading: 300, seconds: 1.5)
         try await Task.sleep(for: .milliseconds(200))
-        let resumed = try #require(band.frames.first { $0.time > back && $0.type == "setMotors" && $0.left + $0.right > 0 },
-                                   "the band took over again")
+        let resumed = try #require(
+            band.frames.first { $0.time > back && $0.type == "setMotors" && $0.left + $0.right > 0 },
+            "the band took over again")
         #expect(resumed.time - back < 1, "band again after \(resumed.time - back) s")
         try await sink.finish()
         band.emulator.stop()

@@ -67,7 +67,9 @@ private func channelEnergy(_ file: String) throws -> (left: Double, right: Doubl
         let speaker = SpeakerDevice(wavFile: "\(folder)/spoken.wav", logger: Logger(label: "test"))
         await speaker.announce("Recalculating route")
         let energy = try channelEnergy("\(folder)/spoken.wav")
-        #expect(energy.frames > SpeakerDevice.sampleRate / 2, "half a second of speech or more (espeak-ng: scripts/setup installs it)")
+        #expect(
+            energy.frames > SpeakerDevice.sampleRate / 2,
+            "half a second of speech or more (espeak-ng: scripts/setup installs it)")
         #expect(energy.left > 0 && energy.left == energy.right)
     }
 }

@@ -4,31 +4,31 @@ import Logging
 import Testing
 
 extension ProcessSuites {
-@Suite struct BandReconnectTests {
-    @Test func theBandPluginReconnectsWhenTheLinkDropsAndComesBack() async throws {
-        let port = freeTCPPort()
-        let binary = try hapticnavExecutable()
-        var emulator = try ChildProcess(binary, ["band-emulator", "--tcp", "127.0.0.1:\(port)"])
-        let band = BandDevice(address: .tcp(host: "127.0.0.1", port: UInt16(port)), logger: Logger(label: "test"))
-        let task = Task { try await band.run() }
-        defer {
-            task.cancel()
-            emulator.ensureStopped()
-        }
-        func waitFor(_ wanted: Bool, seconds: Double) async -> Bool {
-            for _ in 0..<Int(seconds * 20) {
-                if await band.isAvailable() == wanted { return true }
-                try? await Task.sleep(for: .milliseconds(50))
+    @Suite struct BandReconnectTests {
+        @Test func theBandPluginReconnectsWhenTheLinkDropsAndComesBack() async throws {
+            let port = freeTCPPort()
+            let binary = try hapticnavExecutable()
+            var emulator = try ChildProcess(binary, ["band-emulator", "--tcp", "127.0.0.1:\(port)"])
+            let band = BandDevice(address: .tcp(host: "127.0.0.1", port: UInt16(port)), logger: Logger(label: "test"))
+            let task = Task { try await band.run() }
+            defer {
+                task.cancel()
+                emulator.ensureStopped()
             }
-            return false
+            func waitFor(_ wanted: Bool, seconds: Double) async -> Bool {
+                for _ in 0..<Int(seconds * 20) {
+                    if await band.isAvailable() == wanted { return true }
+                    try? await Task.sleep(for: .milliseconds(50))
+                }
+                return false
+            }
+            #expect(await waitFor(true, seconds: 5), "connected")
+            emulator.signal(SIGKILL)
+            _ = await emulator.wait(seconds: 2)
+            #expect(await waitFor(false, seconds: 1.5), "noticed the band is gone within the acknowledgement timeout")
+            emulator = try ChildProcess(binary, ["band-emulator", "--tcp", "127.0.0.1:\(port)"])
+            #expect(await waitFor(true, seconds: 5), "reconnected")
+            #expect(await band.summary().contains("2 connection(s)"))
         }
-        #expect(await waitFor(true, seconds: 5), "connected")
-        emulator.signal(SIGKILL)
-        _ = await emulator.wait(seconds: 2)
-        #expect(await waitFor(false, seconds: 1.5), "noticed the band is gone within the acknowledgement timeout")
-        emulator = try ChildProcess(binary, ["band-emulator", "--tcp", "127.0.0.1:\(port)"])
-        #expect(await waitFor(true, seconds: 5), "reconnected")
-        #expect(await band.summary().contains("2 connection(s)"))
     }
-}
 }

@@ -3,51 +3,54 @@ import Testing
 
 /// `hapticnav calibrate` against a simulated walker who follows the calibration routine in another process.
 extension ProcessSuites {
-@Suite(.serialized) struct CalibrateTests {
-    private func run(tilt: Bool) async throws -> (status: Int32?, output: String, file: String) {
-        let folder = try scratchFolder()
-        // A straight walk due north, as the routine wants: the walker keeps facing north after finding it.
-        let start = (lat: 43.7300, lon: 7.4200)
-        try "{\"type\":\"LineString\",\"coordinates\":[[\(start.lon),\(start.lat)],[\(start.lon),\(start.lat + 0.003)]]}"
-            .write(toFile: "\(folder)/north.geojson", atomically: true, encoding: .utf8)
-        let tiltSetting = tilt ? ", tiltEpisodes: [[2, 2]]" : ""
-        let config = """
-        {
-          bus: { joinGraceSeconds: 0.5 },
-          stages: {
-            source: { plugin: "sim", publish: "ipc://\(folder)/source.sock",
-                      settings: { route: "\(folder)/north.geojson", pace: 4, calibrationRoutine: true, pocketOffsetDegrees: 73,
-                                  phonePitchDegrees: 40, compassNoiseDegrees: 2, seed: 9\(tiltSetting) } },
-            haptic: { plugin: "console", inputs: ["source"], publish: "ipc://\(folder)/haptic.sock",
-                      options: { calibrationFile: "\(folder)/calibration.json" } },
-          },
+    @Suite(.serialized) struct CalibrateTests {
+        private func run(tilt: Bool) async throws -> (status: Int32?, output: String, file: String) {
+            let folder = try scratchFolder()
+            // A straight walk due north, as the routine wants: the walker keeps facing north after finding it.
+            let start = (lat: 43.7300, lon: 7.4200)
+            try
+                "{\"type\":\"LineString\",\"coordinates\":[[\(start.lon),\(start.lat)],[\(start.lon),\(start.lat + 0.003)]]}"
+                .write(toFile: "\(folder)/north.geojson", atomically: true, encoding: .utf8)
+            let tiltSetting = tilt ? ", tiltEpisodes: [[2, 2]]" : ""
+            let config = """
+                {
+                  bus: { joinGraceSeconds: 0.5 },
+                  stages: {
+                    source: { plugin: "sim", publish: "ipc://\(folder)/source.sock",
+                              settings: { route: "\(folder)/north.geojson", pace: 4, calibrationRoutine: true, pocketOffsetDegrees: 73,
+                                          phonePitchDegrees: 40, compassNoiseDegrees: 2, seed: 9\(tiltSetting) } },
+                    haptic: { plugin: "console", inputs: ["source"], publish: "ipc://\(folder)/haptic.sock",
+                              options: { calibrationFile: "\(folder)/calibration.json" } },
+                  },
+                }
+                """
+            try config.write(toFile: "\(folder)/pipeline.json5", atomically: true, encoding: .utf8)
+            let binary = try hapticnavExecutable()
+            let calibrate = try ChildProcess(
+                binary, ["calibrate", "--config", "\(folder)/pipeline.json5", "--timeout", "60"])
+            defer { calibrate.ensureStopped() }
+            try await Task.sleep(for: .milliseconds(300))
+            let source = try ChildProcess(binary, ["stage", "source", "--config", "\(folder)/pipeline.json5"])
+            defer { source.ensureStopped() }
+            let status = await calibrate.wait(seconds: 60)
+            return (status, calibrate.stdout, "\(folder)/calibration.json")
         }
-        """
-        try config.write(toFile: "\(folder)/pipeline.json5", atomically: true, encoding: .utf8)
-        let binary = try hapticnavExecutable()
-        let calibrate = try ChildProcess(binary, ["calibrate", "--config", "\(folder)/pipeline.json5", "--timeout", "60"])
-        defer { calibrate.ensureStopped() }
-        try await Task.sleep(for: .milliseconds(300))
-        let source = try ChildProcess(binary, ["stage", "source", "--config", "\(folder)/pipeline.json5"])
-        defer { source.ensureStopped() }
-        let status = await calibrate.wait(seconds: 60)
-        return (status, calibrate.stdout, "\(folder)/calibration.json")
-    }
 
-    @Test func aSimulatedWalkerIsCalibratedAndTheOffsetIsSaved() async throws {
-        let (status, output, file) = try await self.run(tilt: false)
-        #expect(status == 0, "\(output)")
-        #expect(output.contains("[findNorth]") && output.contains("[putAway]") && output.contains("[move]"))
-        let saved = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: file))) as? [String: Any])
-        let offset = try #require(saved["offsetDegrees"] as? Double)
-        #expect(abs(offset - 73) < 3, "offset \(offset)")
-    }
+        @Test func aSimulatedWalkerIsCalibratedAndTheOffsetIsSaved() async throws {
+            let (status, output, file) = try await self.run(tilt: false)
+            #expect(status == 0, "\(output)")
+            #expect(output.contains("[findNorth]") && output.contains("[putAway]") && output.contains("[move]"))
+            let saved = try #require(
+                JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: file))) as? [String: Any])
+            let offset = try #require(saved["offsetDegrees"] as? Double)
+            #expect(abs(offset - 73) < 3, "offset \(offset)")
+        }
 
-    @Test func aTiltEpisodeAbortsTheCalibration() async throws {
-        let (status, output, file) = try await self.run(tilt: true)
-        #expect(status == 1)
-        #expect(output.contains("aborted") && output.contains("upright"), "\(output)")
-        #expect(!FileManager.default.fileExists(atPath: file))
+        @Test func aTiltEpisodeAbortsTheCalibration() async throws {
+            let (status, output, file) = try await self.run(tilt: true)
+            #expect(status == 1)
+            #expect(output.contains("aborted") && output.contains("upright"), "\(output)")
+            #expect(!FileManager.default.fileExists(atPath: file))
+        }
     }
-}
 }

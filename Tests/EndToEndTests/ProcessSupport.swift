@@ -21,7 +21,6 @@ func hapticnavExecutable() throws -> String {
     return candidate
 }
 
-
 /// The suites that start processes, run one after another: together they would crowd a 2-core machine
 /// and make timing assertions flaky.
 @Suite(.serialized) enum ProcessSuites {}
@@ -44,10 +43,12 @@ func bandLog(_ file: String) -> [BandLogEntry] {
     let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
     return text.split(separator: "\n").compactMap { line in
         guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-              let motors = object["motors"] as? [String: Int] else { return nil }
+            let motors = object["motors"] as? [String: Int]
+        else { return nil }
         if let type = object["type"] as? String, let time = object["receiveTimeSeconds"] as? Double {
-            return BandLogEntry(time: time, type: type, left: motors["left"] ?? 0, right: motors["right"] ?? 0,
-                                payload: object["payload"] as? [Int] ?? [])
+            return BandLogEntry(
+                time: time, type: type, left: motors["left"] ?? 0, right: motors["right"] ?? 0,
+                payload: object["payload"] as? [Int] ?? [])
         }
         if let event = object["event"] as? String, let time = object["timeSeconds"] as? Double {
             return BandLogEntry(time: time, event: event, left: motors["left"] ?? 0, right: motors["right"] ?? 0)
@@ -78,20 +79,20 @@ struct MotorPipeline {
         let route = repositoryRoot.appendingPathComponent("data/routes/monaco-demo-walk.geojson").path
         let folder = self.folder
         let config = """
-        {
-          bus: { joinGraceSeconds: 0.3 },
-          stages: {
-            source: { plugin: "sim", publish: "ipc://\(folder)/source.sock",
-                      settings: { route: "\(route)", pace: 1, loop: true, pocketOffsetDegrees: 60, compassNoiseDegrees: 1, seed: 5 } },
-            smoother: { plugin: "kalman", inputs: ["source"], topics: ["fix"], publish: "ipc://\(folder)/smoother.sock" },
-            route: { plugin: "file", inputs: ["smoother"], topics: ["smoothed"], publish: "ipc://\(folder)/route.sock",
-                     settings: { file: "\(route)" }, options: { destination: [43.72977, 7.416504] } },
-            haptic: { plugin: "band", inputs: ["source", "route"], topics: ["heading", "target", "progress"],
-                      publish: "ipc://\(folder)/haptic.sock", settings: { tcp: "127.0.0.1:\(port)" },
-                      options: { offsetDegrees: 0, staleAfterSeconds: 2.5 } },
-          },
-        }
-        """
+            {
+              bus: { joinGraceSeconds: 0.3 },
+              stages: {
+                source: { plugin: "sim", publish: "ipc://\(folder)/source.sock",
+                          settings: { route: "\(route)", pace: 1, loop: true, pocketOffsetDegrees: 60, compassNoiseDegrees: 1, seed: 5 } },
+                smoother: { plugin: "kalman", inputs: ["source"], topics: ["fix"], publish: "ipc://\(folder)/smoother.sock" },
+                route: { plugin: "file", inputs: ["smoother"], topics: ["smoothed"], publish: "ipc://\(folder)/route.sock",
+                         settings: { file: "\(route)" }, options: { destination: [43.72977, 7.416504] } },
+                haptic: { plugin: "band", inputs: ["source", "route"], topics: ["heading", "target", "progress"],
+                          publish: "ipc://\(folder)/haptic.sock", settings: { tcp: "127.0.0.1:\(port)" },
+                          options: { offsetDegrees: 0, staleAfterSeconds: 2.5 } },
+              },
+            }
+            """
         self.config = "\(folder)/pipeline.json5"
         try config.write(toFile: self.config, atomically: true, encoding: .utf8)
         self.band = try ChildProcess(self.binary, ["band-emulator", "--tcp", "127.0.0.1:\(port)", "--log", self.log])
@@ -99,6 +100,8 @@ struct MotorPipeline {
 
     /// Starts the named stages, each its own process.
     func start(_ names: [String], environment: [String: String] = [:]) throws -> [ChildProcess] {
-        try names.map { try ChildProcess(self.binary, ["stage", $0, "--config", self.config], environment: environment) }
+        try names.map {
+            try ChildProcess(self.binary, ["stage", $0, "--config", self.config], environment: environment)
+        }
     }
 }

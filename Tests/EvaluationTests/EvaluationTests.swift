@@ -23,8 +23,9 @@ import Testing
     @Test func theEvaluationMeetsItsTargets() {
         for sigma in [5.0, 10.0] {
             let runs = (1...10).map { seed in
-                SmootherEvaluation.evaluate(SmootherEvaluation.simulatedWalk(seed: UInt64(seed)), sigma: sigma,
-                                            seed: UInt64(seed) + 500)
+                SmootherEvaluation.evaluate(
+                    SmootherEvaluation.simulatedWalk(seed: UInt64(seed)), sigma: sigma,
+                    seed: UInt64(seed) + 500)
             }
             let metrics = SmootherEvaluation.Metrics.pooled(runs)
             #expect(metrics.improvement >= 0.3, "σ \(sigma): \(metrics)")

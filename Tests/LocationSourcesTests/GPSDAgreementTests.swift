@@ -19,40 +19,49 @@ struct GPSDReport {
     var receiverVelocity = false
 }
 
-private let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/gpsd")
+private let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+    "Fixtures/gpsd")
 
 /// One 1024-week GPS rollover [seconds]: gpsd moved one of these logs' dates by exactly that.
 private let gpsWeekRollover = 1024.0 * 7 * 86_400
 
 private func logNames() -> [String] {
-    ((try? FileManager.default.contentsOfDirectory(atPath: fixtures.path)) ?? []).filter { $0.hasSuffix(".log") }.sorted()
+    ((try? FileManager.default.contentsOfDirectory(atPath: fixtures.path)) ?? []).filter { $0.hasSuffix(".log") }
+        .sorted()
 }
 
 private func reports(_ name: String, class className: String) throws -> [GPSDReport] {
     let text = try String(contentsOf: fixtures.appendingPathComponent(name + ".chk"), encoding: .utf8)
-    var velocityTimes = Set<String>()   // hhmmss of epochs whose RMC or VTG has been read
+    var velocityTimes = Set<String>()  // hhmmss of epochs whose RMC or VTG has been read
     var lastTime = ""
     var result: [GPSDReport] = []
     for line in text.split(whereSeparator: \.isNewline) {
         if line.hasPrefix("$") {
             let fields = line.split(separator: ",", omittingEmptySubsequences: false)
             let type = fields.first.map { String($0.dropFirst(3)) } ?? ""
-            if type == "RMC" || type == "GGA" || type == "GNS", fields.count > 1 { lastTime = String(fields[1].prefix(6)) }
+            if type == "RMC" || type == "GGA" || type == "GNS", fields.count > 1 {
+                lastTime = String(fields[1].prefix(6))
+            }
             if type == "GLL", fields.count > 5 { lastTime = String(fields[5].prefix(6)) }
             if type == "RMC", fields.count > 7, !fields[7].isEmpty { velocityTimes.insert(lastTime) }
             if type == "VTG", fields.count > 5, !fields[1].isEmpty { velocityTimes.insert(lastTime) }
             continue
         }
         guard line.hasPrefix("{"), line.contains("\"class\":\"\(className)\""),
-              let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
+            let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        else { continue }
         let timeText = object["time"] as? String
-        let time = timeText.flatMap { ISO8601DateFormatter.withFraction.date(from: $0) ?? ISO8601DateFormatter().date(from: $0) }
+        let time = timeText.flatMap {
+            ISO8601DateFormatter.withFraction.date(from: $0) ?? ISO8601DateFormatter().date(from: $0)
+        }
         let hhmmss = timeText.map { $0.dropFirst(11).prefix(8).replacingOccurrences(of: ":", with: "") } ?? "-"
-        result.append(GPSDReport(time: time?.timeIntervalSince1970, lat: object["lat"] as? Double, lon: object["lon"] as? Double,
-                                 speed: object["speed"] as? Double, track: object["track"] as? Double,
-                                 mode: object["mode"] as? Int ?? 0, heading: object["heading"] as? Double,
-                                 pitch: object["pitch"] as? Double, roll: object["roll"] as? Double,
-                                 receiverVelocity: velocityTimes.contains(hhmmss)))
+        result.append(
+            GPSDReport(
+                time: time?.timeIntervalSince1970, lat: object["lat"] as? Double, lon: object["lon"] as? Double,
+                speed: object["speed"] as? Double, track: object["track"] as? Double,
+                mode: object["mode"] as? Int ?? 0, heading: object["heading"] as? Double,
+                pitch: object["pitch"] as? Double, roll: object["roll"] as? Double,
+                receiverVelocity: velocityTimes.contains(hhmmss)))
     }
     return result
 }
@@ -112,7 +121,9 @@ private func sameTime(_ a: Double, _ b: Double) -> Bool {
             // gpsd prints speed to 3 decimals [m/s] and track to 4 [degrees]. Before the receiver's velocity for
             // an epoch arrives, and in reports without a track, the speed is gpsd's own estimate from
             // successive positions: not compared.
-            if let speed = tpv.speed, tpv.receiverVelocity, tpv.track != nil, let ours = fix.speedMetersPerSecond, tpv.time != nil {
+            if let speed = tpv.speed, tpv.receiverVelocity, tpv.track != nil, let ours = fix.speedMetersPerSecond,
+                tpv.time != nil
+            {
                 #expect(abs(ours - speed) <= 0.0005 + 1e-9, "\(name) speed \(ours) vs \(speed) at \(tpv.time!)")
             }
             if let track = tpv.track, tpv.receiverVelocity, let ours = fix.courseDegrees, tpv.time != nil {
@@ -120,8 +131,10 @@ private func sameTime(_ a: Double, _ b: Double) -> Bool {
             }
         }
         #expect(matched == tpvs.count)
-        #expect(tpvs.contains { $0.receiverVelocity && $0.speed != nil } || name.hasPrefix("nokia") || name.hasPrefix("bt451"),
-                "\(name): speeds were compared")
+        #expect(
+            tpvs.contains { $0.receiverVelocity && $0.speed != nil } || name.hasPrefix("nokia")
+                || name.hasPrefix("bt451"),
+            "\(name): speeds were compared")
         #expect(decoder.counters.rejected == 0, "\(name): \(decoder.counters)")
     }
 

@@ -6,14 +6,16 @@ import Parsers
 import TestSupport
 import Testing
 
-private let gpsdLogs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/gpsd")
+private let gpsdLogs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+    "Fixtures/gpsd")
 
 /// A real gpsd fed by `gpsfake` on a loopback port.
 private func startGPSFake(log: String, port: Int) throws -> ChildProcess {
     guard FileManager.default.isExecutableFile(atPath: "/usr/bin/gpsfake") else {
         throw TestProcessError("gpsfake is missing: run scripts/setup (Debian: gpsd, gpsd-clients)")
     }
-    return try ChildProcess("/usr/bin/gpsfake", ["-P", "\(port)", "-q", "-c", "0.02", gpsdLogs.appendingPathComponent(log).path])
+    return try ChildProcess(
+        "/usr/bin/gpsfake", ["-P", "\(port)", "-q", "-c", "0.02", gpsdLogs.appendingPathComponent(log).path])
 }
 
 /// Stops gpsfake and the gpsd it started (which runs in a session of its own).
@@ -73,8 +75,11 @@ private actor Holder {
         let own = try LogReader().read(gpsdLogs.appendingPathComponent("ublox-lea-4h.log").path).entries
             .compactMap { if case let .fix(fix) = $0.message { fix } else { nil } }
         for fix in fixes {
-            #expect(own.contains { sameTimeButForRollovers($0.timeSeconds, fix.timeSeconds) && abs($0.latitude - fix.latitude) <= 1e-6
-                && abs($0.longitude - fix.longitude) <= 1e-6 }, "gpsd fix at \(iso8601(fix.timeSeconds))")
+            #expect(
+                own.contains {
+                    sameTimeButForRollovers($0.timeSeconds, fix.timeSeconds) && abs($0.latitude - fix.latitude) <= 1e-6
+                        && abs($0.longitude - fix.longitude) <= 1e-6
+                }, "gpsd fix at \(iso8601(fix.timeSeconds))")
         }
         #expect(fixes.allSatisfy { $0.horizontalAccuracyMeters > 0 })
     }

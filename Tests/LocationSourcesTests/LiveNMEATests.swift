@@ -13,8 +13,12 @@ private func serve(_ lines: [String]) throws -> (port: UInt16, thread: Thread) {
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    _ = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+    }
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
     listen(fd, 1)
     let thread = Thread {
         let client = accept(fd, nil, nil)
@@ -46,7 +50,10 @@ private func serve(_ lines: [String]) throws -> (port: UInt16, thread: Thread) {
             return await box.fixes
         }
         let fixes = try #require(collected)
-        #expect(fixes.map { iso8601($0.timeSeconds) } == ["2022-10-18T11:32:58.000Z", "2022-10-18T11:32:59.000Z", "2022-10-18T11:33:00.000Z"])
+        #expect(
+            fixes.map { iso8601($0.timeSeconds) } == [
+                "2022-10-18T11:32:58.000Z", "2022-10-18T11:32:59.000Z", "2022-10-18T11:33:00.000Z",
+            ])
         let counters = await source.statusCounters()
         #expect(counters.first { $0.name == "skipped" }?.value == 1)
         #expect(source.isLive)

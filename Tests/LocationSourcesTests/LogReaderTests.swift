@@ -41,11 +41,11 @@ private func temporaryFile(_ name: String, _ contents: String) throws -> String 
     }
 
     @Test(arguments: [
-        "$GPGGA,1132,3238.9148,N,10822.4466,W,1,08,1.1,1577.4,M,-24.6,M,,",     // short time
-        "$GPGGA,113258,32A8.9148,N,10822.4466,W,1,08,1.1,1577.4,M,-24.6,M,,",   // letter in latitude
-        "$GPGGA,113258,3238.9148,Q,10822.4466,W,1,08,1.1,1577.4,M,-24.6,M,,",   // hemisphere Q
-        "$GPGGA,113258,3278.9148,N,10822.4466,W,1,08,1.1,1577.4,M,-24.6,M,,",   // 78 minutes
-        "GPGGA,113258,3238.9148,N",                                                // no $
+        "$GPGGA,1132,3238.9148,N,10822.4466,W,1,08,1.1,1577.4,M,-24.6,M,,",  // short time
+        "$GPGGA,113258,32A8.9148,N,10822.4466,W,1,08,1.1,1577.4,M,-24.6,M,,",  // letter in latitude
+        "$GPGGA,113258,3238.9148,Q,10822.4466,W,1,08,1.1,1577.4,M,-24.6,M,,",  // hemisphere Q
+        "$GPGGA,113258,3278.9148,N,10822.4466,W,1,08,1.1,1577.4,M,-24.6,M,,",  // 78 minutes
+        "GPGGA,113258,3238.9148,N",  // no $
         "$\u{1}\u{2}binary*00",
         "$",
     ])
@@ -98,7 +98,10 @@ private func temporaryFile(_ name: String, _ contents: String) throws -> String 
     @Test func midnightRollsTheDateOver() throws {
         var decoder = NMEADecoder()
         var fixes: [LocationFix] = []
-        for line in ["$GPRMC,235959,A,3238.9148,N,10822.4466,W,0.0,0.0,311224,,,A", "$GPGGA,000001,3238.9148,N,10822.4466,W,1,08,1.1,1577.4,M,-24.6,M,,"] {
+        for line in [
+            "$GPRMC,235959,A,3238.9148,N,10822.4466,W,0.0,0.0,311224,,,A",
+            "$GPGGA,000001,3238.9148,N,10822.4466,W,1,08,1.1,1577.4,M,-24.6,M,,",
+        ] {
             for case let .fix(fix) in try decoder.decode(line: Substring(line)).get() { fixes.append(fix) }
         }
         for case let .fix(fix) in decoder.finish() { fixes.append(fix) }
@@ -107,10 +110,14 @@ private func temporaryFile(_ name: String, _ contents: String) throws -> String 
 
     @Test func fixesBeforeAnyDateAreHeldUntilOneArrives() throws {
         var decoder = NMEADecoder()
-        #expect(try decoder.decode(line: "$GPGGA,120000,3238.9148,N,10822.4466,W,1,08,1.1,1577.4,M,-24.6,M,,").get().isEmpty)
+        #expect(
+            try decoder.decode(line: "$GPGGA,120000,3238.9148,N,10822.4466,W,1,08,1.1,1577.4,M,-24.6,M,,").get().isEmpty
+        )
         // The next epoch closes the first one, whose fix has no date yet: held. The second is complete at once
         // (it has every type the first had), and held too.
-        #expect(try decoder.decode(line: "$GPGGA,120001,3238.9150,N,10822.4466,W,1,08,1.1,1577.4,M,-24.6,M,,").get().isEmpty)
+        #expect(
+            try decoder.decode(line: "$GPGGA,120001,3238.9150,N,10822.4466,W,1,08,1.1,1577.4,M,-24.6,M,,").get().isEmpty
+        )
         let released = try decoder.decode(line: "$GPZDA,120001,05,03,2024,,").get()
         let times = released.compactMap { if case let .fix(fix) = $0 { iso8601(fix.timeSeconds) } else { nil } }
         #expect(times == ["2024-03-05T12:00:00.000Z", "2024-03-05T12:00:01.000Z"])
@@ -145,34 +152,39 @@ private func temporaryFile(_ name: String, _ contents: String) throws -> String 
 
     @Test func aPointWithNaNIsSkippedWithItsLineAndTheRestIsRead() throws {
         let gpx = """
-        <?xml version="1.0"?>
-        <gpx version="1.1" xmlns="http://www.topografix.com/GPX/1/1"><trk><trkseg>
-        <trkpt lat="43.7300" lon="7.4200"><time>2024-05-01T10:00:00Z</time></trkpt>
-        <trkpt lat="NaN" lon="7.4201"><time>2024-05-01T10:00:01Z</time></trkpt>
-        <trkpt lat="43.7302" lon="7.4202"><ele>nan</ele><time>2024-05-01T10:00:02Z</time></trkpt>
-        <trkpt lat="43.7303" lon="7.4203"><time>yesterday</time></trkpt>
-        <trkpt lat="43.7304" lon="7.4204"><time>2024-05-01T10:00:04Z</time></trkpt>
-        </trkseg></trk></gpx>
-        """
+            <?xml version="1.0"?>
+            <gpx version="1.1" xmlns="http://www.topografix.com/GPX/1/1"><trk><trkseg>
+            <trkpt lat="43.7300" lon="7.4200"><time>2024-05-01T10:00:00Z</time></trkpt>
+            <trkpt lat="NaN" lon="7.4201"><time>2024-05-01T10:00:01Z</time></trkpt>
+            <trkpt lat="43.7302" lon="7.4202"><ele>nan</ele><time>2024-05-01T10:00:02Z</time></trkpt>
+            <trkpt lat="43.7303" lon="7.4203"><time>yesterday</time></trkpt>
+            <trkpt lat="43.7304" lon="7.4204"><time>2024-05-01T10:00:04Z</time></trkpt>
+            </trkseg></trk></gpx>
+            """
         let result = try LogReader().read(try temporaryFile("nan.gpx", gpx))
         #expect(result.entries.count == 2)
         #expect(result.problems.map(\.line) == [4, 5, 6])
-        #expect(result.entries.allSatisfy {
-            if case let .fix(fix) = $0.message { return fix.latitude.isFinite && fix.speedMetersPerSecond!.isFinite }
-            return false
-        })
+        #expect(
+            result.entries.allSatisfy {
+                if case let .fix(fix) = $0.message {
+                    return fix.latitude.isFinite && fix.speedMetersPerSecond!.isFinite
+                }
+                return false
+            })
     }
 
     @Test func aRouteWithoutTimesIsTimedAtWalkingSpeed() throws {
         let gpx = """
-        <gpx version="1.1"><rte>
-        <rtept lat="43.7300" lon="7.4200"/><rtept lat="43.7310" lon="7.4200"/><rtept lat="43.7310" lon="7.4210"/>
-        </rte></gpx>
-        """
+            <gpx version="1.1"><rte>
+            <rtept lat="43.7300" lon="7.4200"/><rtept lat="43.7310" lon="7.4200"/><rtept lat="43.7310" lon="7.4210"/>
+            </rte></gpx>
+            """
         let result = try LogReader().read(try temporaryFile("route.gpx", gpx))
         let fixes = result.entries.compactMap { if case let .fix(fix) = $0.message { fix } else { nil } }
         #expect(fixes.count == 3)
-        let leg = Geodesic.wgs84.inverse(Coordinate(latitude: 43.73, longitude: 7.42), Coordinate(latitude: 43.731, longitude: 7.42)).distanceMeters
+        let leg = Geodesic.wgs84.inverse(
+            Coordinate(latitude: 43.73, longitude: 7.42), Coordinate(latitude: 43.731, longitude: 7.42)
+        ).distanceMeters
         #expect(abs(fixes[1].timeSeconds - fixes[0].timeSeconds - leg / 1.4) < 1e-6)
         #expect(abs(fixes[1].speedMetersPerSecond! - 1.4) < 1e-9)
         #expect(Angle.separation(fixes[1].courseDegrees!, 0) < 0.01)
@@ -180,14 +192,18 @@ private func temporaryFile(_ name: String, _ contents: String) throws -> String 
     }
 
     @Test func brokenXMLIsAClearError() throws {
-        #expect(throws: LogError.self) { try LogReader().read(try temporaryFile("bad.gpx", "<gpx><trk><trkseg><trkpt lat=")) }
+        #expect(throws: LogError.self) {
+            try LogReader().read(try temporaryFile("bad.gpx", "<gpx><trk><trkseg><trkpt lat="))
+        }
     }
 }
 
 @Suite struct SensorLogTests {
     /// Gravity's reaction and a field of 20 µT north, 40 µT down, as a device whose top points at
     /// `heading` would read them, tilted top-up by `pitch`.
-    private func readings(heading: Double, pitch: Double) -> (a: (x: Double, y: Double, z: Double), m: (x: Double, y: Double, z: Double)) {
+    private func readings(
+        heading: Double, pitch: Double
+    ) -> (a: (x: Double, y: Double, z: Double), m: (x: Double, y: Double, z: Double)) {
         let h = heading * .pi / 180, p = pitch * .pi / 180
         // World (east, north, up) → device flat: x = (cos h, −sin h, 0)·, y = (sin h, cos h, 0)·, z = up.
         func flat(_ east: Double, _ north: Double, _ up: Double) -> (Double, Double, Double) {
@@ -227,7 +243,9 @@ private func temporaryFile(_ name: String, _ contents: String) throws -> String 
         // One-second circular means, unwrapped: a loop of four hallways turns through most of a circle.
         var means: [Double] = []
         for start in stride(from: 0, to: headings.count, by: 10) {
-            means.append(Angle.circularStatistics(headings[start..<min(start + 10, headings.count)].map(\.headingDegrees)).meanDegrees ?? 0)
+            means.append(
+                Angle.circularStatistics(headings[start..<min(start + 10, headings.count)].map(\.headingDegrees))
+                    .meanDegrees ?? 0)
         }
         let turned = zip(means, means.dropFirst()).reduce(0) { $0 + Angle.signedDifference(from: $1.0, to: $1.1) }
         #expect(abs(turned) > 200 && abs(turned) < 450, "turned \(turned)°")
@@ -248,12 +266,14 @@ private func temporaryFile(_ name: String, _ contents: String) throws -> String 
         let encoder = JSONEncoder()
         var lines: [String] = []
         for (index, message) in BusMessage.examples.enumerated() {
-            let record = RecordedMessage(receiveTimeSeconds: 1000 + Double(index) * 0.01, stage: "x", sequence: UInt64(index), message: message)
+            let record = RecordedMessage(
+                receiveTimeSeconds: 1000 + Double(index) * 0.01, stage: "x", sequence: UInt64(index), message: message)
             lines.append(String(decoding: try encoder.encode(record), as: UTF8.self))
         }
         lines.insert("{broken", at: 3)
         let file = try temporaryFile("recording.jsonl", lines.joined(separator: "\n"))
-        let replay = RecordingReplaySource(file: file, pace: 0, topics: ["fix", "target"], logger: Logger(label: "test"))
+        let replay = RecordingReplaySource(
+            file: file, pace: 0, topics: ["fix", "target"], logger: Logger(label: "test"))
         let box = MessageBox()
         try await replay.run { await box.add($0) }
         let played = await box.messages

@@ -30,8 +30,10 @@ import Testing
         }
     }
 
-    @Test(arguments: [(350.0, 10.0, -20.0), (10, 350, 20), (359, 1, -2), (0, 180, 180), (180, 0, 180), (90, 270, 180),
-                      (-10, 10, -20), (725, 5, 0)])
+    @Test(arguments: [
+        (350.0, 10.0, -20.0), (10, 350, 20), (359, 1, -2), (0, 180, 180), (180, 0, 180), (90, 270, 180),
+        (-10, 10, -20), (725, 5, 0),
+    ])
     func signedDifferenceAcrossTheWrap(_ to: Double, _ from: Double, _ expected: Double) {
         #expect(abs(Angle.signedDifference(from: from, to: to) - expected) < 1e-12)
     }
@@ -80,6 +82,7 @@ import Testing
 
     @Test func spreadOfIdenticalHeadingsIsZeroAndGrowsWithScatter() {
         #expect(Angle.circularStatistics([42.0, 42, 42]).spreadDegrees < 1e-6)
-        #expect(Angle.circularStatistics([40.0, 44]).spreadDegrees < Angle.circularStatistics([30.0, 54]).spreadDegrees)
+        #expect(
+            Angle.circularStatistics([40.0, 44]).spreadDegrees < Angle.circularStatistics([30.0, 54]).spreadDegrees)
     }
 }

@@ -38,7 +38,9 @@ struct CalibrationScript {
         return inputs
     }
 
-    static func run(_ inputs: [Calibration.Input], options: Calibration.Options = .init()) -> (Calibration, [BusMessage]) {
+    static func run(
+        _ inputs: [Calibration.Input], options: Calibration.Options = .init()
+    ) -> (Calibration, [BusMessage]) {
         var calibration = Calibration(options: options)
         var out: [BusMessage] = []
         for input in inputs { out += calibration.update(input) }
@@ -69,10 +71,12 @@ struct CalibrationScript {
     }
 
     @Test func anOffsetAcrossNorthAveragesCircularly() throws {
-        let (calibration, _) = CalibrationScript(pocketOffset: 358, headingNoise: 3).inputs() |> { CalibrationScript.run($0) }
+        let (calibration, _) =
+            CalibrationScript(pocketOffset: 358, headingNoise: 3).inputs() |> { CalibrationScript.run($0) }
         let result = try #require(calibration.result)
         #expect(result.succeeded)
-        #expect(Angle.separation(result.offsetDegrees, 358) < 2, "\(result.offsetDegrees) is not the arithmetic mean ~180")
+        #expect(
+            Angle.separation(result.offsetDegrees, 358) < 2, "\(result.offsetDegrees) is not the arithmetic mean ~180")
     }
 
     @Test func northFindingCueIsTheAngleToNorthOver180() {
@@ -109,9 +113,10 @@ struct CalibrationScript {
     @Test func scatteredHeadingsAbortWithTheSpreadAsReason() throws {
         var options = Calibration.Options()
         options.moveTimeoutSeconds = 30
-        let (calibration, out) = CalibrationScript(pocketOffset: 120, headingNoise: 35).inputs() |> {
-            CalibrationScript.run($0, options: options)
-        }
+        let (calibration, out) =
+            CalibrationScript(pocketOffset: 120, headingNoise: 35).inputs() |> {
+                CalibrationScript.run($0, options: options)
+            }
         let result = try #require(calibration.result)
         #expect(!result.succeeded)
         #expect(result.reason.contains("spread"))
@@ -158,5 +163,5 @@ struct CalibrationScript {
     }
 }
 
-infix operator |>: AdditionPrecedence
+infix operator |> : AdditionPrecedence
 func |> <A, B>(value: A, function: (A) throws -> B) rethrows -> B { try function(value) }

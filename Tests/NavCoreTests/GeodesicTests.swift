@@ -18,8 +18,9 @@ struct ReferenceGeodesic: CustomStringConvertible, Sendable {
             guard !line.hasPrefix("#") else { return nil }
             let v = line.split(separator: " ").compactMap { Double($0) }
             guard v.count >= 7 else { return nil }
-            return ReferenceGeodesic(lat1: v[0], lon1: v[1], azi1: v[2], lat2: v[3], lon2: v[4], azi2: v[5], s12: v[6],
-                                     a12: v[7], m12: v[8], line: index + 1)
+            return ReferenceGeodesic(
+                lat1: v[0], lon1: v[1], azi1: v[2], lat2: v[3], lon2: v[4], azi2: v[5], s12: v[6],
+                a12: v[7], m12: v[8], line: index + 1)
         }
     }
 
@@ -40,37 +41,43 @@ func azimuthError(_ a: Double, _ b: Double) -> Double {
 
     @Test(arguments: ReferenceGeodesic.all)
     func inverseMatchesKarneysReference(_ row: ReferenceGeodesic) {
-        let result = self.geodesic.inverse(Coordinate(latitude: row.lat1, longitude: row.lon1),
-                                           Coordinate(latitude: row.lat2, longitude: row.lon2))
+        let result = self.geodesic.inverse(
+            Coordinate(latitude: row.lat1, longitude: row.lon1),
+            Coordinate(latitude: row.lat2, longitude: row.lon2))
         // 1 mm everywhere (the issue allows 0.1 % for nearly antipodal pairs; this is stricter).
         #expect(abs(result.distanceMeters - row.s12) < 0.001, "distance \(result.distanceMeters) vs \(row.s12)")
         // At a pole the azimuth depends on the longitude convention only; skip it there.
         if abs(row.lat1) < 89.999_999 && abs(row.lat2) < 89.999_999 {
             let tolerance = row.atConjugatePoint ? 1e-4 : 1e-5
-            #expect(azimuthError(result.initialAzimuthDegrees, row.azi1) < tolerance,
-                    "azi1 \(result.initialAzimuthDegrees) vs \(row.azi1)")
-            #expect(azimuthError(result.finalAzimuthDegrees, row.azi2) < tolerance,
-                    "azi2 \(result.finalAzimuthDegrees) vs \(row.azi2)")
+            #expect(
+                azimuthError(result.initialAzimuthDegrees, row.azi1) < tolerance,
+                "azi1 \(result.initialAzimuthDegrees) vs \(row.azi1)")
+            #expect(
+                azimuthError(result.finalAzimuthDegrees, row.azi2) < tolerance,
+                "azi2 \(result.finalAzimuthDegrees) vs \(row.azi2)")
         }
     }
 
     @Test(arguments: ReferenceGeodesic.all)
     func directMatchesKarneysReference(_ row: ReferenceGeodesic) {
-        let result = self.geodesic.direct(from: Coordinate(latitude: row.lat1, longitude: row.lon1),
-                                          azimuthDegrees: row.azi1, distanceMeters: row.s12)
+        let result = self.geodesic.direct(
+            from: Coordinate(latitude: row.lat1, longitude: row.lon1),
+            azimuthDegrees: row.azi1, distanceMeters: row.s12)
         // Position error as a distance on the ground.
         let miss = self.geodesic.inverse(result.coordinate, Coordinate(latitude: row.lat2, longitude: row.lon2))
         #expect(miss.distanceMeters < 0.001, "missed by \(miss.distanceMeters) m")
         if abs(row.lat2) < 89.999_999 {
-            #expect(azimuthError(result.finalAzimuthDegrees, row.azi2) < 1e-5,
-                    "azi2 \(result.finalAzimuthDegrees) vs \(row.azi2)")
+            #expect(
+                azimuthError(result.finalAzimuthDegrees, row.azi2) < 1e-5,
+                "azi2 \(result.finalAzimuthDegrees) vs \(row.azi2)")
         }
     }
 
     @Test func nearlyAntipodalPointsAreStillRight() {
         // Karney's paper, sect. 9: a nearly antipodal pair, and exactly antipodal points on the equator,
         // whose shortest path runs over a pole (half a meridian, 20003931.4586 m).
-        let r1 = self.geodesic.inverse(Coordinate(latitude: -30, longitude: 0), Coordinate(latitude: 29.9, longitude: 179.8))
+        let r1 = self.geodesic.inverse(
+            Coordinate(latitude: -30, longitude: 0), Coordinate(latitude: 29.9, longitude: 179.8))
         #expect(abs(r1.distanceMeters - 19_989_832.827_610_7) < 0.001 * 19_989_832)
         let r2 = self.geodesic.inverse(Coordinate(latitude: 0, longitude: 0), Coordinate(latitude: 0, longitude: 180))
         #expect(abs(r2.distanceMeters - 20_003_931.458_6) < 0.001)
@@ -79,13 +86,16 @@ func azimuthError(_ a: Double, _ b: Double) -> Double {
 
     @Test func specialCasesAreExact() {
         // A quarter meridian (Karney, sect. 8 / Rapp): 10001965.7293 m.
-        let quarter = self.geodesic.inverse(Coordinate(latitude: 0, longitude: 10), Coordinate(latitude: 90, longitude: 10))
+        let quarter = self.geodesic.inverse(
+            Coordinate(latitude: 0, longitude: 10), Coordinate(latitude: 90, longitude: 10))
         #expect(abs(quarter.distanceMeters - 10_001_965.729_3) < 0.001)
         // Along the equator: a·Δλ.
-        let equator = self.geodesic.inverse(Coordinate(latitude: 0, longitude: 0), Coordinate(latitude: 0, longitude: 1))
+        let equator = self.geodesic.inverse(
+            Coordinate(latitude: 0, longitude: 0), Coordinate(latitude: 0, longitude: 1))
         #expect(abs(equator.distanceMeters - 6_378_137 * .pi / 180) < 1e-6)
         #expect(abs(equator.initialAzimuthDegrees - 90) < 1e-12)
-        let same = self.geodesic.inverse(Coordinate(latitude: 43.7, longitude: 7.4), Coordinate(latitude: 43.7, longitude: 7.4))
+        let same = self.geodesic.inverse(
+            Coordinate(latitude: 43.7, longitude: 7.4), Coordinate(latitude: 43.7, longitude: 7.4))
         #expect(same.distanceMeters == 0)
     }
 }

@@ -11,9 +11,11 @@ private struct PolylineVector: Sendable, CustomStringConvertible {
     var description: String { self.name }
 
     static let all: [PolylineVector] = {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/polyline-vectors.json")
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "Fixtures/polyline-vectors.json")
         guard let data = try? Data(contentsOf: url),
-              let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [] }
+            let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return [] }
         var vectors: [PolylineVector] = []
         for (index, entry) in (root["published"] as? [[String: Any]] ?? []).enumerated() {
             let points = (entry["points"] as? [[Double]] ?? []).map { Coordinate(latitude: $0[0], longitude: $0[1]) }
@@ -21,15 +23,23 @@ private struct PolylineVector: Sendable, CustomStringConvertible {
             // Some published points carry more digits than the encoding: decoding is exact to half a unit of the last digit.
             var unit = 1.0
             for _ in 0..<precision { unit /= 10 }
-            vectors.append(PolylineVector(precision: precision, encoded: entry["encoded"] as? String ?? "",
-                                          points: points, tolerance: unit / 2 * 1.000_001, name: "published \(index)"))
+            vectors.append(
+                PolylineVector(
+                    precision: precision, encoded: entry["encoded"] as? String ?? "",
+                    points: points, tolerance: unit / 2 * 1.000_001, name: "published \(index)"))
         }
         for (index, entry) in (root["osrm"] as? [[String: Any]] ?? []).enumerated() {
-            let points = (entry["points_lonlat"] as? [[Double]] ?? []).map { Coordinate(latitude: $0[1], longitude: $0[0]) }
-            vectors.append(PolylineVector(precision: 6, encoded: entry["polyline6"] as? String ?? "", points: points,
-                                          tolerance: 1e-9, name: "osrm \(index) polyline6"))
-            vectors.append(PolylineVector(precision: 5, encoded: entry["polyline"] as? String ?? "", points: points,
-                                          tolerance: 5.0001e-6, name: "osrm \(index) polyline5"))
+            let points = (entry["points_lonlat"] as? [[Double]] ?? []).map {
+                Coordinate(latitude: $0[1], longitude: $0[0])
+            }
+            vectors.append(
+                PolylineVector(
+                    precision: 6, encoded: entry["polyline6"] as? String ?? "", points: points,
+                    tolerance: 1e-9, name: "osrm \(index) polyline6"))
+            vectors.append(
+                PolylineVector(
+                    precision: 5, encoded: entry["polyline"] as? String ?? "", points: points,
+                    tolerance: 5.0001e-6, name: "osrm \(index) polyline5"))
         }
         return vectors
     }()
@@ -45,7 +55,8 @@ private struct PolylineVector: Sendable, CustomStringConvertible {
         let decoded = try EncodedPolyline.decode(vector.encoded, precision: vector.precision)
         #expect(decoded.count == vector.points.count)
         for (a, b) in zip(decoded, vector.points) {
-            #expect(abs(a.latitude - b.latitude) <= vector.tolerance && abs(a.longitude - b.longitude) <= vector.tolerance)
+            #expect(
+                abs(a.latitude - b.latitude) <= vector.tolerance && abs(a.longitude - b.longitude) <= vector.tolerance)
         }
     }
 
@@ -56,8 +67,12 @@ private struct PolylineVector: Sendable, CustomStringConvertible {
 
     @Test func malformedStringsAreErrorsNotCrashes() {
         #expect(throws: EncodedPolyline.DecodingError.truncated) { try EncodedPolyline.decode("_p~iF") }
-        #expect(throws: EncodedPolyline.DecodingError.invalidCharacter(offset: 0)) { try EncodedPolyline.decode(" p~iF~ps|U") }
-        #expect(throws: EncodedPolyline.DecodingError.self) { try EncodedPolyline.decode("~~~~~~~~~~~~~~~~~~~~~~~~~~~~?") }
+        #expect(throws: EncodedPolyline.DecodingError.invalidCharacter(offset: 0)) {
+            try EncodedPolyline.decode(" p~iF~ps|U")
+        }
+        #expect(throws: EncodedPolyline.DecodingError.self) {
+            try EncodedPolyline.decode("~~~~~~~~~~~~~~~~~~~~~~~~~~~~?")
+        }
     }
 }
 
@@ -75,10 +90,14 @@ private struct PolylineVector: Sendable, CustomStringConvertible {
     @Test(arguments: [(43.73, 7.42), (-33.9, 151.2), (78.2, 15.6), (0, -179.999), (-89.5, 45)])
     func enuRoundTripsToTheMillimetre(_ lat: Double, _ lon: Double) {
         let frame = LocalFrame(origin: Coordinate(latitude: lat, longitude: lon), height: 50)
-        for local in [ENU(east: 12.5, north: -40, up: 3), ENU(east: -1500, north: 2200, up: -20), ENU(east: 0, north: 0, up: 0)] {
+        for local in [
+            ENU(east: 12.5, north: -40, up: 3), ENU(east: -1500, north: 2200, up: -20), ENU(east: 0, north: 0, up: 0),
+        ] {
             let (point, height) = frame.coordinate(of: local)
             let back = frame.enu(of: point, height: height)
-            #expect(abs(back.east - local.east) < 0.001 && abs(back.north - local.north) < 0.001 && abs(back.up - local.up) < 0.001)
+            #expect(
+                abs(back.east - local.east) < 0.001 && abs(back.north - local.north) < 0.001
+                    && abs(back.up - local.up) < 0.001)
         }
     }
 
@@ -96,11 +115,14 @@ private struct PolylineVector: Sendable, CustomStringConvertible {
         var random = SeededGenerator(seed: 42)
         var worst = 0.0
         for _ in 0..<2000 {
-            let a = Coordinate(latitude: Double.random(in: -80...80, using: &random),
-                               longitude: Double.random(in: -180..<180, using: &random))
+            let a = Coordinate(
+                latitude: Double.random(in: -80...80, using: &random),
+                longitude: Double.random(in: -180..<180, using: &random))
             let distance = Double.random(in: 1...20_000, using: &random)
-            let b = Geodesic.wgs84.direct(from: a, azimuthDegrees: Double.random(in: 0..<360, using: &random),
-                                          distanceMeters: distance).coordinate
+            let b = Geodesic.wgs84.direct(
+                from: a, azimuthDegrees: Double.random(in: 0..<360, using: &random),
+                distanceMeters: distance
+            ).coordinate
             let truth = Geodesic.wgs84.inverse(a, b).distanceMeters
             worst = max(worst, abs(FlatProjection.distance(a, b) - truth) / truth)
             let plane = FlatProjection(origin: a)
@@ -155,7 +177,8 @@ private struct PolylineVector: Sendable, CustomStringConvertible {
         let end = Geodesic.wgs84.direct(from: self.corner, azimuthDegrees: 90, distanceMeters: 1000).coordinate
         let point = Geodesic.wgs84.direct(
             from: Geodesic.wgs84.direct(from: self.corner, azimuthDegrees: 90, distanceMeters: 400).coordinate,
-            azimuthDegrees: 180, distanceMeters: 25).coordinate
+            azimuthDegrees: 180, distanceMeters: 25
+        ).coordinate
         let (cross, along) = trackDistances(of: point, from: self.corner, to: end)
         #expect(abs(cross - 25) < 0.05)
         #expect(abs(along - 400) < 0.2)

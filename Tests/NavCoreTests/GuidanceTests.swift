@@ -3,17 +3,22 @@ import Testing
 
 @Suite struct GuidanceTests {
     private func target(_ bearing: Double, kind: TargetKind = .lookAhead, route: UInt32 = 1) -> GuidanceTarget {
-        GuidanceTarget(timeSeconds: 0, routeID: route, coordinate: Coordinate(latitude: 0, longitude: 0),
-                       bearingDegrees: bearing, distanceMeters: 30, kind: kind)
+        GuidanceTarget(
+            timeSeconds: 0, routeID: route, coordinate: Coordinate(latitude: 0, longitude: 0),
+            bearingDegrees: bearing, distanceMeters: 30, kind: kind)
     }
 
     /// Feeds one heading for `seconds` at 10 Hz; returns every cue sent.
-    private func hold(_ guidance: inout Guidance, heading: Double, target: GuidanceTarget?, from t: inout Double,
-                      seconds: Double) -> [HapticCue] {
+    private func hold(
+        _ guidance: inout Guidance, heading: Double, target: GuidanceTarget?, from t: inout Double,
+        seconds: Double
+    ) -> [HapticCue] {
         var cues: [HapticCue] = []
         let end = t + seconds
         while t < end - 1e-9 {
-            if let cue = guidance.update(heading: HeadingSample(timeSeconds: t, headingDegrees: heading), target: target) {
+            if let cue = guidance.update(
+                heading: HeadingSample(timeSeconds: t, headingDegrees: heading), target: target)
+            {
                 cues.append(cue)
             }
             t += 0.1
@@ -90,8 +95,12 @@ import Testing
         var g2 = Guidance()
         var t2 = 0.0
         _ = self.hold(&g2, heading: 0, target: self.target(0), from: &t2, seconds: 1)
-        #expect(self.hold(&g2, heading: 30, target: self.target(0), from: &t2, seconds: 0.2).allSatisfy { $0.kind == .silent })
-        #expect(self.hold(&g2, heading: 0, target: self.target(0), from: &t2, seconds: 1).allSatisfy { $0.kind == .silent })
+        #expect(
+            self.hold(&g2, heading: 30, target: self.target(0), from: &t2, seconds: 0.2).allSatisfy {
+                $0.kind == .silent
+            })
+        #expect(
+            self.hold(&g2, heading: 0, target: self.target(0), from: &t2, seconds: 1).allSatisfy { $0.kind == .silent })
     }
 
     @Test func aCueEndsOnlyInsideTheReleaseBand() {
@@ -115,7 +124,9 @@ import Testing
         for step in 0..<100 {
             let time = t + Double(step) * 0.01
             let heading = Double(step % 2 == 0 ? 0 : 60)
-            if let cue = guidance.update(heading: HeadingSample(timeSeconds: time, headingDegrees: heading), target: self.target(100)) {
+            if let cue = guidance.update(
+                heading: HeadingSample(timeSeconds: time, headingDegrees: heading), target: self.target(100))
+            {
                 sent.append(cue.timeSeconds)
             }
         }
@@ -136,7 +147,8 @@ import Testing
         var t = 0.0
         let cues = self.hold(&guidance, heading: 0, target: self.target(0, kind: .arrived), from: &t, seconds: 5)
         #expect(cues.filter { $0.kind == .arrival }.count == 1)
-        let next = self.hold(&guidance, heading: 0, target: self.target(0, kind: .arrived, route: 2), from: &t, seconds: 1)
+        let next = self.hold(
+            &guidance, heading: 0, target: self.target(0, kind: .arrived, route: 2), from: &t, seconds: 1)
         #expect(next.filter { $0.kind == .arrival }.count == 1)
     }
 

@@ -3,8 +3,12 @@ import Testing
 
 @Suite struct InputTimeGuardTests {
     /// Feeds a stream of (measurement, received, sent) and returns the verdicts.
-    private func run(_ guardian: inout InputTimeGuard, _ points: [(Double, Double, Double?)]) -> [InputTimeGuard.Verdict] {
-        points.map { guardian.admit(stream: "gps/fix", measurementSeconds: $0.0, receivedSeconds: $0.1, sentSeconds: $0.2) }
+    private func run(
+        _ guardian: inout InputTimeGuard, _ points: [(Double, Double, Double?)]
+    ) -> [InputTimeGuard.Verdict] {
+        points.map {
+            guardian.admit(stream: "gps/fix", measurementSeconds: $0.0, receivedSeconds: $0.1, sentSeconds: $0.2)
+        }
     }
 
     private func accepted(_ verdict: InputTimeGuard.Verdict) -> Bool {
@@ -30,7 +34,7 @@ import Testing
         var guardian = InputTimeGuard()
         let before = (0..<5).map { (100.0 + Double($0), Double($0), Double?.none) }
         let after = (5..<9).map { (5000.0 + Double($0), Double($0), Double?.none) }  // a clock corrected forwards
-        let back = (9..<12).map { (10.0 + Double($0), Double($0), Double?.none) }     // a replay that starts again
+        let back = (9..<12).map { (10.0 + Double($0), Double($0), Double?.none) }  // a replay that starts again
         let verdicts = self.run(&guardian, before + after + back)
         #expect(verdicts[5] == .drop(.ahead))
         #expect(verdicts[6] == .rebase(latenessSeconds: 0))
@@ -53,10 +57,16 @@ import Testing
         var guardian = InputTimeGuard()
         var points: [(Double, Double, Double?)] = []
         // 10 Hz headings; the sender's clock is 3 s ahead of the receiver's monotonic clock, transit 2 ms.
-        for index in 0..<100 { points.append((Double(index) / 10, 7 + Double(index) / 10 + 0.002, 3 + 7 + Double(index) / 10)) }
+        for index in 0..<100 {
+            points.append((Double(index) / 10, 7 + Double(index) / 10 + 0.002, 3 + 7 + Double(index) / 10))
+        }
         // 30 s cut: the 300 messages sent during it all arrive together when it heals, then live ones.
-        for index in 100..<400 { points.append((Double(index) / 10, 47.0 + Double(index - 100) * 1e-5, 10 + Double(index) / 10)) }
-        for index in 400..<420 { points.append((Double(index) / 10, 7 + Double(index) / 10 + 0.003, 10 + Double(index) / 10)) }
+        for index in 100..<400 {
+            points.append((Double(index) / 10, 47.0 + Double(index - 100) * 1e-5, 10 + Double(index) / 10))
+        }
+        for index in 400..<420 {
+            points.append((Double(index) / 10, 7 + Double(index) / 10 + 0.003, 10 + Double(index) / 10))
+        }
         let verdicts = self.run(&guardian, points)
         #expect(verdicts[0..<100].allSatisfy(self.accepted))
         // The last ~2 s of the backlog are within the limit; everything older is dropped.
@@ -80,9 +90,14 @@ import Testing
 
     @Test func timesThatAreNotNumbersAreDropped() {
         var guardian = InputTimeGuard()
-        #expect(guardian.admit(stream: "s", measurementSeconds: .nan, receivedSeconds: 1, sentSeconds: nil) == .drop(.nonFinite))
-        #expect(guardian.admit(stream: "s", measurementSeconds: .infinity, receivedSeconds: 1, sentSeconds: nil) == .drop(.nonFinite))
-        #expect(self.accepted(guardian.admit(stream: "s", measurementSeconds: 5, receivedSeconds: 1, sentSeconds: .nan)))
+        #expect(
+            guardian.admit(stream: "s", measurementSeconds: .nan, receivedSeconds: 1, sentSeconds: nil)
+                == .drop(.nonFinite))
+        #expect(
+            guardian.admit(stream: "s", measurementSeconds: .infinity, receivedSeconds: 1, sentSeconds: nil)
+                == .drop(.nonFinite))
+        #expect(
+            self.accepted(guardian.admit(stream: "s", measurementSeconds: 5, receivedSeconds: 1, sentSeconds: .nan)))
     }
 }
 
@@ -90,14 +105,18 @@ extension InputTimeGuardTests {
     @Test func aLostPublisherThatComesBackRestartedIsFollowedAtOnce() {
         var guardian = InputTimeGuard()
         for index in 0..<10 {
-            _ = guardian.admit(stream: "route/target", measurementSeconds: 500 + Double(index), receivedSeconds: Double(index),
-                               sentSeconds: 1000 + Double(index))
+            _ = guardian.admit(
+                stream: "route/target", measurementSeconds: 500 + Double(index), receivedSeconds: Double(index),
+                sentSeconds: 1000 + Double(index))
         }
         guardian.forgetTimeLines(withPrefix: "route/")
         // Restarted: its simulated time starts over, its transit is as before.
-        let verdict = guardian.admit(stream: "route/target", measurementSeconds: 3, receivedSeconds: 30, sentSeconds: 1030)
+        let verdict = guardian.admit(
+            stream: "route/target", measurementSeconds: 3, receivedSeconds: 30, sentSeconds: 1030)
         #expect(verdict == .accept(latenessSeconds: 0))
         // A late one is still late: the transit baseline was kept.
-        #expect(guardian.admit(stream: "route/target", measurementSeconds: 4, receivedSeconds: 40, sentSeconds: 1031) == .drop(.late))
+        #expect(
+            guardian.admit(stream: "route/target", measurementSeconds: 4, receivedSeconds: 40, sentSeconds: 1031)
+                == .drop(.late))
     }
 }

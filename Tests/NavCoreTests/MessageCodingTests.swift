@@ -77,8 +77,11 @@ import Testing
 
     @Test func layoutOfAHeadingSampleIsLittleEndianAsDocumented() {
         var writer = WireWriter()
-        BusMessage.heading(HeadingSample(timeSeconds: 1, headingDegrees: 90, reference: .magneticNorth,
-                                         accuracyDegrees: nil)).encodePayload(to: &writer)
+        BusMessage.heading(
+            HeadingSample(
+                timeSeconds: 1, headingDegrees: 90, reference: .magneticNorth,
+                accuracyDegrees: nil)
+        ).encodePayload(to: &writer)
         // f64 1.0, f64 90.0, u8 reference 1, u8 presence 0 (docs/PROTOCOL.md).
         #expect(writer.bytes == [0, 0, 0, 0, 0, 0, 0xF0, 0x3F, 0, 0, 0, 0, 0, 0x80, 0x56, 0x40, 1, 0])
     }
@@ -95,8 +98,9 @@ import Testing
 
 @Suite struct SettingsTests {
     @Test func anUnknownKeyIsNamedWithTheValidOnes() throws {
-        var settings = try Settings(.object(["speed": .number(1), "sed": .number(3)]), path: "stages.source.settings",
-                                    baseDirectory: "/x")
+        var settings = try Settings(
+            .object(["speed": .number(1), "sed": .number(3)]), path: "stages.source.settings",
+            baseDirectory: "/x")
         _ = try settings.double("speed", default: 1)
         _ = try settings.int("seed", default: 1)
         #expect(throws: ConfigError.unknownKey(path: "stages.source.settings", key: "sed", valid: ["seed", "speed"])) {
@@ -113,12 +117,15 @@ import Testing
     }
 
     @Test func relativePathsResolveAgainstTheConfigFolder() throws {
-        var settings = try Settings(.object(["file": .string("../data/x.geojson")]), path: "s", baseDirectory: "/repo/configs")
+        var settings = try Settings(
+            .object(["file": .string("../data/x.geojson")]), path: "s", baseDirectory: "/repo/configs")
         #expect(try settings.path("file") == "/repo/configs/../data/x.geojson")
     }
 
-    @Test(arguments: [(1.25, 1, "1.3"), (-0.004, 2, "0.00"), (-3.25, 2, "-3.25"), (7.4246119, 7, "7.4246119"),
-                      (12, 0, "12"), (0.05, 1, "0.1")])
+    @Test(arguments: [
+        (1.25, 1, "1.3"), (-0.004, 2, "0.00"), (-3.25, 2, "-3.25"), (7.4246119, 7, "7.4246119"),
+        (12, 0, "12"), (0.05, 1, "0.1"),
+    ])
     func fixedDecimalFormatsLikePrintf(_ value: Double, _ digits: Int, _ expected: String) {
         #expect(fixedDecimal(value, digits: digits) == expected)
     }

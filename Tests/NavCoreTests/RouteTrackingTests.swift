@@ -10,11 +10,15 @@ import Testing
         // A gently curving footpath along the first leg: many small bends, none a turn.
         var points = [self.corner]
         for step in 1...9 {
-            let along = Geodesic.wgs84.direct(from: self.corner, azimuthDegrees: 90, distanceMeters: Double(step) * 20).coordinate
-            points.append(Geodesic.wgs84.direct(from: along, azimuthDegrees: 0, distanceMeters: step % 2 == 0 ? 0.8 : 0).coordinate)
+            let along = Geodesic.wgs84.direct(from: self.corner, azimuthDegrees: 90, distanceMeters: Double(step) * 20)
+                .coordinate
+            points.append(
+                Geodesic.wgs84.direct(from: along, azimuthDegrees: 0, distanceMeters: step % 2 == 0 ? 0.8 : 0)
+                    .coordinate)
         }
-        return RoutePlan(points: points + [east, north],
-                         segmentNames: Array(repeating: "Quai Albert Ier", count: 10) + ["Rue Grimaldi"])
+        return RoutePlan(
+            points: points + [east, north],
+            segmentNames: Array(repeating: "Quai Albert Ier", count: 10) + ["Rue Grimaldi"])
     }
 
     @Test func waypointsSitWhereTheRouteTurnsOnly() {
@@ -29,7 +33,8 @@ import Testing
     }
 
     @Test func theTurnThresholdIsConfigurable() {
-        let route = RouteBuilder.route(from: self.lShape(), routeID: 1, timeSeconds: 0, provider: "test", turnThresholdDegrees: 100)
+        let route = RouteBuilder.route(
+            from: self.lShape(), routeID: 1, timeSeconds: 0, provider: "test", turnThresholdDegrees: 100)
         #expect(route.waypoints.map(\.kind) == [.start, .arrival])
     }
 
@@ -52,12 +57,15 @@ struct ScriptedWalk {
             var walked = 0.0
             while walked < leg.meters {
                 let step = min(1.4, leg.meters - walked)
-                position = Geodesic.wgs84.direct(from: position, azimuthDegrees: leg.bearing, distanceMeters: step).coordinate
+                position =
+                    Geodesic.wgs84.direct(from: position, azimuthDegrees: leg.bearing, distanceMeters: step).coordinate
                 walked += step
                 t += 1
-                fixes.append(SmoothedFix(timeSeconds: t, latitude: position.latitude, longitude: position.longitude,
-                                         horizontalAccuracyMeters: accuracy, speedMetersPerSecond: 1.4,
-                                         courseDegrees: leg.bearing, reset: false))
+                fixes.append(
+                    SmoothedFix(
+                        timeSeconds: t, latitude: position.latitude, longitude: position.longitude,
+                        horizontalAccuracyMeters: accuracy, speedMetersPerSecond: 1.4,
+                        courseDegrees: leg.bearing, reset: false))
             }
         }
         return fixes
@@ -66,12 +74,17 @@ struct ScriptedWalk {
 
 @Suite struct RouteTrackerTests {
     private let corner = Coordinate(latitude: 43.7300, longitude: 7.4200)
-    private var east: Coordinate { Geodesic.wgs84.direct(from: self.corner, azimuthDegrees: 90, distanceMeters: 200).coordinate }
-    private var end: Coordinate { Geodesic.wgs84.direct(from: self.east, azimuthDegrees: 0, distanceMeters: 150).coordinate }
+    private var east: Coordinate {
+        Geodesic.wgs84.direct(from: self.corner, azimuthDegrees: 90, distanceMeters: 200).coordinate
+    }
+    private var end: Coordinate {
+        Geodesic.wgs84.direct(from: self.east, azimuthDegrees: 0, distanceMeters: 150).coordinate
+    }
 
     private func route(id: UInt32 = 1, from start: Coordinate? = nil) -> Route {
-        RouteBuilder.route(from: RoutePlan(points: [start ?? self.corner, self.east, self.end]), routeID: id,
-                           timeSeconds: 0, provider: "test")
+        RouteBuilder.route(
+            from: RoutePlan(points: [start ?? self.corner, self.east, self.end]), routeID: id,
+            timeSeconds: 0, provider: "test")
     }
 
     private struct Log {
@@ -83,7 +96,8 @@ struct ScriptedWalk {
     }
 
     /// Runs a walk; each reroute request is answered with a straight route from there to the corner and on.
-    private func run(_ walk: ScriptedWalk, options: RouteTracker.Options = .init(), answerReroutes: Bool = true) -> Log {
+    private func run(_ walk: ScriptedWalk, options: RouteTracker.Options = .init(), answerReroutes: Bool = true) -> Log
+    {
         var tracker = RouteTracker(options: options)
         tracker.setRoute(self.route())
         var log = Log()
@@ -116,7 +130,8 @@ struct ScriptedWalk {
 
     @Test func leavingTheRouteDeclaresOffRouteReroutesOnceAndArrives() {
         // 80 m east, 40 m south (off the route), back north 40 m, then on to the end.
-        let walk = ScriptedWalk(start: self.corner, legs: [(90, 80), (180, 40), (90, 20), (0, 40), (90, 100), (0, 150)])
+        let walk = ScriptedWalk(
+            start: self.corner, legs: [(90, 80), (180, 40), (90, 20), (0, 40), (90, 100), (0, 150)])
         let log = self.run(walk)
         #expect(log.states.contains(.rerouting) || log.states.contains(.offRoute))
         #expect(log.reroutes.count == 1, "one reroute, not a storm: \(log.reroutes.count)")
@@ -145,7 +160,8 @@ struct ScriptedWalk {
             }
         }
         #expect(requests.count >= 2)
-        #expect(zip(requests, requests.dropFirst()).allSatisfy { $1 - $0 >= 10 }, "never twice within 10 s: \(requests)")
+        #expect(
+            zip(requests, requests.dropFirst()).allSatisfy { $1 - $0 >= 10 }, "never twice within 10 s: \(requests)")
     }
 
     @Test func walkingBackAlongTheRouteIsNoticed() {
@@ -158,15 +174,17 @@ struct ScriptedWalk {
         var tracker = RouteTracker()
         tracker.setRoute(self.route())
         let along = Geodesic.wgs84.direct(from: self.corner, azimuthDegrees: 90, distanceMeters: 50).coordinate
-        let fix = SmoothedFix(timeSeconds: 1, latitude: along.latitude, longitude: along.longitude, horizontalAccuracyMeters: 3,
-                              speedMetersPerSecond: 1.4, courseDegrees: 90, reset: false)
+        let fix = SmoothedFix(
+            timeSeconds: 1, latitude: along.latitude, longitude: along.longitude, horizontalAccuracyMeters: 3,
+            speedMetersPerSecond: 1.4, courseDegrees: 90, reset: false)
         let update = tracker.update(with: fix)!
         #expect(abs(update.target.distanceMeters - 15) < 0.2)
         #expect(Angle.separation(update.target.bearingDegrees, 90) < 1)
         // 12 m before the 90° corner (outside its 10 m radius) the target is the corner itself, not 15 m round it.
         let near = Geodesic.wgs84.direct(from: self.corner, azimuthDegrees: 90, distanceMeters: 188).coordinate
-        let nearFix = SmoothedFix(timeSeconds: 2, latitude: near.latitude, longitude: near.longitude, horizontalAccuracyMeters: 3,
-                                  speedMetersPerSecond: 1.4, courseDegrees: 90, reset: false)
+        let nearFix = SmoothedFix(
+            timeSeconds: 2, latitude: near.latitude, longitude: near.longitude, horizontalAccuracyMeters: 3,
+            speedMetersPerSecond: 1.4, courseDegrees: 90, reset: false)
         var fresh = RouteTracker()
         fresh.setRoute(self.route())
         let capped = fresh.update(with: nearFix)!
@@ -178,8 +196,9 @@ struct ScriptedWalk {
         options.targetMode = .waypoint
         var tracker = RouteTracker(options: options)
         tracker.setRoute(self.route())
-        let fix = SmoothedFix(timeSeconds: 1, latitude: self.corner.latitude, longitude: self.corner.longitude,
-                              horizontalAccuracyMeters: 3, speedMetersPerSecond: 1.4, courseDegrees: 90, reset: false)
+        let fix = SmoothedFix(
+            timeSeconds: 1, latitude: self.corner.latitude, longitude: self.corner.longitude,
+            horizontalAccuracyMeters: 3, speedMetersPerSecond: 1.4, courseDegrees: 90, reset: false)
         let update = tracker.update(with: fix)!
         #expect(update.target.kind == .waypoint)
         #expect(abs(update.target.distanceMeters - 200) < 0.5)

@@ -6,8 +6,9 @@ import Testing
 
     private func fix(_ t: Double, east: Double = 0, north: Double = 0, accuracy: Double = 5) -> LocationFix {
         let point = FlatProjection(origin: self.origin).unproject(ENU(east: east, north: north))
-        return LocationFix(timeSeconds: 1000 + t, latitude: point.latitude, longitude: point.longitude,
-                           horizontalAccuracyMeters: accuracy)
+        return LocationFix(
+            timeSeconds: 1000 + t, latitude: point.latitude, longitude: point.longitude,
+            horizontalAccuracyMeters: accuracy)
     }
 
     private func allFinite(_ s: SmoothedFix) -> Bool {
@@ -19,8 +20,10 @@ import Testing
         var smoother = KalmanSmoother()
         let first = try smoother.update(with: self.fix(0, east: 3, north: 4)).get()
         #expect(first.reset)
-        #expect(FlatProjection.distance(Coordinate(latitude: first.latitude, longitude: first.longitude),
-                                        FlatProjection(origin: self.origin).unproject(ENU(east: 3, north: 4))) < 1e-6)
+        #expect(
+            FlatProjection.distance(
+                Coordinate(latitude: first.latitude, longitude: first.longitude),
+                FlatProjection(origin: self.origin).unproject(ENU(east: 3, north: 4))) < 1e-6)
     }
 
     @Test func aWalkerAtSteadySpeedIsTrackedWithSpeedAndCourse() throws {
@@ -52,7 +55,9 @@ import Testing
         let b = try smoother.update(with: self.fix(1, east: 2)).get()
         #expect(self.allFinite(a) && self.allFinite(b))
         #expect(b.timeSeconds == a.timeSeconds)
-        #expect(b.horizontalAccuracyMeters < a.horizontalAccuracyMeters, "a second measurement at the same time still informs")
+        #expect(
+            b.horizontalAccuracyMeters < a.horizontalAccuracyMeters,
+            "a second measurement at the same time still informs")
     }
 
     @Test func timeThatGoesBackwardsIsDropped() throws {
@@ -65,8 +70,10 @@ import Testing
         #expect(!next.reset)
     }
 
-    @Test(arguments: [(0.0, FixRejection.accuracyNotPositive), (-3, .accuracyNotPositive), (100.5, .accuracyAboveLimit),
-                      (Double.nan, .nonFinite), (Double.infinity, .nonFinite)])
+    @Test(arguments: [
+        (0.0, FixRejection.accuracyNotPositive), (-3, .accuracyNotPositive), (100.5, .accuracyAboveLimit),
+        (Double.nan, .nonFinite), (Double.infinity, .nonFinite),
+    ])
     func badAccuraciesAreRejected(_ accuracy: Double, _ reason: FixRejection) throws {
         var smoother = KalmanSmoother()
         _ = try smoother.update(with: self.fix(0)).get()
@@ -92,7 +99,9 @@ import Testing
         for fix in bad {
             #expect(smoother.update(with: fix) == .failure(.nonFinite))
         }
-        #expect(smoother.update(with: LocationFix(timeSeconds: 1005, latitude: 91, longitude: 7, horizontalAccuracyMeters: 5))
+        #expect(
+            smoother.update(
+                with: LocationFix(timeSeconds: 1005, latitude: 91, longitude: 7, horizontalAccuracyMeters: 5))
                 == .failure(.outOfRange))
         #expect(self.allFinite(try smoother.update(with: self.fix(6, east: 8)).get()))
     }
@@ -103,7 +112,8 @@ import Testing
         let after = try smoother.update(with: self.fix(40, east: 500)).get()
         #expect(after.reset)
         #expect(smoother.counters.resets == 1)
-        let position = FlatProjection(origin: self.origin).project(Coordinate(latitude: after.latitude, longitude: after.longitude))
+        let position = FlatProjection(origin: self.origin).project(
+            Coordinate(latitude: after.latitude, longitude: after.longitude))
         #expect(abs(position.east - 500) < 1e-6, "a restart trusts the new fix, not a stale velocity")
     }
 
@@ -113,10 +123,15 @@ import Testing
         var worst = 0.0
         for t in stride(from: 0.0, through: 3600, by: 1) {
             let truth = Geodesic.wgs84.direct(from: self.origin, azimuthDegrees: 0, distanceMeters: 1.4 * t).coordinate
-            let estimate = try smoother.update(with: LocationFix(timeSeconds: t, latitude: truth.latitude,
-                                                                 longitude: truth.longitude,
-                                                                 horizontalAccuracyMeters: 2)).get()
-            worst = max(worst, FlatProjection.distance(truth, Coordinate(latitude: estimate.latitude, longitude: estimate.longitude)))
+            let estimate = try smoother.update(
+                with: LocationFix(
+                    timeSeconds: t, latitude: truth.latitude,
+                    longitude: truth.longitude,
+                    horizontalAccuracyMeters: 2)
+            ).get()
+            worst = max(
+                worst,
+                FlatProjection.distance(truth, Coordinate(latitude: estimate.latitude, longitude: estimate.longitude)))
         }
         #expect(worst < 2.5)
     }

@@ -5,7 +5,8 @@ import Parsers
 @testable import Routers
 import Testing
 
-private let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+private let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
 private let monaco = repository.appendingPathComponent("data/maps/monaco-highways.osm").path
 
 struct ReferenceRoute: Sendable, CustomStringConvertible {
@@ -19,15 +20,18 @@ struct ReferenceRoute: Sendable, CustomStringConvertible {
     static let all: [ReferenceRoute] = {
         let url = repository.appendingPathComponent("data/routing/monaco-pedestrian-routes.json")
         guard let data = try? Data(contentsOf: url),
-              let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let routes = root["routes"] as? [[String: Any]] else { return [] }
+            let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let routes = root["routes"] as? [[String: Any]]
+        else { return [] }
         return routes.enumerated().compactMap { index, route in
             guard let o = route["origin"] as? [String: Double], let d = route["destination"] as? [String: Double],
-                  let valhalla = (route["valhalla"] as? [String: Any])?["length_m"] as? Double,
-                  let osrm = (route["osrm"] as? [String: Any])?["distance_m"] as? Double else { return nil }
-            return ReferenceRoute(index: index, origin: Coordinate(latitude: o["lat"]!, longitude: o["lon"]!),
-                                  destination: Coordinate(latitude: d["lat"]!, longitude: d["lon"]!),
-                                  valhallaMeters: valhalla, osrmMeters: osrm)
+                let valhalla = (route["valhalla"] as? [String: Any])?["length_m"] as? Double,
+                let osrm = (route["osrm"] as? [String: Any])?["distance_m"] as? Double
+            else { return nil }
+            return ReferenceRoute(
+                index: index, origin: Coordinate(latitude: o["lat"]!, longitude: o["lon"]!),
+                destination: Coordinate(latitude: d["lat"]!, longitude: d["lon"]!),
+                valhallaMeters: valhalla, osrmMeters: osrm)
         }
     }()
 }
@@ -55,8 +59,9 @@ private let graph: WalkingGraph? = try? OSMLoader.load(file: monaco)
             osrmDifferences.append(abs(osrm))
             // Beyond 15 % of Valhalla only where OSRM's foot profile finds the same path as we do: there the two
             // engines disagree, and Valhalla's pedestrian costing avoids a way that both OSM routers use.
-            #expect(abs(valhalla) <= 0.15 || abs(osrm) <= 0.01,
-                    "\(pair): \(Int(length)) m, Valhalla \(Int(pair.valhallaMeters)) m, OSRM \(Int(pair.osrmMeters)) m")
+            #expect(
+                abs(valhalla) <= 0.15 || abs(osrm) <= 0.01,
+                "\(pair): \(Int(length)) m, Valhalla \(Int(pair.valhallaMeters)) m, OSRM \(Int(pair.osrmMeters)) m")
         }
         let medianValhalla = valhallaDifferences.sorted()[valhallaDifferences.count / 2]
         let medianOSRM = osrmDifferences.sorted()[osrmDifferences.count / 2]
@@ -70,7 +75,8 @@ private let graph: WalkingGraph? = try? OSMLoader.load(file: monaco)
         let withSteps = try #require(graph).shortestRoute(from: pair.origin, to: pair.destination)
         var options = OSMLoader.Options()
         options.avoidSteps = true
-        let noSteps = try OSMLoader.load(file: monaco, options: options).shortestRoute(from: pair.origin, to: pair.destination)
+        let noSteps = try OSMLoader.load(file: monaco, options: options).shortestRoute(
+            from: pair.origin, to: pair.destination)
         #expect(Polyline(noSteps.points).lengthMeters > Polyline(withSteps.points).lengthMeters)
     }
 
@@ -83,26 +89,27 @@ private let graph: WalkingGraph? = try? OSMLoader.load(file: monaco)
 
     @Test func aBrokenExtractLoadsWithWarnings() throws {
         let osm = """
-        <?xml version="1.0"?>
-        <osm version="0.6">
-          <node id="1" lat="43.7300" lon="7.4200"/>
-          <node id="2" lat="43.7310" lon="7.4200"/>
-          <node id="3" lat="NaN" lon="7.4210"/>
-          <node id="4" lat="43.7310" lon="7.4210"/>
-          <way id="10"><nd ref="1"/><nd ref="2"/><nd ref="99"/><nd ref="4"/><tag k="highway" v="footway"/></way>
-          <way id="11"><nd ref="3"/><nd ref="4"/><tag k="highway" v="footway"/></way>
-          <way id="12"><nd ref="1"/><nd ref="4"/><tag k="highway" v="residential"/><tag k="access" v="private"/></way>
-          <way id="13"><nd ref="1"/><nd ref="4"/><tag k="highway" v="motorway"/></way>
-          <way id="14"><nd ref="1"/><nd ref="4"/></way>
-        </osm>
-        """
+            <?xml version="1.0"?>
+            <osm version="0.6">
+              <node id="1" lat="43.7300" lon="7.4200"/>
+              <node id="2" lat="43.7310" lon="7.4200"/>
+              <node id="3" lat="NaN" lon="7.4210"/>
+              <node id="4" lat="43.7310" lon="7.4210"/>
+              <way id="10"><nd ref="1"/><nd ref="2"/><nd ref="99"/><nd ref="4"/><tag k="highway" v="footway"/></way>
+              <way id="11"><nd ref="3"/><nd ref="4"/><tag k="highway" v="footway"/></way>
+              <way id="12"><nd ref="1"/><nd ref="4"/><tag k="highway" v="residential"/><tag k="access" v="private"/></way>
+              <way id="13"><nd ref="1"/><nd ref="4"/><tag k="highway" v="motorway"/></way>
+              <way id="14"><nd ref="1"/><nd ref="4"/></way>
+            </osm>
+            """
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("broken-\(UUID().uuidString).osm").path
         try osm.write(toFile: file, atomically: true, encoding: .utf8)
         let graph = try OSMLoader.load(file: file)
         #expect(graph.warnings.count == 3, "\(graph.warnings)")
         #expect(graph.edgeCount == 2, "only way 10's two usable edges")
-        let plan = try graph.shortestRoute(from: Coordinate(latitude: 43.7300, longitude: 7.4200),
-                                           to: Coordinate(latitude: 43.7310, longitude: 7.4210))
+        let plan = try graph.shortestRoute(
+            from: Coordinate(latitude: 43.7300, longitude: 7.4200),
+            to: Coordinate(latitude: 43.7310, longitude: 7.4210))
         #expect(plan.points.count >= 3, "along the footway, not the private road or the motorway")
     }
 }
@@ -112,8 +119,9 @@ private let graph: WalkingGraph? = try? OSMLoader.load(file: monaco)
         let graph = try #require(graph)
         var within: [RouteTracker.TargetMode: Int] = [:]
         for pair in ReferenceRoute.all.prefix(6) {
-            let route = RouteBuilder.route(from: try graph.shortestRoute(from: pair.origin, to: pair.destination), routeID: 1,
-                                           timeSeconds: 0, provider: "osm")
+            let route = RouteBuilder.route(
+                from: try graph.shortestRoute(from: pair.origin, to: pair.destination), routeID: 1,
+                timeSeconds: 0, provider: "osm")
             for mode in RouteTracker.TargetMode.allCases {
                 let walk = TargetModeSimulation.walk(route: route, mode: mode, seed: 3)
                 #expect(walk.arrived, "\(pair) \(mode)")

@@ -55,44 +55,60 @@ import Testing
             #expect(text.contains("source (sim) sends a fix every 1 s"), "\(text)")
         }
         do {
-            _ = try self.parse(self.pipeline(pace: 1, sinkOptions: "staleAfterSeconds: 2.5, headingStaleAfterSeconds: 0.2"))
+            _ = try self.parse(
+                self.pipeline(pace: 1, sinkOptions: "staleAfterSeconds: 2.5, headingStaleAfterSeconds: 0.2"))
             Issue.record("a 0.2 s limit on 10 Hz headings was accepted")
         } catch let error as ConfigError {
-            #expect("\(error)".contains("headingStaleAfterSeconds") && "\(error)".contains("at least 0.25 s"), "\(error)")
+            #expect(
+                "\(error)".contains("headingStaleAfterSeconds") && "\(error)".contains("at least 0.25 s"), "\(error)")
         }
         // The same limits fit a walk played 20 times faster, and 2.5 s fits 1 Hz.
         _ = try self.parse(self.pipeline(pace: 20, sinkOptions: "staleAfterSeconds: 1"))
-        _ = try self.parse(self.pipeline(pace: 1, sinkOptions: "staleAfterSeconds: 2.5, headingStaleAfterSeconds: 0.25"))
+        _ = try self.parse(
+            self.pipeline(pace: 1, sinkOptions: "staleAfterSeconds: 2.5, headingStaleAfterSeconds: 0.25"))
     }
 
     @Test func anInprocEndpointIsRefusedBecauseStagesAreSeparateProcesses() {
         do {
-            _ = try self.parse("{ stages: { source: { plugin: \"sim\", publish: \"inproc://source\", settings: { route: \"\(self.route)\" } } } }")
+            _ = try self.parse(
+                "{ stages: { source: { plugin: \"sim\", publish: \"inproc://source\", settings: { route: \"\(self.route)\" } } } }"
+            )
             Issue.record("an inproc:// endpoint was accepted")
         } catch {
-            #expect("\(error)".contains("stages.source.publish") && "\(error)".contains("does not cross processes"), "\(error)")
+            #expect(
+                "\(error)".contains("stages.source.publish") && "\(error)".contains("does not cross processes"),
+                "\(error)")
         }
     }
 
     @Test func inputsNamingStagesResolveToTheirAdvertisedEndpoints() throws {
-        let config = try self.parse("""
-        { stages: { \(self.source()), rec: { role: "recorder", plugin: "console", inputs: ["source", "ipc:///tmp/x.sock"] } } }
-        """)
+        let config = try self.parse(
+            """
+            { stages: { \(self.source()), rec: { role: "recorder", plugin: "console", inputs: ["source", "ipc:///tmp/x.sock"] } } }
+            """)
         #expect(try config.stage(named: "rec").inputs == ["tcp://127.0.0.1:5601", "ipc:///tmp/x.sock"])
         #expect(config.stages.map(\.name) == ["source", "rec"], "sources start first")
     }
 
     @Test func anUnknownTopLevelKeyNamesTheValidOnes() {
-        #expect(throws: ConfigError.unknownKey(path: "the config", key: "stagez",
-                                               valid: ["bus", "description", "name", "stages"])) {
+        #expect(
+            throws: ConfigError.unknownKey(
+                path: "the config", key: "stagez",
+                valid: ["bus", "description", "name", "stages"])
+        ) {
             try self.parse("{ stagez: {}, stages: { \(self.source()) } }")
         }
     }
 
     @Test func anUnknownStageKeyNamesTheValidOnes() {
-        #expect(throws: ConfigError.unknownKey(path: "stages.source", key: "publsh",
-                                               valid: ["advertise", "group", "inputs", "options", "plugin", "publish", "role",
-                                                       "settings", "topics"])) {
+        #expect(
+            throws: ConfigError.unknownKey(
+                path: "stages.source", key: "publsh",
+                valid: [
+                    "advertise", "group", "inputs", "options", "plugin", "publish", "role",
+                    "settings", "topics",
+                ])
+        ) {
             try self.parse("{ stages: { \(self.source(", publsh: \"x\"")) } }")
         }
     }
@@ -113,8 +129,11 @@ import Testing
     }
 
     @Test func anUnknownPluginListsTheKnownOnes() {
-        #expect(throws: ConfigError.unknownPlugin(path: "stages.source.plugin", id: "gpsdd",
-                                                  known: PluginRegistry.pluginIDs(for: .source))) {
+        #expect(
+            throws: ConfigError.unknownPlugin(
+                path: "stages.source.plugin", id: "gpsdd",
+                known: PluginRegistry.pluginIDs(for: .source))
+        ) {
             try self.parse("{ stages: { source: { plugin: \"gpsdd\", publish: \"tcp://*:1\" } } }")
         }
         #expect(PluginRegistry.pluginIDs(for: .source).contains("sim"))
@@ -122,14 +141,18 @@ import Testing
     }
 
     @Test func anUnknownRoleListsTheKnownOnes() {
-        #expect(throws: ConfigError.unknownRole(path: "stages.x.role", role: "x", known: StageRole.allCases.map(\.rawValue))) {
+        #expect(
+            throws: ConfigError.unknownRole(path: "stages.x.role", role: "x", known: StageRole.allCases.map(\.rawValue))
+        ) {
             try self.parse("{ stages: { x: { plugin: \"sim\" } } }")
         }
     }
 
     @Test func anInputNamingNoStageIsAnError() {
         #expect(throws: ConfigError.unknownStage(path: "stages.rec.inputs", name: "sauce", known: ["rec", "source"])) {
-            try self.parse("{ stages: { \(self.source()), rec: { role: \"recorder\", plugin: \"console\", inputs: [\"sauce\"] } } }")
+            try self.parse(
+                "{ stages: { \(self.source()), rec: { role: \"recorder\", plugin: \"console\", inputs: [\"sauce\"] } } }"
+            )
         }
     }
 
@@ -141,14 +164,17 @@ import Testing
 
     @Test func aBadEndpointIsAnError() {
         #expect(throws: ConfigError.self) {
-            try self.parse("{ stages: { source: { plugin: \"sim\", publish: \"localhost:5601\", settings: { route: \"\(self.route)\" } } } }")
+            try self.parse(
+                "{ stages: { source: { plugin: \"sim\", publish: \"localhost:5601\", settings: { route: \"\(self.route)\" } } } }"
+            )
         }
     }
 
     @Test func busTopicsSetConflationAndHighWaterMarks() throws {
-        let config = try self.parse("""
-        { bus: { topics: { heading: { conflate: true }, fix: { highWaterMark: 7 } } }, stages: { \(self.source()) } }
-        """)
+        let config = try self.parse(
+            """
+            { bus: { topics: { heading: { conflate: true }, fix: { highWaterMark: 7 } } }, stages: { \(self.source()) } }
+            """)
         #expect(config.bus.subscriber.topicOptions["heading"]?.conflate == true)
         #expect(config.bus.subscriber.topicOptions["fix"]?.highWaterMark == 7)
     }

@@ -65,20 +65,25 @@ import Logging
         try await walker.run { await output.publish($0) }
         let fixes = await output.messages.compactMap { if case let .fix(fix) = $0 { fix } else { nil } }
         let first = try #require(fixes.first), last = try #require(fixes.last)
-        #expect(FlatProjection.distance(Coordinate(latitude: first.latitude, longitude: first.longitude), self.path[0]) < 0.01)
-        #expect(FlatProjection.distance(Coordinate(latitude: last.latitude, longitude: last.longitude), self.path[2]) < 1.5)
+        #expect(
+            FlatProjection.distance(Coordinate(latitude: first.latitude, longitude: first.longitude), self.path[0])
+                < 0.01)
+        #expect(
+            FlatProjection.distance(Coordinate(latitude: last.latitude, longitude: last.longitude), self.path[2]) < 1.5)
     }
 
     @Test func theRecorderStageWritesLinesThatDecodeBack() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("rec-\(UUID().uuidString).jsonl").path
         let records = BusMessage.examples.enumerated().map { index, message in
-            RecordedMessage(receiveTimeSeconds: 1000 + Double(index), stage: "s", sequence: UInt64(index), message: message)
+            RecordedMessage(
+                receiveTimeSeconds: 1000 + Double(index), stage: "s", sequence: UInt64(index), message: message)
         }
         let (stream, continuation) = AsyncStream.makeStream(of: RecordedMessage.self)
         for record in records { continuation.yield(record) }
         continuation.finish()
-        let stage = RecorderStage(name: "rec", input: stream, sink: try JSONLinesRecorder(file: file),
-                                  logger: Logger(label: "test"))
+        let stage = RecorderStage(
+            name: "rec", input: stream, sink: try JSONLinesRecorder(file: file),
+            logger: Logger(label: "test"))
         try await stage.run()
         let decoder = JSONDecoder()
         let lines = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n")
@@ -86,8 +91,10 @@ import Logging
     }
 
     @Test func aGeoJSONFileWithABadCoordinateIsAClearError() throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).geojson").path
-        try #"{"type":"LineString","coordinates":[[7.4,43.7],[7.5,"north"]]}"#.write(toFile: file, atomically: true, encoding: .utf8)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).geojson")
+            .path
+        try #"{"type":"LineString","coordinates":[[7.4,43.7],[7.5,"north"]]}"#.write(
+            toFile: file, atomically: true, encoding: .utf8)
         #expect(throws: RoutingError.self) { try RouteFile.load(file: file) }
         do {
             _ = try RouteFile.load(file: file)
@@ -100,14 +107,18 @@ import Logging
 @Suite struct SmootherStageTests {
     @Test func badFixesAreDroppedAndTheStreamGoesOn() async throws {
         let (stream, continuation) = AsyncStream.makeStream(of: Arrival<LocationFix>.self)
-        for (t, lat, accuracy) in [(0.0, 43.73, 5.0), (1, .nan, 5), (2, 43.73001, -1), (3, 43.73002, 5), (2.5, 43.73, 5), (4, 43.73003, 5)] {
-            let fix = LocationFix(timeSeconds: 1000 + t, latitude: lat, longitude: 7.42, horizontalAccuracyMeters: accuracy)
+        for (t, lat, accuracy) in [
+            (0.0, 43.73, 5.0), (1, .nan, 5), (2, 43.73001, -1), (3, 43.73002, 5), (2.5, 43.73, 5), (4, 43.73003, 5),
+        ] {
+            let fix = LocationFix(
+                timeSeconds: 1000 + t, latitude: lat, longitude: 7.42, horizontalAccuracyMeters: accuracy)
             continuation.yield(Arrival(fix, sender: "gps", receivedSeconds: 50 + t))
         }
         continuation.finish()
         let output = MemoryPublisher()
-        let stage = SmootherStage(name: "smoother", input: stream, output: output, filter: KalmanSmoother(),
-                                  logger: Logger(label: "test"))
+        let stage = SmootherStage(
+            name: "smoother", input: stream, output: output, filter: KalmanSmoother(),
+            logger: Logger(label: "test"))
         try await stage.run()
         let messages = await output.messages
         let smoothed = messages.compactMap { if case let .smoothed(s) = $0 { s } else { nil } }
@@ -128,14 +139,17 @@ import Logging
         let (stream, continuation) = AsyncStream.makeStream(of: Arrival<LocationFix>.self)
         for index in 0..<20 {
             let glitch = index == 10 ? 3600.0 : 0
-            let fix = LocationFix(timeSeconds: 1000 + Double(index) + glitch, latitude: 43.73 + Double(index) * 1e-5,
-                                  longitude: 7.42, horizontalAccuracyMeters: 5)
-            continuation.yield(Arrival(fix, sender: "gps", receivedSeconds: 50 + Double(index), sentSeconds: 1000 + Double(index)))
+            let fix = LocationFix(
+                timeSeconds: 1000 + Double(index) + glitch, latitude: 43.73 + Double(index) * 1e-5,
+                longitude: 7.42, horizontalAccuracyMeters: 5)
+            continuation.yield(
+                Arrival(fix, sender: "gps", receivedSeconds: 50 + Double(index), sentSeconds: 1000 + Double(index)))
         }
         continuation.finish()
         let output = MemoryPublisher()
-        let stage = SmootherStage(name: "smoother", input: stream, output: output, filter: KalmanSmoother(),
-                                  logger: Logger(label: "test"))
+        let stage = SmootherStage(
+            name: "smoother", input: stream, output: output, filter: KalmanSmoother(),
+            logger: Logger(label: "test"))
         try await stage.run()
         let messages = await output.messages
         let smoothed = messages.compactMap { if case let .smoothed(s) = $0 { s } else { nil } }
@@ -148,7 +162,9 @@ import Logging
 }
 
 @Suite struct SimulatedWalkerTests {
-    private let path = [Coordinate(latitude: 43.7319471, longitude: 7.4216106), Coordinate(latitude: 43.7329, longitude: 7.4216106)]
+    private let path = [
+        Coordinate(latitude: 43.7319471, longitude: 7.4216106), Coordinate(latitude: 43.7329, longitude: 7.4216106),
+    ]
 
     @Test func aTiltEpisodeStandsThePhoneUpAndFlipsTheCompass() async throws {
         var options = SimulatedWalker.Options(path: self.path)
@@ -168,16 +184,24 @@ import Logging
         // Walking north with the phone 30° off: 30° normally, 210° while upright.
         #expect(during.allSatisfy { Angle.separation($0.headingDegrees, 210) < 6 })
         #expect(before.allSatisfy { Angle.separation($0.headingDegrees, 30) < 6 })
-        #expect(attitudes.filter { $0.timeSeconds >= start + 20.5 && $0.timeSeconds < start + 22.5 }.allSatisfy { $0.pitchDegrees > 75 })
+        #expect(
+            attitudes.filter { $0.timeSeconds >= start + 20.5 && $0.timeSeconds < start + 22.5 }.allSatisfy {
+                $0.pitchDegrees > 75
+            })
         #expect(attitudes.filter { $0.timeSeconds < start + 19 }.allSatisfy { $0.pitchDegrees < 30 })
     }
 
     @Test func randomEpisodesComeFromTheSeed() throws {
-        let route = FileManager.default.temporaryDirectory.appendingPathComponent("walk-\(UUID().uuidString).geojson").path
-        try #"{"type":"LineString","coordinates":[[7.4216,43.7319],[7.4216,43.7419]]}"#.write(toFile: route, atomically: true, encoding: .utf8)
+        let route = FileManager.default.temporaryDirectory.appendingPathComponent("walk-\(UUID().uuidString).geojson")
+            .path
+        try #"{"type":"LineString","coordinates":[[7.4216,43.7319],[7.4216,43.7419]]}"#.write(
+            toFile: route, atomically: true, encoding: .utf8)
         func episodes(seed: Int) throws -> [Double] {
-            let settings = try Settings(.object(["route": .string(route), "seed": .number(Double(seed)),
-                                                 "tiltEpisodesPerMinute": .number(2)]), path: "sim", baseDirectory: "")
+            let settings = try Settings(
+                .object([
+                    "route": .string(route), "seed": .number(Double(seed)),
+                    "tiltEpisodesPerMinute": .number(2),
+                ]), path: "sim", baseDirectory: "")
             return try SimulatedWalker(settings: settings).options.tiltEpisodes.map(\.start)
         }
         #expect(try episodes(seed: 4) == episodes(seed: 4))
@@ -200,13 +224,16 @@ private struct QuietLiveSource: MessageSource {
 @Suite struct LiveSourceTests {
     @Test func aLiveSourceThatGoesQuietIsReportedStale() async throws {
         let output = MemoryPublisher()
-        let stage = SourceStage(name: "gps", source: QuietLiveSource(), output: output, logger: Logger(label: "test"),
-                                statusIntervalSeconds: 10, staleAfterSeconds: 0.5)
+        let stage = SourceStage(
+            name: "gps", source: QuietLiveSource(), output: output, logger: Logger(label: "test"),
+            statusIntervalSeconds: 10, staleAfterSeconds: 0.5)
         let task = Task { try await stage.run() }
         var stale: StageStatus?
         for _ in 0..<100 {
             try await Task.sleep(for: .milliseconds(20))
-            stale = await output.messages.compactMap { if case let .status(s) = $0, s.health == .stale { s } else { nil } }.first
+            stale = await output.messages.compactMap {
+                if case let .status(s) = $0, s.health == .stale { s } else { nil }
+            }.first
             if stale != nil { break }
         }
         task.cancel()
@@ -226,18 +253,22 @@ private struct QuietLiveSource: MessageSource {
         for (bearing, meters) in [(90.0, 120.0), (0.0, 85.0)] {
             var position = fixes.last.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) } ?? start
             for _ in 0..<Int(meters / 1.4) {
-                position = Geodesic.wgs84.direct(from: position, azimuthDegrees: bearing, distanceMeters: 1.4).coordinate
+                position =
+                    Geodesic.wgs84.direct(from: position, azimuthDegrees: bearing, distanceMeters: 1.4).coordinate
                 t += 1
-                fixes.append(SmoothedFix(timeSeconds: t, latitude: position.latitude, longitude: position.longitude,
-                                         horizontalAccuracyMeters: 3, speedMetersPerSecond: 1.4, courseDegrees: bearing, reset: false))
+                fixes.append(
+                    SmoothedFix(
+                        timeSeconds: t, latitude: position.latitude, longitude: position.longitude,
+                        horizontalAccuracyMeters: 3, speedMetersPerSecond: 1.4, courseDegrees: bearing, reset: false))
             }
         }
         let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SmoothedFix>.self)
         for fix in fixes { continuation.yield(Arrival(fix, sender: "smoother", receivedSeconds: fix.timeSeconds)) }
         continuation.finish()
         let output = MemoryPublisher()
-        let stage = RouteControllerStage(name: "route", input: stream, output: output, provider: provider,
-                                         options: RouteControllerOptions(destination: end), logger: Logger(label: "test"))
+        let stage = RouteControllerStage(
+            name: "route", input: stream, output: output, provider: provider,
+            options: RouteControllerOptions(destination: end), logger: Logger(label: "test"))
         try await stage.run()
         let messages = await output.messages
         let routes = messages.compactMap { if case let .route(r) = $0 { r } else { nil } }
@@ -257,13 +288,17 @@ private struct QuietLiveSource: MessageSource {
         // Nothing listens on this port: the client retries, then gives up with a clear status.
         let provider = ValhallaRouteProvider(url: URL(string: "http://127.0.0.1:9")!, timeoutSeconds: 0.5, retries: 1)
         let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SmoothedFix>.self)
-        continuation.yield(Arrival(SmoothedFix(timeSeconds: 1, latitude: 43.73, longitude: 7.42, horizontalAccuracyMeters: 3,
-                                               speedMetersPerSecond: 1, courseDegrees: 0, reset: false), receivedSeconds: 1))
+        continuation.yield(
+            Arrival(
+                SmoothedFix(
+                    timeSeconds: 1, latitude: 43.73, longitude: 7.42, horizontalAccuracyMeters: 3,
+                    speedMetersPerSecond: 1, courseDegrees: 0, reset: false), receivedSeconds: 1))
         continuation.finish()
         let output = MemoryPublisher()
-        let stage = RouteControllerStage(name: "route", input: stream, output: output, provider: provider,
-                                         options: RouteControllerOptions(destination: Coordinate(latitude: 43.74, longitude: 7.42)),
-                                         logger: Logger(label: "test"))
+        let stage = RouteControllerStage(
+            name: "route", input: stream, output: output, provider: provider,
+            options: RouteControllerOptions(destination: Coordinate(latitude: 43.74, longitude: 7.42)),
+            logger: Logger(label: "test"))
         try await stage.run()
         let messages = await output.messages
         let degraded = messages.compactMap { if case let .status(s) = $0, s.health == .degraded { s } else { nil } }
@@ -275,12 +310,14 @@ private struct QuietLiveSource: MessageSource {
 
 @Suite struct SimulatedWalkerOnAMapTests {
     @Test func aWalkerCanFollowARouteComputedOverAMap() throws {
-        let map = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let map = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("data/maps/monaco-highways.osm").path
-        let settings = try Settings(.object([
-            "map": .string(map), "from": .array([.number(43.7319471), .number(7.4216106)]),
-            "to": .array([.number(43.7297696), .number(7.4165044)]),
-        ]), path: "sim", baseDirectory: "")
+        let settings = try Settings(
+            .object([
+                "map": .string(map), "from": .array([.number(43.7319471), .number(7.4216106)]),
+                "to": .array([.number(43.7297696), .number(7.4165044)]),
+            ]), path: "sim", baseDirectory: "")
         let walker = try SimulatedWalker(settings: settings)
         #expect(abs(walker.lengthMeters - 659) < 7)
     }

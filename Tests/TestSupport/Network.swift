@@ -9,7 +9,9 @@ public func freeTCPPort() -> Int {
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     address.sin_port = 0
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+    _ = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+    }
     _ = withUnsafeMutablePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
     }
@@ -25,8 +27,10 @@ public func scratchFolder() throws -> String {
 
 /// Runs `body`, giving up after `seconds`: then `onTimeout` runs (to unblock `body`, say by closing
 /// what it reads) and the result is nil unless `body` still returns one.
-public func withDeadline<T: Sendable>(seconds: Double, onTimeout: @escaping @Sendable () -> Void = {},
-                                      _ body: @escaping @Sendable () async -> T?) async -> T? {
+public func withDeadline<T: Sendable>(
+    seconds: Double, onTimeout: @escaping @Sendable () -> Void = {},
+    _ body: @escaping @Sendable () async -> T?
+) async -> T? {
     await withTaskGroup(of: T?.self) { group in
         group.addTask { await body() }
         group.addTask {
@@ -66,7 +70,8 @@ public final class TwoHostNetwork: @unchecked Sendable {
         try Self.ip(["link", "add", self.link1, "type", "veth", "peer", "name", self.link2])
         try Self.ip(["link", "set", self.link1, "netns", self.host1])
         try Self.ip(["link", "set", self.link2, "netns", self.host2])
-        for (host, link, address) in [(self.host1, self.link1, self.address1), (self.host2, self.link2, self.address2)] {
+        for (host, link, address) in [(self.host1, self.link1, self.address1), (self.host2, self.link2, self.address2)]
+        {
             try Self.ip(["-n", host, "link", "set", "lo", "up"])
             try Self.ip(["-n", host, "addr", "add", "\(address)/30", "dev", link])
             try Self.ip(["-n", host, "link", "set", link, "up"])
@@ -83,9 +88,10 @@ public final class TwoHostNetwork: @unchecked Sendable {
     public func inside(_ host: String, _ command: [String]) -> [String] { ["netns", "exec", host] + command }
 
     /// The `ip` command's path.
-    public static let ipPath = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"].first {
-        FileManager.default.isExecutableFile(atPath: $0)
-    } ?? "ip"
+    public static let ipPath =
+        ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"].first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        } ?? "ip"
 
     public func remove() {
         try? Self.ip(["netns", "del", self.host1])

@@ -12,7 +12,8 @@ public final class ChildProcess: @unchecked Sendable {
     public let stderrFile: URL
 
     public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hapticnav-e2e-\(UUID().uuidString.prefix(8))")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "hapticnav-e2e-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         self.stdoutFile = folder.appendingPathComponent("stdout")
         self.stderrFile = folder.appendingPathComponent("stderr")
@@ -56,14 +57,14 @@ public final class ChildProcess: @unchecked Sendable {
     }
 }
 
-
 /// The pids whose parent is `parent`, read from /proc.
 public func childPIDs(of parent: pid_t) -> [pid_t] {
     guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
     return entries.compactMap { entry -> pid_t? in
         guard let pid = pid_t(entry),
-              let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return nil }
+            let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count > 1, let ppid = pid_t(fields[1]) else { return nil }
         return ppid == parent ? pid : nil
@@ -73,7 +74,8 @@ public func childPIDs(of parent: pid_t) -> [pid_t] {
 /// True when `pid` names a live process (a zombie counts as gone).
 public func isAlive(_ pid: pid_t) -> Bool {
     guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-          let close = stat.lastIndex(of: ")") else { return false }
+        let close = stat.lastIndex(of: ")")
+    else { return false }
     let state = stat[stat.index(after: close)...].split(separator: " ").first
     return state != "Z" && state != "X"
 }

@@ -83,16 +83,19 @@ public actor ARDevice: OutputDevice {
             let waypoint = route.waypoints[index]
             let local = frame.enu(of: waypoint.coordinate)
             func rounded(_ value: Double) -> Double { (value * 100).rounded() / 100 }
-            return ["index": index, "east": rounded(local.east), "north": rounded(local.north), "up": rounded(local.up),
-                    "distanceMeters": rounded(local.horizontalDistance), "bearingDegrees": rounded(local.bearingDegrees),
-                    "instruction": waypoint.instruction, "kind": waypoint.kind.name]
+            return [
+                "index": index, "east": rounded(local.east), "north": rounded(local.north), "up": rounded(local.up),
+                "distanceMeters": rounded(local.horizontalDistance), "bearingDegrees": rounded(local.bearingDegrees),
+                "instruction": waypoint.instruction, "kind": waypoint.kind.name,
+            ]
         }
         return ["timeSeconds": fix.timeSeconds, "routeID": route.routeID, "cue": self.cue, "waypoints": waypoints]
     }
 
     private func publish(at fix: SmoothedFix) {
         guard let object = self.placement(at: fix),
-              let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+            let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        else { return }
         self.updates += 1
         if let socket = self.socket {
             var address = self.destination

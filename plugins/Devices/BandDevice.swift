@@ -45,12 +45,15 @@ public actor BandDevice: OutputDevice {
     private var watchdogGaps = 0
 
     /// Creates the device.
-    public init(address: Address, acknowledgeTimeoutSeconds: Double = 1, watchdogMilliseconds: Int = 400,
-                logger: Logger) {
+    public init(
+        address: Address, acknowledgeTimeoutSeconds: Double = 1, watchdogMilliseconds: Int = 400,
+        logger: Logger
+    ) {
         self.address = address
         self.acknowledgeTimeoutSeconds = acknowledgeTimeoutSeconds
-        self.watchdogMilliseconds = min(max(watchdogMilliseconds, BandProtocol.watchdogRange.lowerBound),
-                                        BandProtocol.watchdogRange.upperBound)
+        self.watchdogMilliseconds = min(
+            max(watchdogMilliseconds, BandProtocol.watchdogRange.lowerBound),
+            BandProtocol.watchdogRange.upperBound)
         self.logger = logger
     }
 
@@ -73,7 +76,8 @@ public actor BandDevice: OutputDevice {
             address = .tcp(host: String(text[..<colon]), port: port)
         case let (nil, path?): address = .path(path, baud: baud)
         default:
-            throw ConfigError.invalidValue(path: settings.path, expected: "exactly one of tcp or device", found: "\(settings.keys)")
+            throw ConfigError.invalidValue(
+                path: settings.path, expected: "exactly one of tcp or device", found: "\(settings.keys)")
         }
         self.init(address: address, acknowledgeTimeoutSeconds: timeout, watchdogMilliseconds: watchdog, logger: logger)
     }
@@ -88,7 +92,9 @@ public actor BandDevice: OutputDevice {
                 case let .path(path, baud): link = try ByteLink.serial(path: path, baud: baud)
                 }
             } catch {
-                if self.connections == 0 && backoff == 0.1 { self.logger.warning("band unreachable (\(error)); retrying") }
+                if self.connections == 0 && backoff == 0.1 {
+                    self.logger.warning("band unreachable (\(error)); retrying")
+                }
                 try await Task.sleep(for: .seconds(backoff))
                 backoff = min(backoff * 2, 1)
                 continue
@@ -98,10 +104,14 @@ public actor BandDevice: OutputDevice {
             self.link = link
             self.connectedAt = ContinuousClock.now
             self.lastAck = nil
-            self.logger.info("band connected (\(self.connections == 1 ? "first time" : "again")); watchdog \(self.watchdogMilliseconds) ms")
+            self.logger.info(
+                "band connected (\(self.connections == 1 ? "first time" : "again")); watchdog \(self.watchdogMilliseconds) ms"
+            )
             hn_emergency_install()
             let stopFrame = BandProtocol.Frame(type: .stopAll, sequence: 0xFF).bytes
-            _ = stopFrame.withUnsafeBufferPointer { hn_emergency_register(link.fileDescriptor, $0.baseAddress, $0.count) }
+            _ = stopFrame.withUnsafeBufferPointer {
+                hn_emergency_register(link.fileDescriptor, $0.baseAddress, $0.count)
+            }
             _ = self.send(.watchdog, BandProtocol.watchdogPayload(milliseconds: self.watchdogMilliseconds))
             _ = self.send(.stopAll, [])
             let pingInterval = self.pingIntervalMilliseconds
@@ -153,7 +163,9 @@ public actor BandDevice: OutputDevice {
             // This process was frozen longer than the watchdog's limit: the band has stopped by itself.
             self.watchdogGaps += 1
             self.motors = (0, 0)
-            self.logger.warning("band: nothing sent for \(now - last), beyond the watchdog's \(self.watchdogMilliseconds) ms; the band has stopped its motors")
+            self.logger.warning(
+                "band: nothing sent for \(now - last), beyond the watchdog's \(self.watchdogMilliseconds) ms; the band has stopped its motors"
+            )
         }
         self.lastSent = now
         self.sequence &+= 1

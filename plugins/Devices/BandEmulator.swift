@@ -48,7 +48,9 @@ public final class BandEmulator: Sendable {
             address.sin_port = port.bigEndian
             address.sin_addr.s_addr = inet_addr(host)
             let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
             guard bound == 0, Glibc.listen(server, 4) == 0 else {
                 throw LinkError.unreachable("cannot listen on \(host):\(port): \(String(cString: strerror(errno)))")
@@ -145,23 +147,28 @@ public final class BandEmulator: Sendable {
                     let motors = self.state.withLock { state -> (UInt8, UInt8) in
                         state.frames += 1
                         switch frame.type {
-                        case .setMotors where frame.payload.count >= 2: (state.left, state.right) = (frame.payload[0], frame.payload[1])
+                        case .setMotors where frame.payload.count >= 2:
+                            (state.left, state.right) = (frame.payload[0], frame.payload[1])
                         case .stopAll: (state.left, state.right) = (0, 0)
                         default: break
                         }
                         return (state.left, state.right)
                     }
                     let payload = frame.payload.map(String.init).joined(separator: ",")
-                    self.log("{\"receiveTimeSeconds\":\(String(format: "%.6f", received)),\"type\":\"\(frame.type.name)\",\"sequence\":\(frame.sequence),\"payload\":[\(payload)],\"motors\":{\"left\":\(motors.0),\"right\":\(motors.1)}}")
+                    self.log(
+                        "{\"receiveTimeSeconds\":\(String(format: "%.6f", received)),\"type\":\"\(frame.type.name)\",\"sequence\":\(frame.sequence),\"payload\":[\(payload)],\"motors\":{\"left\":\(motors.0),\"right\":\(motors.1)}}"
+                    )
                     if !self.muted.load(ordering: .relaxed) {
                         sequence &+= 1
-                        let reply = accepted
+                        let reply =
+                            accepted
                             ? BandProtocol.Frame(type: .ack, sequence: sequence, payload: [frame.sequence])
                             : BandProtocol.Frame(type: .nack, sequence: sequence, payload: [frame.sequence, 2])
                         _ = self.write(fd, reply.bytes)
                     }
                 case let .failure(problem):
-                    self.log("{\"receiveTimeSeconds\":\(String(format: "%.6f", received)),\"error\":\"\(problem.problem)\"}")
+                    self.log(
+                        "{\"receiveTimeSeconds\":\(String(format: "%.6f", received)),\"error\":\"\(problem.problem)\"}")
                     if case .badChecksum = problem.problem {
                         sequence &+= 1
                         _ = self.write(fd, BandProtocol.Frame(type: .nack, sequence: sequence, payload: [0, 1]).bytes)
@@ -177,7 +184,9 @@ public final class BandEmulator: Sendable {
             defer { (state.left, state.right) = (0, 0) }
             return (state.left, state.right)
         }
-        self.log("{\"event\":\"\(event)\",\"timeSeconds\":\(String(format: "%.6f", Date().timeIntervalSince1970)),\"silenceSeconds\":\(String(format: "%.3f", silenceSeconds)),\"motorsBefore\":{\"left\":\(before.0),\"right\":\(before.1)},\"motors\":{\"left\":0,\"right\":0}}")
+        self.log(
+            "{\"event\":\"\(event)\",\"timeSeconds\":\(String(format: "%.6f", Date().timeIntervalSince1970)),\"silenceSeconds\":\(String(format: "%.3f", silenceSeconds)),\"motorsBefore\":{\"left\":\(before.0),\"right\":\(before.1)},\"motors\":{\"left\":0,\"right\":0}}"
+        )
     }
 
     /// Writes to a socket without SIGPIPE when the peer has gone (and to a pty with a plain write).

@@ -111,7 +111,9 @@ public enum BandProtocol {
                 guard let start = self.findStart() else {
                     // Keep a trailing 0xAA: it may start a frame.
                     let keep = self.buffer.last == 0xAA ? 1 : 0
-                    if self.buffer.count > keep { out.append(.failure(ProblemError(problem: .junk(count: self.buffer.count - keep)))) }
+                    if self.buffer.count > keep {
+                        out.append(.failure(ProblemError(problem: .junk(count: self.buffer.count - keep))))
+                    }
                     self.buffer = Array(self.buffer.suffix(keep))
                     return out
                 }
@@ -140,7 +142,8 @@ public enum BandProtocol {
 
         private func findStart() -> Int? {
             guard self.buffer.count >= 2 else { return nil }
-            for index in 0..<(self.buffer.count - 1) where self.buffer[index] == 0xAA && self.buffer[index + 1] == 0x55 {
+            for index in 0..<(self.buffer.count - 1) where self.buffer[index] == 0xAA && self.buffer[index + 1] == 0x55
+            {
                 return index
             }
             return nil

@@ -24,7 +24,8 @@ public actor SpeakerDevice: OutputDevice {
 
     /// Creates the device: a WAV file when `wavFile` is given or there is no sound device.
     public init(wavFile: String?, voice: String = "en", volume: Double = 0.8, logger: Logger) {
-        let hasSoundDevice = FileManager.default.fileExists(atPath: "/dev/snd")
+        let hasSoundDevice =
+            FileManager.default.fileExists(atPath: "/dev/snd")
             && FileManager.default.isExecutableFile(atPath: "/usr/bin/aplay")
         self.wavFile = wavFile ?? (hasSoundDevice ? nil : "hapticnav-speaker.wav")
         self.voice = voice
@@ -50,7 +51,9 @@ public actor SpeakerDevice: OutputDevice {
         if let file = self.wavFile {
             if self.handle == nil {
                 let folder = (file as NSString).deletingLastPathComponent
-                if !folder.isEmpty { try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+                if !folder.isEmpty {
+                    try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                }
                 _ = FileManager.default.createFile(atPath: file, contents: Self.header(dataBytes: 0))
                 self.handle = FileHandle(forUpdatingAtPath: file)
             }
@@ -104,7 +107,8 @@ public actor SpeakerDevice: OutputDevice {
         out.reserveCapacity(count * 2)
         for index in 0..<count {
             let envelope = min(1, Double(min(index, count - 1 - index)) / Double(ramp))
-            let value = sin(2 * .pi * frequency * Double(index) / Double(Self.sampleRate)) * envelope * self.volume * 32_000
+            let value =
+                sin(2 * .pi * frequency * Double(index) / Double(Self.sampleRate)) * envelope * self.volume * 32_000
             out.append(Int16(value * left))
             out.append(Int16(value * right))
         }
@@ -202,7 +206,8 @@ public actor SpeakerDevice: OutputDevice {
 
     public func summary() -> String {
         let seconds = Double(self.frames) / Double(Self.sampleRate)
-        return "\(self.sounds) sound(s), \(self.prompts) spoken prompt(s), " + String(format: "%.1f s of audio", seconds)
+        return "\(self.sounds) sound(s), \(self.prompts) spoken prompt(s), "
+            + String(format: "%.1f s of audio", seconds)
             + (self.wavFile.map { " in \($0)" } ?? " through ALSA")
     }
 }

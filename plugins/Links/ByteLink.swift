@@ -27,7 +27,9 @@ public final class ByteLink: Sendable {
 
     /// Connects to a TCP server, giving up after `timeoutSeconds` (a host that does not answer would otherwise
     /// hold the caller for the kernel's whole connect timeout, minutes).
-    public static func tcp(host: String, port: UInt16, timeoutSeconds: Double = 2, splitLines: Bool = false) throws -> ByteLink {
+    public static func tcp(
+        host: String, port: UInt16, timeoutSeconds: Double = 2, splitLines: Bool = false
+    ) throws -> ByteLink {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var result: UnsafeMutablePointer<addrinfo>?
@@ -133,9 +135,13 @@ public final class ByteLink: Sendable {
     public func write(_ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            var written = bytes[offset...].withUnsafeBufferPointer { Glibc.send(self.descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            var written = bytes[offset...].withUnsafeBufferPointer {
+                Glibc.send(self.descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             if written < 0 && errno == ENOTSOCK {
-                written = bytes[offset...].withUnsafeBufferPointer { Glibc.write(self.descriptor, $0.baseAddress, $0.count) }
+                written = bytes[offset...].withUnsafeBufferPointer {
+                    Glibc.write(self.descriptor, $0.baseAddress, $0.count)
+                }
             }
             if written <= 0 { return false }
             offset += written

@@ -21,8 +21,10 @@ public struct GPSDSource: MessageSource {
     private let problems: ProblemCounter
 
     /// Creates a client.
-    public init(host: String = "127.0.0.1", port: UInt16 = 2947, assumedAccuracyMeters: Double = 10,
-                maximumBackoffSeconds: Double = 5, logger: Logger) {
+    public init(
+        host: String = "127.0.0.1", port: UInt16 = 2947, assumedAccuracyMeters: Double = 10,
+        maximumBackoffSeconds: Double = 5, logger: Logger
+    ) {
         self.host = host
         self.port = port
         self.assumedAccuracyMeters = assumedAccuracyMeters
@@ -39,8 +41,9 @@ public struct GPSDSource: MessageSource {
         let accuracy = try settings.double("assumedAccuracyMeters", default: 10, in: 0.1...1000)
         let backoff = try settings.double("maximumBackoffSeconds", default: 5, in: 0.1...300)
         try settings.finish()
-        self.init(host: host, port: UInt16(port), assumedAccuracyMeters: accuracy, maximumBackoffSeconds: backoff,
-                  logger: logger)
+        self.init(
+            host: host, port: UInt16(port), assumedAccuracyMeters: accuracy, maximumBackoffSeconds: backoff,
+            logger: logger)
     }
 
     public var isLive: Bool { true }
@@ -59,7 +62,8 @@ public struct GPSDSource: MessageSource {
                     throw LinkError.unreachable("gpsd at \(self.host):\(self.port) closed before the WATCH command")
                 }
             } catch {
-                self.logger.warning("gpsd at \(self.host):\(self.port) unreachable (\(error)); retrying in \(backoff) s")
+                self.logger.warning(
+                    "gpsd at \(self.host):\(self.port) unreachable (\(error)); retrying in \(backoff) s")
                 try await Task.sleep(for: .seconds(backoff))
                 backoff = min(backoff * 2, self.maximumBackoffSeconds)
                 continue
@@ -104,8 +108,9 @@ public struct GPSDDecoder: Sendable {
     /// Decodes one line: a TPV with a fix, an ATT, or nothing (other classes, repeats of the same fix).
     mutating func decode(_ line: String) -> Result<[BusMessage], LineProblem> {
         guard let data = line.data(using: .utf8),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let className = object["class"] as? String else {
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let className = object["class"] as? String
+        else {
             return .failure(LineProblem("not a gpsd JSON report: '\(line.prefix(60))'"))
         }
         func number(_ key: String) -> Double? {
@@ -117,7 +122,8 @@ public struct GPSDDecoder: Sendable {
             guard let mode = object["mode"] as? Int, mode >= 2, let lat = number("lat"), let lon = number("lon") else {
                 return .success([])
             }
-            guard let timeText = object["time"] as? String, let time = CivilTime.parseISO8601(Substring(timeText)) else {
+            guard let timeText = object["time"] as? String, let time = CivilTime.parseISO8601(Substring(timeText))
+            else {
                 // gpsd reports a fix without a time until it knows the date: not usable, not an error.
                 return .success([])
             }
@@ -129,14 +135,16 @@ public struct GPSDDecoder: Sendable {
             } else {
                 accuracy = self.assumedAccuracyMeters
             }
-            let fix = LocationFix(timeSeconds: time, latitude: lat, longitude: lon,
-                                  altitudeMeters: number("altHAE") ?? number("alt"), horizontalAccuracyMeters: accuracy,
-                                  speedMetersPerSecond: number("speed"), courseDegrees: number("track").map(Angle.normalized))
+            let fix = LocationFix(
+                timeSeconds: time, latitude: lat, longitude: lon,
+                altitudeMeters: number("altHAE") ?? number("alt"), horizontalAccuracyMeters: accuracy,
+                speedMetersPerSecond: number("speed"), courseDegrees: number("track").map(Angle.normalized))
             self.lastTime = time
             // gpsd reports an epoch several times as sentences arrive: pass on only what changed.
             if let last = self.lastFix, last.timeSeconds == fix.timeSeconds, last.latitude == fix.latitude,
-               last.longitude == fix.longitude,
-               (last.speedMetersPerSecond != nil) == (fix.speedMetersPerSecond != nil) {
+                last.longitude == fix.longitude,
+                (last.speedMetersPerSecond != nil) == (fix.speedMetersPerSecond != nil)
+            {
                 return .success([])
             }
             self.lastFix = fix
@@ -146,8 +154,11 @@ public struct GPSDDecoder: Sendable {
             guard let time else { return .success([]) }
             var out: [BusMessage] = []
             if let heading = number("heading") {
-                out.append(.heading(HeadingSample(timeSeconds: time, headingDegrees: Angle.normalized(heading),
-                                                  reference: .trueNorth)))
+                out.append(
+                    .heading(
+                        HeadingSample(
+                            timeSeconds: time, headingDegrees: Angle.normalized(heading),
+                            reference: .trueNorth)))
             }
             if let pitch = number("pitch"), let roll = number("roll") {
                 out.append(.attitude(Attitude(timeSeconds: time, pitchDegrees: pitch, rollDegrees: roll)))

@@ -14,6 +14,8 @@ public struct GPXSource: MessageSource {
         self.replay = try LogReplaySource(settings: settings, logger: logger, formats: [.gpx])
     }
 
-    public func run(emit: @Sendable (BusMessage) async throws -> Void) async throws { try await self.replay.run(emit: emit) }
+    public func run(emit: @Sendable (BusMessage) async throws -> Void) async throws {
+        try await self.replay.run(emit: emit)
+    }
     public func statusCounters() async -> [StatusCounter] { await self.replay.statusCounters() }
 }

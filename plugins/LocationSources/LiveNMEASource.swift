@@ -54,12 +54,15 @@ public struct LiveNMEASource: MessageSource {
         case let (file?, nil, nil): input = .file(path: file, pace: pace)
         case let (nil, device?, nil): input = .serial(path: device, baud: baud)
         case let (nil, nil, address?):
-            guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...]) else {
-                throw ConfigError.invalidValue(path: "\(settings.path).tcp", expected: "host:port", found: "'\(address)'")
+            guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...])
+            else {
+                throw ConfigError.invalidValue(
+                    path: "\(settings.path).tcp", expected: "host:port", found: "'\(address)'")
             }
             input = .tcp(host: String(address[..<colon]), port: port)
         default:
-            throw ConfigError.invalidValue(path: settings.path, expected: "exactly one of file, device or tcp", found: "\(settings.keys)")
+            throw ConfigError.invalidValue(
+                path: settings.path, expected: "exactly one of file, device or tcp", found: "\(settings.keys)")
         }
         self.init(input: input, options: options, logger: logger)
     }
@@ -74,7 +77,8 @@ public struct LiveNMEASource: MessageSource {
 
     public func run(emit: @Sendable (BusMessage) async throws -> Void) async throws {
         if case let .file(path, pace) = self.input {
-            try await LogReplaySource(file: path, pace: pace, options: self.options, logger: self.logger).run(emit: emit)
+            try await LogReplaySource(file: path, pace: pace, options: self.options, logger: self.logger).run(
+                emit: emit)
             return
         }
         let link: ByteLink

@@ -79,7 +79,8 @@ public struct LogReader: Sendable {
         }
         if isFolder.boolValue {
             guard FileManager.default.fileExists(atPath: path + "/Magnetometer.csv") else {
-                throw LogError.unreadable(reason: "\(path): a folder, but not a phyphox recording (no Magnetometer.csv)")
+                throw LogError.unreadable(
+                    reason: "\(path): a folder, but not a phyphox recording (no Magnetometer.csv)")
             }
             return .phyphox
         }
@@ -97,7 +98,8 @@ public struct LogReader: Sendable {
         }
         if head.contains("<gpx") { return .gpx }
         if head.contains("$G") || head.contains("\nNMEA,") || head.hasPrefix("NMEA,") || head.contains("\nFix,")
-            || head.contains("$P") || head.contains("$B") || head.contains("$S") {
+            || head.contains("$P") || head.contains("$B") || head.contains("$S")
+        {
             return .nmea
         }
         if lower.hasSuffix(".csv") { return .orientationCSV }
@@ -131,26 +133,42 @@ public struct LogReader: Sendable {
         case .gpx:
             let data = try Data(contentsOf: URL(fileURLWithPath: path))
             let reader = try GPXReader.read(data)
-            let fixes = GPXFixes.fixes(reader.points, walkingSpeed: self.options.walkingSpeed,
-                                       uereMeters: self.options.nmea.uereMeters,
-                                       assumedAccuracyMeters: self.options.nmea.assumedAccuracyMeters,
-                                       epoch: self.options.startTime)
-            let entries = zip(reader.points, fixes).map { LogEntry(message: .fix($1), line: $0.line, playbackTime: $1.timeSeconds) }
-            return Result(format: .gpx, entries: Self.sorted(entries),
-                          problems: reader.problems.map { LogProblem(line: $0.line, reason: $0.reason) })
+            let fixes = GPXFixes.fixes(
+                reader.points, walkingSpeed: self.options.walkingSpeed,
+                uereMeters: self.options.nmea.uereMeters,
+                assumedAccuracyMeters: self.options.nmea.assumedAccuracyMeters,
+                epoch: self.options.startTime)
+            let entries = zip(reader.points, fixes).map {
+                LogEntry(message: .fix($1), line: $0.line, playbackTime: $1.timeSeconds)
+            }
+            return Result(
+                format: .gpx, entries: Self.sorted(entries),
+                problems: reader.problems.map { LogProblem(line: $0.line, reason: $0.reason) })
         case .orientationCSV:
             let text = try String(contentsOfFile: path, encoding: .utf8)
-            guard let parsed = SensorLog.orientationCSV(text, startTime: self.options.startTime, reference: .magneticNorth) else {
+            guard
+                let parsed = SensorLog.orientationCSV(
+                    text, startTime: self.options.startTime, reference: .magneticNorth)
+            else {
                 throw LogError.unreadable(reason: "\(path): a CSV without time and heading (or yaw, azimuth) columns")
             }
-            return Result(format: .orientationCSV,
-                          entries: Self.sorted(parsed.messages.map { LogEntry(message: $0.message, line: $0.line, playbackTime: Self.time(of: $0.message)) }),
-                          problems: parsed.problems.map { LogProblem(line: $0.line, reason: $0.reason) })
+            return Result(
+                format: .orientationCSV,
+                entries: Self.sorted(
+                    parsed.messages.map {
+                        LogEntry(message: $0.message, line: $0.line, playbackTime: Self.time(of: $0.message))
+                    }),
+                problems: parsed.problems.map { LogProblem(line: $0.line, reason: $0.reason) })
         case .phyphox:
-            let parsed = try SensorLog.phyphox(folder: path, startTime: self.options.startTime, interval: self.options.sensorInterval)
-            return Result(format: .phyphox,
-                          entries: Self.sorted(parsed.messages.map { LogEntry(message: $0.message, line: $0.line, playbackTime: Self.time(of: $0.message)) }),
-                          problems: parsed.problems.map { LogProblem(line: $0.line, reason: $0.reason) })
+            let parsed = try SensorLog.phyphox(
+                folder: path, startTime: self.options.startTime, interval: self.options.sensorInterval)
+            return Result(
+                format: .phyphox,
+                entries: Self.sorted(
+                    parsed.messages.map {
+                        LogEntry(message: $0.message, line: $0.line, playbackTime: Self.time(of: $0.message))
+                    }),
+                problems: parsed.problems.map { LogProblem(line: $0.line, reason: $0.reason) })
         }
     }
 
@@ -183,14 +201,20 @@ public struct LogReader: Sendable {
         }
         entries += decoder.finish().map { LogEntry(message: $0, line: 0, playbackTime: Self.time(of: $0)) }
         if decoder.counters.undated > 0 {
-            problems.append(LogProblem(line: 0, reason: "\(decoder.counters.undated) fix(es) before any date (RMC or ZDA) were dropped; set a date to keep them"))
+            problems.append(
+                LogProblem(
+                    line: 0,
+                    reason:
+                        "\(decoder.counters.undated) fix(es) before any date (RMC or ZDA) were dropped; set a date to keep them"
+                ))
         }
         return Result(format: .nmea, entries: Self.sorted(entries), problems: problems)
     }
 
     /// Time order, keeping file order among equal times (a held fix is released late but belongs early).
     private static func sorted(_ entries: [LogEntry]) -> [LogEntry] {
-        entries.enumerated().sorted { ($0.element.playbackTime, $0.offset) < ($1.element.playbackTime, $1.offset) }.map(\.element)
+        entries.enumerated().sorted { ($0.element.playbackTime, $0.offset) < ($1.element.playbackTime, $1.offset) }.map(
+            \.element)
     }
 
     static func time(of message: BusMessage) -> Double {
@@ -215,26 +239,37 @@ enum GnssLoggerLine {
     static func decode(_ line: Substring, providers: Set<String>) -> Swift.Result<[BusMessage], LineProblem> {
         let fields = line.split(separator: ",", omittingEmptySubsequences: false)
         func number(_ index: Int) -> Double? {
-            guard index < fields.count, let value = Double(fields[index].trimmingCharacters(in: .whitespaces)), value.isFinite else { return nil }
+            guard index < fields.count, let value = Double(fields[index].trimmingCharacters(in: .whitespaces)),
+                value.isFinite
+            else { return nil }
             return value
         }
         if fields[0] == "Fix" {
             guard fields.count > 8 else { return .failure(LineProblem("Fix with \(fields.count) fields")) }
             guard providers.isEmpty || providers.contains(String(fields[1])) else { return .success([]) }
-            guard let lat = number(2), let lon = number(3), let millis = number(8), abs(lat) <= 90, abs(lon) <= 180 else {
+            guard let lat = number(2), let lon = number(3), let millis = number(8), abs(lat) <= 90, abs(lon) <= 180
+            else {
                 return .failure(LineProblem("Fix without a valid latitude, longitude and time"))
             }
             let accuracy = number(6) ?? 0
-            return .success([.fix(LocationFix(timeSeconds: millis / 1000, latitude: lat, longitude: lon, altitudeMeters: number(4),
-                                              horizontalAccuracyMeters: accuracy, speedMetersPerSecond: number(5),
-                                              courseDegrees: number(7).map(Angle.normalized)))])
+            return .success([
+                .fix(
+                    LocationFix(
+                        timeSeconds: millis / 1000, latitude: lat, longitude: lon, altitudeMeters: number(4),
+                        horizontalAccuracyMeters: accuracy, speedMetersPerSecond: number(5),
+                        courseDegrees: number(7).map(Angle.normalized)))
+            ])
         }
-        guard fields.count > 5, let millis = number(1), let yaw = number(3), let roll = number(4), let pitch = number(5) else {
+        guard fields.count > 5, let millis = number(1), let yaw = number(3), let roll = number(4), let pitch = number(5)
+        else {
             return .failure(LineProblem("OrientationDeg needs time, yaw, roll and pitch"))
         }
         let time = millis / 1000
         // Android's pitch is negative when the top tilts up; HapticNav's is positive.
-        return .success([.heading(HeadingSample(timeSeconds: time, headingDegrees: Angle.normalized(yaw), reference: .magneticNorth)),
-                         .attitude(Attitude(timeSeconds: time, pitchDegrees: -pitch, rollDegrees: roll))])
+        return .success([
+            .heading(
+                HeadingSample(timeSeconds: time, headingDegrees: Angle.normalized(yaw), reference: .magneticNorth)),
+            .attitude(Attitude(timeSeconds: time, pitchDegrees: -pitch, rollDegrees: roll)),
+        ])
     }
 }

@@ -29,15 +29,18 @@ public struct LogReplaySource: MessageSource {
     /// one of those (the `gpx` and `sensorlog` plugins).
     public init(settings: Settings, logger: Logger, formats: Set<LogFormat> = Set(LogFormat.allCases)) throws {
         var settings = settings
-        guard let file = try settings.path("file") else { throw ConfigError.missingKey(path: settings.path, key: "file") }
+        guard let file = try settings.path("file") else {
+            throw ConfigError.missingKey(path: settings.path, key: "file")
+        }
         let pace = try settings.double("pace", default: 1, in: 0...100_000)
         let options = try LogSettings.readerOptions(&settings)
         try settings.finish()
         let format = try LogReader.format(of: file)
         guard formats.contains(format) else {
-            throw ConfigError.invalidValue(path: "\(settings.path).file",
-                                           expected: "a \(formats.map(\.rawValue).sorted().joined(separator: " or ")) log",
-                                           found: "\(file), a \(format.rawValue) log")
+            throw ConfigError.invalidValue(
+                path: "\(settings.path).file",
+                expected: "a \(formats.map(\.rawValue).sorted().joined(separator: " or ")) log",
+                found: "\(file), a \(format.rawValue) log")
         }
         self.init(file: file, pace: pace, options: options, logger: logger)
     }

@@ -51,13 +51,17 @@ final class ProblemCounter: Sendable {
             return !state.logged
         }
         if first {
-            self.logger.warning("\(self.source): skipped \(problem) (further bad lines are counted in the stage status)")
+            self.logger.warning(
+                "\(self.source): skipped \(problem) (further bad lines are counted in the stage status)")
         }
     }
 
     var counters: [StatusCounter] {
         let state = self.state.withLock { $0 }
-        return [StatusCounter(name: "read", value: UInt64(state.read)), StatusCounter(name: "skipped", value: UInt64(state.count))]
+        return [
+            StatusCounter(name: "read", value: UInt64(state.read)),
+            StatusCounter(name: "skipped", value: UInt64(state.count)),
+        ]
     }
 }
 
@@ -69,14 +73,16 @@ enum LogSettings {
         options.nmea.assumedAccuracyMeters = try settings.double("assumedAccuracyMeters", default: 10, in: 0.1...1000)
         if let date = try settings.optionalString("date") {
             guard let seconds = CivilTime.parseISO8601(Substring(date + "T00:00:00Z")) else {
-                throw ConfigError.invalidValue(path: "\(settings.path).date", expected: "a date like 2024-05-01", found: "'\(date)'")
+                throw ConfigError.invalidValue(
+                    path: "\(settings.path).date", expected: "a date like 2024-05-01", found: "'\(date)'")
             }
             options.nmea.assumedDateDays = Int(seconds / 86_400)
         }
         if let start = try settings.optionalString("startTime") {
             guard let seconds = CivilTime.parseISO8601(Substring(start)) else {
-                throw ConfigError.invalidValue(path: "\(settings.path).startTime", expected: "a time like 2024-05-01T10:00:00Z",
-                                               found: "'\(start)'")
+                throw ConfigError.invalidValue(
+                    path: "\(settings.path).startTime", expected: "a time like 2024-05-01T10:00:00Z",
+                    found: "'\(start)'")
             }
             options.startTime = seconds
         }

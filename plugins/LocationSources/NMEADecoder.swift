@@ -76,7 +76,8 @@ public struct NMEADecoder: Sendable {
         /// becomes a fix of its own, with the same time.
         mutating func move(to latitude: Double, _ longitude: Double) {
             if let old = self.latitude, let oldLongitude = self.longitude,
-               abs(old - latitude) > 1e-9 || abs(oldLongitude - longitude) > 1e-9 {
+                abs(old - latitude) > 1e-9 || abs(oldLongitude - longitude) > 1e-9
+            {
                 if !self.emitted {
                     var snapshot = self
                     snapshot.superseded = []
@@ -193,7 +194,9 @@ public struct NMEADecoder: Sendable {
     }
 
     /// ddmm.mmmm + hemisphere → degrees.
-    private static func coordinate(_ fields: [Substring], _ index: Int, _ type: String, degreesDigits: Int) throws -> Double? {
+    private static func coordinate(
+        _ fields: [Substring], _ index: Int, _ type: String, degreesDigits: Int
+    ) throws -> Double? {
         guard index + 1 < fields.count, !fields[index].isEmpty else { return nil }
         let text = fields[index]
         guard let raw = Double(text), raw >= 0, text.count > degreesDigits else {
@@ -239,7 +242,8 @@ public struct NMEADecoder: Sendable {
         let type = proprietary ? String(address) : String(address.dropFirst(2))
         // A sentence cut short (a logger that lost bytes, with no checksum to tell) is rejected whole.
         if let minimum = Self.minimumFields[type], fields.count < minimum {
-            throw NMEAError.badField(sentence: type, field: fields.count, value: "(missing: \(fields.count) of \(minimum) fields)")
+            throw NMEAError.badField(
+                sentence: type, field: fields.count, value: "(missing: \(fields.count) of \(minimum) fields)")
         }
         var out: [BusMessage] = []
         switch type {
@@ -277,8 +281,9 @@ public struct NMEADecoder: Sendable {
                     throw NMEAError.badField(sentence: type, field: 9, value: String(fields[9]))
                 }
                 // Two-digit years: 80–99 are 1980–1999 (GPS began in 1980), the rest 2000–2079.
-                out += self.setDate(CivilTime.days(year: yy >= 80 ? 1900 + yy : 2000 + yy, month: month, day: day),
-                                    timeOfDay: time)
+                out += self.setDate(
+                    CivilTime.days(year: yy >= 80 ? 1900 + yy : 2000 + yy, month: month, day: day),
+                    timeOfDay: time)
             }
             let lat = try Self.coordinate(fields, 3, type, degreesDigits: 2)
             let lon = try Self.coordinate(fields, 5, type, degreesDigits: 3)
@@ -335,7 +340,8 @@ public struct NMEADecoder: Sendable {
         case "ZDA":
             let time = try Self.timeOfDay(fields, 1, type)
             if let day = try Self.number(fields, 2, type), let month = try Self.number(fields, 3, type),
-               let year = try Self.number(fields, 4, type) {
+                let year = try Self.number(fields, 4, type)
+            {
                 guard (1...31).contains(day), (1...12).contains(month), year >= 1980 else {
                     throw NMEAError.badField(sentence: type, field: 2, value: "\(day)/\(month)/\(year)")
                 }
@@ -368,8 +374,12 @@ public struct NMEADecoder: Sendable {
             guard let time, let heading else { break }
             let dayTime = time
             out += self.stamped(timeOfDay: dayTime) { seconds in
-                var messages: [BusMessage] = [.heading(HeadingSample(timeSeconds: seconds, headingDegrees: Angle.normalized(heading),
-                                                                     reference: .trueNorth, accuracyDegrees: headingSigma))]
+                var messages: [BusMessage] = [
+                    .heading(
+                        HeadingSample(
+                            timeSeconds: seconds, headingDegrees: Angle.normalized(heading),
+                            reference: .trueNorth, accuracyDegrees: headingSigma))
+                ]
                 if let roll, let pitch {
                     messages.append(.attitude(Attitude(timeSeconds: seconds, pitchDegrees: pitch, rollDegrees: roll)))
                 }
@@ -391,7 +401,9 @@ public struct NMEADecoder: Sendable {
 
     // MARK: Epochs
 
-    private mutating func withEpoch(_ time: Double?, _ type: String, _ update: (inout Epoch) throws -> Void) throws -> [BusMessage] {
+    private mutating func withEpoch(
+        _ time: Double?, _ type: String, _ update: (inout Epoch) throws -> Void
+    ) throws -> [BusMessage] {
         var out: [BusMessage] = []
         if let time, self.epoch?.timeOfDay != time {
             out += self.closeEpoch()
@@ -441,8 +453,12 @@ public struct NMEADecoder: Sendable {
         let altitude = epoch.altitudeMSL.map { $0 + (epoch.geoidSeparation ?? 0) }
         let speed = epoch.speed, track = epoch.track.map(Angle.normalized)
         return self.stamped(timeOfDay: epoch.timeOfDay) { seconds in
-            [.fix(LocationFix(timeSeconds: seconds, latitude: latitude, longitude: longitude, altitudeMeters: altitude,
-                              horizontalAccuracyMeters: accuracy, speedMetersPerSecond: speed, courseDegrees: track))]
+            [
+                .fix(
+                    LocationFix(
+                        timeSeconds: seconds, latitude: latitude, longitude: longitude, altitudeMeters: altitude,
+                        horizontalAccuracyMeters: accuracy, speedMetersPerSecond: speed, courseDegrees: track))
+            ]
         }
     }
 
@@ -454,7 +470,9 @@ public struct NMEADecoder: Sendable {
     }
 
     /// Messages for a time of day: now if the date is known, else held until it is.
-    private mutating func stamped(timeOfDay: Double, _ build: @escaping @Sendable (Double) -> [BusMessage]) -> [BusMessage] {
+    private mutating func stamped(
+        timeOfDay: Double, _ build: @escaping @Sendable (Double) -> [BusMessage]
+    ) -> [BusMessage] {
         if let days = self.dateDays {
             return build(Double(days + self.dayRollover) * 86_400 + timeOfDay)
         }

@@ -28,15 +28,19 @@ public struct RecordingReplaySource: MessageSource {
     /// Reads a config's settings: `file`, `pace`, `topics`.
     public init(settings: Settings, logger: Logger) throws {
         var settings = settings
-        guard let file = try settings.path("file") else { throw ConfigError.missingKey(path: settings.path, key: "file") }
+        guard let file = try settings.path("file") else {
+            throw ConfigError.missingKey(path: settings.path, key: "file")
+        }
         let pace = try settings.double("pace", default: 1, in: 0...100_000)
         let topics = try settings.strings("topics")
         for topic in topics where BusMessage.Kind(topic: topic) == nil {
-            throw ConfigError.invalidValue(path: "\(settings.path).topics", expected: "message topics", found: "'\(topic)'")
+            throw ConfigError.invalidValue(
+                path: "\(settings.path).topics", expected: "message topics", found: "'\(topic)'")
         }
         try settings.finish()
         guard FileManager.default.fileExists(atPath: file) else {
-            throw ConfigError.invalidValue(path: "\(settings.path).file", expected: "a recording", found: "\(file): no such file")
+            throw ConfigError.invalidValue(
+                path: "\(settings.path).file", expected: "a recording", found: "\(file): no such file")
         }
         self.init(file: file, pace: pace, topics: Set(topics), logger: logger)
     }

@@ -9,9 +9,12 @@ public enum TiltCompensation {
     /// up] and roll [degrees, positive = right side down], from gravity's reaction `a` (what an
     /// accelerometer reads at rest, pointing up) and the magnetic field `m`, both in device axes
     /// (x right, y towards the top, z out of the screen). Nil when the two are parallel.
-    public static func orientation(accelerometer a: (x: Double, y: Double, z: Double),
-                                   magnetometer m: (x: Double, y: Double, z: Double))
-        -> (headingDegrees: Double, pitchDegrees: Double, rollDegrees: Double)? {
+    public static func orientation(
+        accelerometer a: (x: Double, y: Double, z: Double),
+        magnetometer m: (x: Double, y: Double, z: Double)
+    )
+        -> (headingDegrees: Double, pitchDegrees: Double, rollDegrees: Double)?
+    {
         // East = m × a, north = a × east.
         var hx = m.y * a.z - m.z * a.y, hy = m.z * a.x - m.x * a.z, hz = m.x * a.y - m.y * a.x
         let hNorm = (hx * hx + hy * hy + hz * hz).squareRoot()
@@ -65,33 +68,52 @@ public enum SensorLog {
     }
 
     private static func fields(_ line: String) -> [String] {
-        let separator: Character = line.contains(",") ? "," : (line.contains(";") ? ";" : (line.contains("\t") ? "\t" : " "))
+        let separator: Character =
+            line.contains(",") ? "," : (line.contains(";") ? ";" : (line.contains("\t") ? "\t" : " "))
         return line.split(separator: separator, omittingEmptySubsequences: separator == " ")
             .map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) }
     }
 
     private static func column(_ header: [String], _ names: [String]) -> Int? {
-        header.firstIndex { field in names.contains { field == $0 || field.hasPrefix($0 + " ") || field.hasPrefix($0 + "(") } }
+        header.firstIndex { field in
+            names.contains { field == $0 || field.hasPrefix($0 + " ") || field.hasPrefix($0 + "(") }
+        }
     }
 
     /// A CSV of `time, heading[, pitch, roll]` (column names: time/timestamp/t; heading/yaw/azimuth; pitch;
     /// roll). Times above 1e9 are seconds since 1970, above 1e12 milliseconds; smaller ones count from
     /// `startTime`.
-    static func orientationCSV(_ text: String, startTime: Double, reference: HeadingReference)
-        -> (messages: [(line: Int, message: BusMessage)], problems: [(line: Int, reason: String)])? {
+    static func orientationCSV(
+        _ text: String, startTime: Double, reference: HeadingReference
+    )
+        -> (messages: [(line: Int, message: BusMessage)], problems: [(line: Int, reason: String)])?
+    {
         let table = self.table(text)
         guard let timeColumn = self.column(table.header, ["time", "timestamp", "t", "seconds"]),
-              let headingColumn = self.column(table.header, ["heading", "yaw", "azimuth"]) else { return nil }
+            let headingColumn = self.column(table.header, ["heading", "yaw", "azimuth"])
+        else { return nil }
         let pitchColumn = self.column(table.header, ["pitch"]), rollColumn = self.column(table.header, ["roll"])
         var out: [(Int, BusMessage)] = []
         for (line, values) in table.rows {
             var time = values[timeColumn]
             time = time > 1e12 ? time / 1000 : (time > 1e9 ? time : startTime + time)
-            out.append((line, .heading(HeadingSample(timeSeconds: time, headingDegrees: Angle.normalized(values[headingColumn]),
-                                                     reference: reference))))
+            out.append(
+                (
+                    line,
+                    .heading(
+                        HeadingSample(
+                            timeSeconds: time, headingDegrees: Angle.normalized(values[headingColumn]),
+                            reference: reference))
+                ))
             if let pitchColumn, let rollColumn {
-                out.append((line, .attitude(Attitude(timeSeconds: time, pitchDegrees: values[pitchColumn],
-                                                     rollDegrees: values[rollColumn]))))
+                out.append(
+                    (
+                        line,
+                        .attitude(
+                            Attitude(
+                                timeSeconds: time, pitchDegrees: values[pitchColumn],
+                                rollDegrees: values[rollColumn]))
+                    ))
             }
         }
         return (out, table.problems)
@@ -99,12 +121,16 @@ public enum SensorLog {
 
     /// A phyphox recording (a folder with `Accelerometer.csv` and `Magnetometer.csv`): tilt-compensated
     /// heading, pitch and roll every `interval` seconds, each from the mean of the samples in that interval.
-    static func phyphox(folder: String, startTime: Double, interval: Double)
-        throws -> (messages: [(line: Int, message: BusMessage)], problems: [(line: Int, reason: String)]) {
+    static func phyphox(
+        folder: String, startTime: Double, interval: Double
+    )
+        throws -> (messages: [(line: Int, message: BusMessage)], problems: [(line: Int, reason: String)])
+    {
         let accel = self.table(try String(contentsOfFile: folder + "/Accelerometer.csv", encoding: .utf8))
         let mag = self.table(try String(contentsOfFile: folder + "/Magnetometer.csv", encoding: .utf8))
         guard accel.header.count >= 4, mag.header.count >= 4 else {
-            throw LogError.unreadable(reason: "\(folder): Accelerometer.csv and Magnetometer.csv need time, x, y, z columns")
+            throw LogError.unreadable(
+                reason: "\(folder): Accelerometer.csv and Magnetometer.csv need time, x, y, z columns")
         }
         func means(_ rows: [(line: Int, values: [Double])]) -> [Int: (x: Double, y: Double, z: Double, line: Int)] {
             var sums: [Int: (x: Double, y: Double, z: Double, n: Double, line: Int)] = [:]
@@ -117,18 +143,32 @@ public enum SensorLog {
         }
         let a = means(accel.rows), m = means(mag.rows)
         var out: [(Int, BusMessage)] = []
-        var problems = accel.problems.map { ($0.line, "Accelerometer.csv: \($0.reason)") }
+        var problems =
+            accel.problems.map { ($0.line, "Accelerometer.csv: \($0.reason)") }
             + mag.problems.map { ($0.line, "Magnetometer.csv: \($0.reason)") }
         for bin in Set(a.keys).intersection(m.keys).sorted() {
             let av = a[bin]!, mv = m[bin]!
             let time = startTime + (Double(bin) + 0.5) * interval
-            guard let o = TiltCompensation.orientation(accelerometer: (av.x, av.y, av.z), magnetometer: (mv.x, mv.y, mv.z)) else {
+            guard
+                let o = TiltCompensation.orientation(
+                    accelerometer: (av.x, av.y, av.z), magnetometer: (mv.x, mv.y, mv.z))
+            else {
                 problems.append((mv.line, "Magnetometer.csv: field parallel to gravity, no heading"))
                 continue
             }
-            out.append((mv.line, .heading(HeadingSample(timeSeconds: time, headingDegrees: o.headingDegrees,
-                                                        reference: .magneticNorth))))
-            out.append((mv.line, .attitude(Attitude(timeSeconds: time, pitchDegrees: o.pitchDegrees, rollDegrees: o.rollDegrees))))
+            out.append(
+                (
+                    mv.line,
+                    .heading(
+                        HeadingSample(
+                            timeSeconds: time, headingDegrees: o.headingDegrees,
+                            reference: .magneticNorth))
+                ))
+            out.append(
+                (
+                    mv.line,
+                    .attitude(Attitude(timeSeconds: time, pitchDegrees: o.pitchDegrees, rollDegrees: o.rollDegrees))
+                ))
         }
         return (out, problems)
     }

@@ -15,6 +15,8 @@ public struct SensorLogSource: MessageSource {
         self.replay = try LogReplaySource(settings: settings, logger: logger, formats: [.orientationCSV, .phyphox])
     }
 
-    public func run(emit: @Sendable (BusMessage) async throws -> Void) async throws { try await self.replay.run(emit: emit) }
+    public func run(emit: @Sendable (BusMessage) async throws -> Void) async throws {
+        try await self.replay.run(emit: emit)
+    }
     public func statusCounters() async -> [StatusCounter] { await self.replay.statusCounters() }
 }

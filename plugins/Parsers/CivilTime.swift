@@ -29,9 +29,10 @@ public enum CivilTime {
             return value
         }
         guard chars.count >= 19, let year = number(0, 4), chars[4] == 45, let month = number(5, 2), chars[7] == 45,
-              let day = number(8, 2), chars[10] == 84 || chars[10] == 32, let hour = number(11, 2), chars[13] == 58,
-              let minute = number(14, 2), chars[16] == 58, let second = number(17, 2),
-              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second <= 60 else { return nil }
+            let day = number(8, 2), chars[10] == 84 || chars[10] == 32, let hour = number(11, 2), chars[13] == 58,
+            let minute = number(14, 2), chars[16] == 58, let second = number(17, 2),
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second <= 60
+        else { return nil }
         var index = 19
         var fraction = 0.0
         if index < chars.count && chars[index] == 46 {
@@ -55,8 +56,9 @@ public enum CivilTime {
             default: return nil
             }
         }
-        return self.seconds(year: year, month: month, day: day,
-                            secondsOfDay: Double(hour * 3600 + minute * 60 + second) + fraction) - Double(offset)
+        return self.seconds(
+            year: year, month: month, day: day,
+            secondsOfDay: Double(hour * 3600 + minute * 60 + second) + fraction) - Double(offset)
     }
 }
 

@@ -42,9 +42,10 @@ public final class GPXReader {
     /// Reads `data`; throws when the XML itself is broken before any point was read.
     public static func read(_ data: Data) throws -> GPXReader {
         let reader = GPXReader()
-        let events = XMLEventReader(start: { name, attributes, line in reader.start(name, attributes, line) },
-                                    end: { name, line in reader.end(name, line) },
-                                    characters: { text in reader.text += text })
+        let events = XMLEventReader(
+            start: { name, attributes, line in reader.start(name, attributes, line) },
+            end: { name, line in reader.end(name, line) },
+            characters: { text in reader.text += text })
         do {
             try events.read(data: data)
         } catch {
@@ -52,7 +53,8 @@ public final class GPXReader {
                 throw LogError.unreadable(reason: "not GPX: broken XML at \(error)")
             }
             // A logger that died mid-write: keep what was read, report the rest.
-            reader.problems.append(Problem(line: error.line, reason: "broken XML (\(error.reason)): the rest of the file is ignored"))
+            reader.problems.append(
+                Problem(line: error.line, reason: "broken XML (\(error.reason)): the rest of the file is ignored"))
         }
         return reader
     }
@@ -61,10 +63,14 @@ public final class GPXReader {
         self.text = ""
         guard local == "trkpt" || local == "rtept" else { return }
         guard let latText = attributes["lat"], let lonText = attributes["lon"],
-              let lat = Double(latText.trimmingCharacters(in: .whitespaces)),
-              let lon = Double(lonText.trimmingCharacters(in: .whitespaces)),
-              lat.isFinite, lon.isFinite, abs(lat) <= 90, abs(lon) <= 180 else {
-            self.problems.append(Problem(line: line, reason: "\(local) with lat '\(attributes["lat"] ?? "")' lon '\(attributes["lon"] ?? "")'"))
+            let lat = Double(latText.trimmingCharacters(in: .whitespaces)),
+            let lon = Double(lonText.trimmingCharacters(in: .whitespaces)),
+            lat.isFinite, lon.isFinite, abs(lat) <= 90, abs(lon) <= 180
+        else {
+            self.problems.append(
+                Problem(
+                    line: line,
+                    reason: "\(local) with lat '\(attributes["lat"] ?? "")' lon '\(attributes["lon"] ?? "")'"))
             self.current = nil
             return
         }
@@ -110,12 +116,16 @@ public final class GPXReader {
 /// or at walking speed when the file has none), and speed and course from neighbours where the file has none.
 public enum GPXFixes {
     /// The fixes of `points`.
-    public static func fixes(_ points: [GPXPoint], walkingSpeed: Double = 1.4, uereMeters: Double = 4,
-                             assumedAccuracyMeters: Double = 10, epoch: Double = 0) -> [LocationFix] {
+    public static func fixes(
+        _ points: [GPXPoint], walkingSpeed: Double = 1.4, uereMeters: Double = 4,
+        assumedAccuracyMeters: Double = 10, epoch: Double = 0
+    ) -> [LocationFix] {
         guard !points.isEmpty else { return [] }
         var along = [0.0]
         for index in points.indices.dropFirst() {
-            along.append(along[index - 1] + Geodesic.wgs84.inverse(points[index - 1].coordinate, points[index].coordinate).distanceMeters)
+            along.append(
+                along[index - 1]
+                    + Geodesic.wgs84.inverse(points[index - 1].coordinate, points[index].coordinate).distanceMeters)
         }
         let timedIndices = points.indices.filter { points[$0].time != nil }
         var times = [Double](repeating: 0, count: points.count)
@@ -150,12 +160,15 @@ public enum GPXFixes {
                 let dt = times[to] - times[from]
                 let inverse = Geodesic.wgs84.inverse(points[from].coordinate, points[to].coordinate)
                 if speed == nil, dt > 0 { speed = inverse.distanceMeters / dt }
-                if course == nil, inverse.distanceMeters > 0.5 { course = Angle.normalized(inverse.initialAzimuthDegrees) }
+                if course == nil, inverse.distanceMeters > 0.5 {
+                    course = Angle.normalized(inverse.initialAzimuthDegrees)
+                }
             }
             let accuracy = point.hdop.map { $0 * uereMeters } ?? assumedAccuracyMeters
-            return LocationFix(timeSeconds: times[index], latitude: point.coordinate.latitude,
-                               longitude: point.coordinate.longitude, altitudeMeters: point.elevation,
-                               horizontalAccuracyMeters: accuracy, speedMetersPerSecond: speed, courseDegrees: course)
+            return LocationFix(
+                timeSeconds: times[index], latitude: point.coordinate.latitude,
+                longitude: point.coordinate.longitude, altitudeMeters: point.elevation,
+                horizontalAccuracyMeters: accuracy, speedMetersPerSecond: speed, courseDegrees: course)
         }
     }
 }

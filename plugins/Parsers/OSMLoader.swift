@@ -28,8 +28,9 @@ public enum OSMLoader {
     /// an error naming the file and line; broken after, the rest is ignored with a warning.
     public static func load(file: String, options: Options = Options()) throws -> WalkingGraph {
         let reader = Reader(options: options)
-        let events = XMLEventReader(start: { name, attributes, _ in reader.start(name, attributes) },
-                                    end: { name, _ in reader.end(name) })
+        let events = XMLEventReader(
+            start: { name, attributes, _ in reader.start(name, attributes) },
+            end: { name, _ in reader.end(name) })
         do {
             try events.read(file: file)
         } catch {
@@ -60,8 +61,10 @@ public enum OSMLoader {
             switch name {
             case "node":
                 guard let id = attributes["id"].flatMap(Int64.init) else { return }
-                guard let lat = attributes["lat"].flatMap(Double.init), let lon = attributes["lon"].flatMap(Double.init),
-                      lat.isFinite, lon.isFinite, abs(lat) <= 90, abs(lon) <= 180 else {
+                guard let lat = attributes["lat"].flatMap(Double.init),
+                    let lon = attributes["lon"].flatMap(Double.init),
+                    lat.isFinite, lon.isFinite, abs(lat) <= 90, abs(lon) <= 180
+                else {
                     self.badNodes += 1
                     return
                 }
@@ -123,7 +126,9 @@ public enum OSMLoader {
                 }
                 var name: Int32 = -1
                 if let text = way.name {
-                    if let existing = nameIndex[text] { name = existing } else {
+                    if let existing = nameIndex[text] {
+                        name = existing
+                    } else {
                         name = Int32(names.count)
                         nameIndex[text] = name
                         names.append(text)
@@ -134,7 +139,9 @@ public enum OSMLoader {
             var warnings = self.warnings
             if self.badNodes > 0 { warnings.append("\(file): \(self.badNodes) node(s) with bad coordinates skipped") }
             if dangling > 0 { warnings.append("\(file): \(dangling) reference(s) to missing nodes skipped") }
-            if shortWays > 0 { warnings.append("\(file): \(shortWays) walkable way(s) with fewer than two usable nodes skipped") }
+            if shortWays > 0 {
+                warnings.append("\(file): \(shortWays) walkable way(s) with fewer than two usable nodes skipped")
+            }
             return WalkingGraph(nodes: nodes, edges: edges, names: names, warnings: warnings)
         }
     }

@@ -25,7 +25,8 @@ public enum RouteFile {
             do {
                 return RoutePlan(points: try self.decode(text, precision: precision, file: file))
             } catch {
-                throw RoutingError.providerFailed(reason: "\(file): not GeoJSON, GPX, a directions response or an encoded polyline (\(error))")
+                throw RoutingError.providerFailed(
+                    reason: "\(file): not GeoJSON, GPX, a directions response or an encoded polyline (\(error))")
             }
         }
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
@@ -42,7 +43,8 @@ public enum RouteFile {
         }
         // Google: routes[0].overview_polyline.points (precision 5).
         if let routes = object["routes"] as? [[String: Any]], let first = routes.first {
-            if let overview = first["overview_polyline"] as? [String: Any], let encoded = overview["points"] as? String {
+            if let overview = first["overview_polyline"] as? [String: Any], let encoded = overview["points"] as? String
+            {
                 return RoutePlan(points: try self.decode(encoded, precision: 5, file: file))
             }
             // OSRM / Mapbox: routes[0].geometry, a polyline (precision unknown: the one matching "distance") or GeoJSON.
@@ -54,19 +56,25 @@ public enum RouteFile {
                 // Decoded at the wrong precision, coordinates are off by ten (or out of range): keep the one whose
                 // length matches the response's distance.
                 let candidates = [5, 6].compactMap { try? self.decode(encoded, precision: $0, file: file) }
-                guard let best = candidates.min(by: { abs(Polyline($0).lengthMeters - distance) < abs(Polyline($1).lengthMeters - distance) }) else {
+                guard
+                    let best = candidates.min(by: {
+                        abs(Polyline($0).lengthMeters - distance) < abs(Polyline($1).lengthMeters - distance)
+                    })
+                else {
                     throw RoutingError.providerFailed(reason: "\(file): routes[0].geometry is not an encoded polyline")
                 }
                 return RoutePlan(points: best, reportedLengthMeters: distance)
             }
             if let geometry = first["geometry"] as? [String: Any], let line = self.firstLine(in: geometry) {
-                return RoutePlan(points: try self.coordinates(line, file: file), reportedLengthMeters: first["distance"] as? Double)
+                return RoutePlan(
+                    points: try self.coordinates(line, file: file), reportedLengthMeters: first["distance"] as? Double)
             }
         }
         if let line = self.firstLine(in: object) {
             return RoutePlan(points: try self.coordinates(line, file: file))
         }
-        throw RoutingError.providerFailed(reason: "\(file): no route in it (GeoJSON LineString, Valhalla trip, OSRM/Mapbox/Google routes)")
+        throw RoutingError.providerFailed(
+            reason: "\(file): no route in it (GeoJSON LineString, Valhalla trip, OSRM/Mapbox/Google routes)")
     }
 
     public static func valhallaPlan(legs: [[String: Any]], file: String) throws -> RoutePlan {
@@ -78,7 +86,8 @@ public enum RouteFile {
             var legNames = [String?](repeating: nil, count: max(0, legPoints.count - 1))
             for maneuver in leg["maneuvers"] as? [[String: Any]] ?? [] {
                 guard let begin = maneuver["begin_shape_index"] as? Int, let end = maneuver["end_shape_index"] as? Int,
-                      let street = (maneuver["street_names"] as? [String])?.first else { continue }
+                    let street = (maneuver["street_names"] as? [String])?.first
+                else { continue }
                 for index in begin..<min(end, legNames.count) where index >= 0 { legNames[index] = street }
             }
             if !points.isEmpty, let first = legPoints.first, first == points.last {
@@ -122,9 +131,12 @@ public enum RouteFile {
         var points: [Coordinate] = []
         for (index, pair) in line.enumerated() {
             guard let numbers = pair as? [Any], numbers.count >= 2,
-                  let longitude = (numbers[0] as? NSNumber)?.doubleValue, let latitude = (numbers[1] as? NSNumber)?.doubleValue,
-                  longitude.isFinite, latitude.isFinite, abs(latitude) <= 90, abs(longitude) <= 180 else {
-                throw RoutingError.providerFailed(reason: "\(file): coordinate \(index) is not a valid [longitude, latitude]")
+                let longitude = (numbers[0] as? NSNumber)?.doubleValue,
+                let latitude = (numbers[1] as? NSNumber)?.doubleValue,
+                longitude.isFinite, latitude.isFinite, abs(latitude) <= 90, abs(longitude) <= 180
+            else {
+                throw RoutingError.providerFailed(
+                    reason: "\(file): coordinate \(index) is not a valid [longitude, latitude]")
             }
             points.append(Coordinate(latitude: latitude, longitude: longitude))
         }

@@ -79,13 +79,15 @@ public final class XMLEventReader {
         }
         callbacks.end = { user, name, line in
             guard let user, let name else { return }
-            Unmanaged<XMLEventReader>.fromOpaque(user).takeUnretainedValue().onEnd(XMLEventReader.string(name), Int(line))
+            Unmanaged<XMLEventReader>.fromOpaque(user).takeUnretainedValue().onEnd(
+                XMLEventReader.string(name), Int(line))
         }
         if self.onCharacters != nil {
             callbacks.characters = { user, bytes, count in
                 guard let user, let bytes, count > 0 else { return }
                 let reader = Unmanaged<XMLEventReader>.fromOpaque(user).takeUnretainedValue()
-                reader.onCharacters?(String(decoding: UnsafeRawBufferPointer(start: bytes, count: Int(count)), as: UTF8.self))
+                reader.onCharacters?(
+                    String(decoding: UnsafeRawBufferPointer(start: bytes, count: Int(count)), as: UTF8.self))
             }
         }
         guard let parser = hn_xml_create(&callbacks) else {
@@ -93,7 +95,8 @@ public final class XMLEventReader {
         }
         defer { hn_xml_free(parser) }
         func failure() -> XMLReadError {
-            let message = hn_xml_error(parser).map { XMLEventReader.string($0) }?.trimmingCharacters(in: .whitespacesAndNewlines)
+            let message = hn_xml_error(parser).map { XMLEventReader.string($0) }?.trimmingCharacters(
+                in: .whitespacesAndNewlines)
             return XMLReadError(line: Int(hn_xml_line(parser)), reason: message ?? "not well-formed XML")
         }
         while let chunk = try next() {
@@ -101,7 +104,9 @@ public final class XMLEventReader {
             while offset < chunk.count {
                 let size = min(chunk.count - offset, 1 << 20)
                 let code = chunk.withUnsafeBytes { raw in
-                    hn_xml_feed(parser, raw.baseAddress!.advanced(by: offset).assumingMemoryBound(to: CChar.self), Int32(size), 0)
+                    hn_xml_feed(
+                        parser, raw.baseAddress!.advanced(by: offset).assumingMemoryBound(to: CChar.self), Int32(size),
+                        0)
                 }
                 if code != 0 { throw failure() }
                 offset += size

@@ -49,7 +49,9 @@ public struct FileRouteProvider: RouteProvider {
     /// Reads a config's settings: `file`, and `precision` for bare polylines.
     public init(settings: Settings) throws {
         var settings = settings
-        guard let file = try settings.path("file") else { throw ConfigError.missingKey(path: settings.path, key: "file") }
+        guard let file = try settings.path("file") else {
+            throw ConfigError.missingKey(path: settings.path, key: "file")
+        }
         let precision = try settings.int("precision", default: 5, in: 5...6)
         try settings.finish()
         self.plan = try RouteFile.load(file: file, precision: precision)
@@ -127,8 +129,11 @@ struct EngineClient: Sendable {
                 let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
                 if (200..<300).contains(status), let object { return object }
                 // A 4xx with a body is the engine's answer (no route): no point retrying.
-                let message = object.flatMap { ($0["error"] as? String) ?? ($0["message"] as? String) } ?? "HTTP \(status)"
-                if (400..<500).contains(status) { throw RoutingError.providerFailed(reason: "\(self.baseURL.host ?? "engine"): \(message)") }
+                let message =
+                    object.flatMap { ($0["error"] as? String) ?? ($0["message"] as? String) } ?? "HTTP \(status)"
+                if (400..<500).contains(status) {
+                    throw RoutingError.providerFailed(reason: "\(self.baseURL.host ?? "engine"): \(message)")
+                }
                 lastError = message
             } catch let error as RoutingError {
                 throw error
@@ -138,7 +143,10 @@ struct EngineClient: Sendable {
                 lastError = (error as NSError).localizedDescription
             }
         }
-        throw RoutingError.providerFailed(reason: "\(self.baseURL.absoluteString) did not answer after \(self.retries + 1) tries within \(self.timeoutSeconds) s each: \(lastError)")
+        throw RoutingError.providerFailed(
+            reason:
+                "\(self.baseURL.absoluteString) did not answer after \(self.retries + 1) tries within \(self.timeoutSeconds) s each: \(lastError)"
+        )
     }
 }
 
@@ -160,7 +168,10 @@ public struct ValhallaRouteProvider: RouteProvider {
 
     public func route(from start: Coordinate, to destination: Coordinate) async throws -> RoutePlan {
         let body: [String: Any] = [
-            "locations": [["lat": start.latitude, "lon": start.longitude], ["lat": destination.latitude, "lon": destination.longitude]],
+            "locations": [
+                ["lat": start.latitude, "lon": start.longitude],
+                ["lat": destination.latitude, "lon": destination.longitude],
+            ],
             "costing": "pedestrian", "units": "kilometers", "directions_options": ["units": "kilometers"],
         ]
         let object = try await self.client.postJSON(self.client.baseURL.appendingPathComponent("route"), body: body)
@@ -168,7 +179,9 @@ public struct ValhallaRouteProvider: RouteProvider {
             throw RoutingError.providerFailed(reason: "valhalla: no trip in the answer")
         }
         var plan = try RouteFile.valhallaPlan(legs: legs, file: "valhalla")
-        if let summary = trip["summary"] as? [String: Any], let km = summary["length"] as? Double { plan.reportedLengthMeters = km * 1000 }
+        if let summary = trip["summary"] as? [String: Any], let km = summary["length"] as? Double {
+            plan.reportedLengthMeters = km * 1000
+        }
         return plan
     }
 }
@@ -191,13 +204,17 @@ public struct OSRMRouteProvider: RouteProvider {
 
     public func route(from start: Coordinate, to destination: Coordinate) async throws -> RoutePlan {
         let coordinates = "\(start.longitude),\(start.latitude);\(destination.longitude),\(destination.latitude)"
-        var components = URLComponents(url: self.client.baseURL.appendingPathComponent("route/v1/foot/\(coordinates)"),
-                                       resolvingAgainstBaseURL: false)!
-        components.queryItems = [URLQueryItem(name: "overview", value: "full"), URLQueryItem(name: "geometries", value: "geojson"),
-                                 URLQueryItem(name: "steps", value: "true")]
+        var components = URLComponents(
+            url: self.client.baseURL.appendingPathComponent("route/v1/foot/\(coordinates)"),
+            resolvingAgainstBaseURL: false)!
+        components.queryItems = [
+            URLQueryItem(name: "overview", value: "full"), URLQueryItem(name: "geometries", value: "geojson"),
+            URLQueryItem(name: "steps", value: "true"),
+        ]
         let object = try await self.client.getJSON(components.url!)
         guard object["code"] as? String == "Ok" || object["routes"] != nil else {
-            throw RoutingError.providerFailed(reason: "osrm: \(object["message"] as? String ?? object["code"] as? String ?? "no route")")
+            throw RoutingError.providerFailed(
+                reason: "osrm: \(object["message"] as? String ?? object["code"] as? String ?? "no route")")
         }
         return try RouteFile.plan(fromJSON: object, file: "osrm", precision: 5)
     }

@@ -16,9 +16,11 @@ public struct SimulatedWalker: MessageSource {
 
     public var nominalPeriods: [BusMessage.Kind: Double] {
         guard self.options.pace > 0 else { return [:] }
-        return [.fix: self.options.fixIntervalSeconds / self.options.pace,
-                .heading: self.options.headingIntervalSeconds / self.options.pace,
-                .attitude: self.options.headingIntervalSeconds / self.options.pace]
+        return [
+            .fix: self.options.fixIntervalSeconds / self.options.pace,
+            .heading: self.options.headingIntervalSeconds / self.options.pace,
+            .attitude: self.options.headingIntervalSeconds / self.options.pace,
+        ]
     }
 
     /// The walker's settings.
@@ -75,7 +77,8 @@ public struct SimulatedWalker: MessageSource {
     /// Creates a walker; the path needs at least two points.
     public init(options: Options) throws(ConfigError) {
         guard options.path.count >= 2 else {
-            throw .invalidValue(path: "sim.route", expected: "a path of at least 2 points", found: "\(options.path.count)")
+            throw .invalidValue(
+                path: "sim.route", expected: "a path of at least 2 points", found: "\(options.path.count)")
         }
         self.options = options
         self.line = Polyline(options.path)
@@ -117,9 +120,11 @@ public struct SimulatedWalker: MessageSource {
         if case let .array(items)? = settings.value("tiltEpisodes") {
             for (index, item) in items.enumerated() {
                 guard case let .array(pair) = item, pair.count == 2, case let .number(start) = pair[0],
-                      case let .number(duration) = pair[1], start >= 0, duration > 0 else {
-                    throw ConfigError.invalidValue(path: "\(settings.path).tiltEpisodes[\(index)]",
-                                                   expected: "[start seconds, duration seconds]", found: "\(item)")
+                    case let .number(duration) = pair[1], start >= 0, duration > 0
+                else {
+                    throw ConfigError.invalidValue(
+                        path: "\(settings.path).tiltEpisodes[\(index)]",
+                        expected: "[start seconds, duration seconds]", found: "\(item)")
                 }
                 options.tiltEpisodes.append((start, duration))
             }
@@ -148,8 +153,10 @@ public struct SimulatedWalker: MessageSource {
     }
 
     /// Turns to north with the phone flat, then stands; returns the routine's length [seconds].
-    private func calibrationRoutine(random: inout SeededGenerator, clock: ContinuousClock, wallStart: ContinuousClock.Instant,
-                                    emit: @Sendable (BusMessage) async throws -> Void) async throws -> Double {
+    private func calibrationRoutine(
+        random: inout SeededGenerator, clock: ContinuousClock, wallStart: ContinuousClock.Instant,
+        emit: @Sendable (BusMessage) async throws -> Void
+    ) async throws -> Double {
         let start = self.options.path[0]
         var heading = 200.0
         var t = 0.0
@@ -167,20 +174,31 @@ public struct SimulatedWalker: MessageSource {
             try await pace(t)
             let time = self.options.startTimeSeconds + t
             if t >= nextFix {
-                try await emit(.fix(LocationFix(timeSeconds: time, latitude: start.latitude, longitude: start.longitude,
-                                                horizontalAccuracyMeters: self.options.reportedAccuracyMeters,
-                                                speedMetersPerSecond: 0, courseDegrees: nil)))
+                try await emit(
+                    .fix(
+                        LocationFix(
+                            timeSeconds: time, latitude: start.latitude, longitude: start.longitude,
+                            horizontalAccuracyMeters: self.options.reportedAccuracyMeters,
+                            speedMetersPerSecond: 0, courseDegrees: nil)))
                 nextFix += self.options.fixIntervalSeconds
             }
             let flat = t < turnEnd
             heading = flat ? 200 + 30 * t : 0
             // Held flat while turning; then going into the pocket, where it reads the pocket offset.
             let reading = flat ? heading : (t < turnEnd + 2 ? 0 : self.options.pocketOffsetDegrees)
-            try await emit(.heading(HeadingSample(timeSeconds: time,
-                                                  headingDegrees: Angle.normalized(reading + random.gaussian(standardDeviation: self.options.compassNoiseDegrees)),
-                                                  accuracyDegrees: self.options.compassNoiseDegrees)))
-            try await emit(.attitude(Attitude(timeSeconds: time, pitchDegrees: flat ? random.gaussian(standardDeviation: 2) : self.options.phonePitchDegrees,
-                                              rollDegrees: random.gaussian(standardDeviation: 2))))
+            try await emit(
+                .heading(
+                    HeadingSample(
+                        timeSeconds: time,
+                        headingDegrees: Angle.normalized(
+                            reading + random.gaussian(standardDeviation: self.options.compassNoiseDegrees)),
+                        accuracyDegrees: self.options.compassNoiseDegrees)))
+            try await emit(
+                .attitude(
+                    Attitude(
+                        timeSeconds: time,
+                        pitchDegrees: flat ? random.gaussian(standardDeviation: 2) : self.options.phonePitchDegrees,
+                        rollDegrees: random.gaussian(standardDeviation: 2))))
             t += self.options.headingIntervalSeconds
         }
         return total
@@ -209,28 +227,40 @@ public struct SimulatedWalker: MessageSource {
                 }
                 let time = self.options.startTimeSeconds + lap + elapsed
                 let (truth, bearing) = self.position(atDistance: elapsed * self.options.speedMetersPerSecond)
-                let tilted = self.options.tiltEpisodes.contains { elapsed >= $0.start && elapsed < $0.start + $0.duration }
+                let tilted = self.options.tiltEpisodes.contains {
+                    elapsed >= $0.start && elapsed < $0.start + $0.duration
+                }
                 if nextFix <= nextHeading {
-                    let noisy = FlatProjection(origin: truth).unproject(ENU(
-                        east: random.gaussian(standardDeviation: self.options.gpsNoiseMeters),
-                        north: random.gaussian(standardDeviation: self.options.gpsNoiseMeters)))
-                    try await emit(.fix(LocationFix(
-                        timeSeconds: time, latitude: noisy.latitude, longitude: noisy.longitude,
-                        horizontalAccuracyMeters: self.options.reportedAccuracyMeters,
-                        speedMetersPerSecond: self.options.speedMetersPerSecond, courseDegrees: bearing)))
+                    let noisy = FlatProjection(origin: truth).unproject(
+                        ENU(
+                            east: random.gaussian(standardDeviation: self.options.gpsNoiseMeters),
+                            north: random.gaussian(standardDeviation: self.options.gpsNoiseMeters)))
+                    try await emit(
+                        .fix(
+                            LocationFix(
+                                timeSeconds: time, latitude: noisy.latitude, longitude: noisy.longitude,
+                                horizontalAccuracyMeters: self.options.reportedAccuracyMeters,
+                                speedMetersPerSecond: self.options.speedMetersPerSecond, courseDegrees: bearing)))
                     nextFix += self.options.fixIntervalSeconds
                 } else {
                     // Near vertical the compass heading flips: it reads the opposite way.
-                    let raw = bearing + self.options.pocketOffsetDegrees + (tilted ? 180 : 0)
+                    let raw =
+                        bearing + self.options.pocketOffsetDegrees + (tilted ? 180 : 0)
                         + random.gaussian(standardDeviation: self.options.compassNoiseDegrees)
                     let heading = (raw.truncatingRemainder(dividingBy: 360) + 360).truncatingRemainder(dividingBy: 360)
-                    try await emit(.heading(HeadingSample(timeSeconds: time, headingDegrees: heading,
-                                                          accuracyDegrees: self.options.compassNoiseDegrees)))
-                    let pitch = (tilted ? self.options.tiltPitchDegrees : self.options.phonePitchDegrees)
+                    try await emit(
+                        .heading(
+                            HeadingSample(
+                                timeSeconds: time, headingDegrees: heading,
+                                accuracyDegrees: self.options.compassNoiseDegrees)))
+                    let pitch =
+                        (tilted ? self.options.tiltPitchDegrees : self.options.phonePitchDegrees)
                         + random.gaussian(standardDeviation: 2)
-                    try await emit(.attitude(Attitude(
-                        timeSeconds: time, pitchDegrees: min(90, max(-90, pitch)),
-                        rollDegrees: random.gaussian(standardDeviation: 2))))
+                    try await emit(
+                        .attitude(
+                            Attitude(
+                                timeSeconds: time, pitchDegrees: min(90, max(-90, pitch)),
+                                rollDegrees: random.gaussian(standardDeviation: 2))))
                     nextHeading += self.options.headingIntervalSeconds
                 }
             }

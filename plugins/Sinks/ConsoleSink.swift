@@ -21,7 +21,8 @@ public struct ConsoleSink: MessageSink {
     }
 
     public func record(_ message: RecordedMessage) {
-        let line = "\(self.prefix)\(message.stage) \(message.message.kind.topic) #\(message.sequence) \(message.message.summary)\n"
+        let line =
+            "\(self.prefix)\(message.stage) \(message.message.kind.topic) #\(message.sequence) \(message.message.summary)\n"
         FileHandle.standardOutput.write(Data(line.utf8))
     }
 

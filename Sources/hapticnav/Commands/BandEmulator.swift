@@ -11,7 +11,8 @@ import Runtime
 struct BandEmulatorCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "band-emulator",
-        abstract: "The band's side of the band protocol, over TCP or a pseudo-terminal: logs every frame as a JSON line.")
+        abstract:
+            "The band's side of the band protocol, over TCP or a pseudo-terminal: logs every frame as a JSON line.")
 
     @Option(help: "Listen on HOST:PORT (for example 127.0.0.1:7800).")
     var tcp: String?
@@ -26,7 +27,8 @@ struct BandEmulatorCommand: ParsableCommand {
         let listen: BandEmulator.Listen
         switch (self.tcp, self.pty) {
         case let (address?, nil):
-            guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...]) else {
+            guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...])
+            else {
                 throw ValidationError("--tcp: expected HOST:PORT")
             }
             listen = .tcp(host: String(address[..<colon]), port: port)
@@ -36,7 +38,9 @@ struct BandEmulatorCommand: ParsableCommand {
         let output: FileHandle
         if let log = self.log {
             _ = FileManager.default.createFile(atPath: log, contents: nil)
-            guard let handle = FileHandle(forWritingAtPath: log) else { throw ValidationError("--log: cannot write \(log)") }
+            guard let handle = FileHandle(forWritingAtPath: log) else {
+                throw ValidationError("--log: cannot write \(log)")
+            }
             output = handle
         } else {
             output = FileHandle.standardOutput
@@ -54,6 +58,8 @@ struct BandEmulatorCommand: ParsableCommand {
         for number in [SIGTERM, SIGINT] {
             signal(number, SIG_DFL)
         }
-        try emulator.serve { where_ in FileHandle.standardError.write(Data("band-emulator: listening at \(where_)\n".utf8)) }
+        try emulator.serve { where_ in
+            FileHandle.standardError.write(Data("band-emulator: listening at \(where_)\n".utf8))
+        }
     }
 }

@@ -33,8 +33,9 @@ struct Bench: AsyncParsableCommand {
         func run() async throws {
             let folder = NSTemporaryDirectory() + "hapticnav-bench-\(getpid())"
             defer { try? FileManager.default.removeItem(atPath: folder) }
-            let report = try await BusBenchmark.run(messages: self.messages, rateHz: self.rate, rounds: self.rounds,
-                                                    folder: folder)
+            let report = try await BusBenchmark.run(
+                messages: self.messages, rateHz: self.rate, rounds: self.rounds,
+                folder: folder)
             if self.json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys]
@@ -45,14 +46,18 @@ struct Bench: AsyncParsableCommand {
                 name.padding(toLength: 22, withPad: " ", startingAt: 0)
                     + String(format: "%8d %10.1f %10.1f %10.1f", s.count, s.p50, s.p99, s.max)
             }
-            print("bus latency, one hop over ipc:// at \(Int(self.rate)) Hz, libzmq \(zmqVersion()), "
-                  + "payload \(report.payloadBytes) bytes, \(self.rounds) alternating rounds")
+            print(
+                "bus latency, one hop over ipc:// at \(Int(self.rate)) Hz, libzmq \(zmqVersion()), "
+                    + "payload \(report.payloadBytes) bytes, \(self.rounds) alternating rounds")
             print("series                    count    p50 µs     p99 µs     max µs")
             print(row("raw libzmq PUB→SUB", report.raw))
             print(row("hapticnav transport", report.transport))
             print(row("  of which to decode", report.receiveThread))
-            print(String(format: "ratio transport/raw p50: %.2f over all samples; median of the %d paired rounds: %.2f (target ≤ 1.50)",
-                         report.ratioP50, self.rounds, report.medianRoundRatioP50))
+            print(
+                String(
+                    format:
+                        "ratio transport/raw p50: %.2f over all samples; median of the %d paired rounds: %.2f (target ≤ 1.50)",
+                    report.ratioP50, self.rounds, report.medianRoundRatioP50))
         }
     }
 }
@@ -61,7 +66,8 @@ extension Bench {
     struct RoutesBench: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "routes",
-            abstract: "The osm router against the 25 Monaco reference routes, and its query times against a live Valhalla's.")
+            abstract:
+                "The osm router against the 25 Monaco reference routes, and its query times against a live Valhalla's.")
 
         @Option(help: "The OSM extract.")
         var map = "data/maps/monaco-highways.osm"
@@ -81,8 +87,10 @@ extension Bench {
                 guard let url = URL(string: text) else { throw ValidationError("--valhalla-url: not a URL") }
                 return ValhallaRouteProvider(url: url, timeoutSeconds: 10, retries: 0)
             }
-            print(try await RouteBenchmark.run(pairs: try RouteBenchmark.pairs(file: self.pairs), osm: osm, valhalla: valhalla,
-                                               repeats: self.repeats))
+            print(
+                try await RouteBenchmark.run(
+                    pairs: try RouteBenchmark.pairs(file: self.pairs), osm: osm, valhalla: valhalla,
+                    repeats: self.repeats))
         }
     }
 }

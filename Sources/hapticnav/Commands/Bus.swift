@@ -48,10 +48,13 @@ struct BusCommand: ParsableCommand {
                 let due = start.addingTimeInterval(Double(index) * interval)
                 let wait = due.timeIntervalSinceNow
                 if wait > 0 { Thread.sleep(forTimeInterval: wait) }
-                let message = self.examples
+                let message =
+                    self.examples
                     ? BusMessage.examples[index % BusMessage.examples.count]
-                    : .heading(HeadingSample(timeSeconds: Date().timeIntervalSince1970,
-                                             headingDegrees: Double(index % 3600) / 10))
+                    : .heading(
+                        HeadingSample(
+                            timeSeconds: Date().timeIntervalSince1970,
+                            headingDegrees: Double(index % 3600) / 10))
                 try publisher.send(message)
                 index += 1
             }

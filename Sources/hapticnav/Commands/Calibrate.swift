@@ -10,9 +10,13 @@ import Runtime
 
 struct Calibrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Find the phone-in-pocket heading offset: find north, put the phone away, walk. Saves it for the haptic sink.")
+        abstract:
+            "Find the phone-in-pocket heading offset: find north, put the phone away, walk. Saves it for the haptic sink."
+    )
 
-    @Option(name: .shortAndLong, help: "The pipeline config: its source gives heading and tilt, its haptic stage the device.")
+    @Option(
+        name: .shortAndLong,
+        help: "The pipeline config: its source gives heading and tilt, its haptic stage the device.")
     var config: String
 
     @Option(help: "The haptic stage (default: the config's only one).")
@@ -29,13 +33,20 @@ struct Calibrate: AsyncParsableCommand {
     func run() async throws {
         let logger = self.logging.bootstrap()
         let pipeline = try loadConfig(self.config)
-        let outcome = try await CalibrationRunner.run(config: pipeline, stageName: self.stage, output: self.output,
-                                                      timeoutSeconds: self.timeout, print: { Swift.print($0); fflush(nil) },
-                                                      logger: logger)
+        let outcome = try await CalibrationRunner.run(
+            config: pipeline, stageName: self.stage, output: self.output,
+            timeoutSeconds: self.timeout,
+            print: {
+                Swift.print($0); fflush(nil)
+            },
+            logger: logger)
         let result = outcome.result
         if result.succeeded {
-            print(String(format: "calibrated: offset %.1f°, spread %.1f° over %d headings; saved to %@", result.offsetDegrees,
-                         result.spreadDegrees, result.sampleCount, outcome.savedTo ?? "-"))
+            print(
+                String(
+                    format: "calibrated: offset %.1f°, spread %.1f° over %d headings; saved to %@",
+                    result.offsetDegrees,
+                    result.spreadDegrees, result.sampleCount, outcome.savedTo ?? "-"))
         } else {
             print("calibration aborted: \(result.reason)")
             throw ExitCode(1)

@@ -24,9 +24,10 @@ struct ConfigCommand: ParsableCommand {
                 print("\(file): pipeline '\(pipeline.name)', \(pipeline.stages.count) stage(s)")
                 for stage in pipeline.stages {
                     let group = stage.group.map { " group \($0)" } ?? ""
-                    print("  \(stage.name): \(stage.role.rawValue)/\(stage.plugin)\(group)"
-                          + (stage.publish.isEmpty ? "" : " publish \(stage.publish.joined(separator: ","))")
-                          + (stage.inputs.isEmpty ? "" : " inputs \(stage.inputs.joined(separator: ","))"))
+                    print(
+                        "  \(stage.name): \(stage.role.rawValue)/\(stage.plugin)\(group)"
+                            + (stage.publish.isEmpty ? "" : " publish \(stage.publish.joined(separator: ","))")
+                            + (stage.inputs.isEmpty ? "" : " inputs \(stage.inputs.joined(separator: ","))"))
                 }
             }
         }

@@ -11,7 +11,8 @@ import Runtime
 
 struct Eval: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Evaluations that print their figures.", subcommands: [SmootherEval.self, GuidanceEval.self, TargetsEval.self])
+        abstract: "Evaluations that print their figures.",
+        subcommands: [SmootherEval.self, GuidanceEval.self, TargetsEval.self])
 
     struct SmootherEval: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -30,21 +31,28 @@ struct Eval: ParsableCommand {
         func run() throws {
             var options = KalmanSmoother.Options()
             options.accelerationNoise = self.accelerationNoise
-            let rows = try SmootherReport.run(realWalk: self.realWalk.isEmpty ? nil : self.realWalk, walks: self.walks,
-                                              options: options)
-            print("smoother: Kalman, constant velocity, acceleration noise \(options.accelerationNoise) m/s²; "
-                  + "walks at 1.4 m/s (real walk: its own pace), a fix every second, Gaussian noise per axis")
-            print("walk                                   σ m  runs  fixes  raw RMS m  smoothed RMS m  below raw  mean lag m")
+            let rows = try SmootherReport.run(
+                realWalk: self.realWalk.isEmpty ? nil : self.realWalk, walks: self.walks,
+                options: options)
+            print(
+                "smoother: Kalman, constant velocity, acceleration noise \(options.accelerationNoise) m/s²; "
+                    + "walks at 1.4 m/s (real walk: its own pace), a fix every second, Gaussian noise per axis")
+            print(
+                "walk                                   σ m  runs  fixes  raw RMS m  smoothed RMS m  below raw  mean lag m"
+            )
             var pass = true
             for row in rows {
                 let m = row.metrics
-                print(row.walk.padding(toLength: 37, withPad: " ", startingAt: 0)
-                      + String(format: "%5.0f %5d %6d %10.2f %15.2f %9.0f %% %11.2f", row.sigma, row.runs, m.fixes,
-                               m.rawRMSMeters, m.smoothedRMSMeters, m.improvement * 100, m.meanLagMeters))
+                print(
+                    row.walk.padding(toLength: 37, withPad: " ", startingAt: 0)
+                        + String(
+                            format: "%5.0f %5d %6d %10.2f %15.2f %9.0f %% %11.2f", row.sigma, row.runs, m.fixes,
+                            m.rawRMSMeters, m.smoothedRMSMeters, m.improvement * 100, m.meanLagMeters))
                 pass = pass && m.improvement >= 0.3 && (row.sigma < 10 || abs(m.meanLagMeters) <= 2)
             }
-            print("targets: RMS at least 30 % below raw at σ 5 and 10 m; |mean lag| at most 2 m at σ 10 m: "
-                  + (pass ? "met" : "NOT met"))
+            print(
+                "targets: RMS at least 30 % below raw at σ 5 and 10 m; |mean lag| at most 2 m at σ 10 m: "
+                    + (pass ? "met" : "NOT met"))
         }
     }
 }
@@ -53,7 +61,8 @@ extension Eval {
     struct GuidanceEval: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "guidance",
-            abstract: "Cue changes a minute for simulated walkers who obey cues: the plain rule against the debounced one.")
+            abstract:
+                "Cue changes a minute for simulated walkers who obey cues: the plain rule against the debounced one.")
 
         @Option(help: "Minutes walked per seed.")
         var minutes = 10.0
@@ -63,14 +72,17 @@ extension Eval {
 
         func run() {
             let walker = GuidanceSimulation.Walker()
-            print("walkers who obey cues: compass noise \(walker.compassNoiseDegrees)°, drift \(walker.driftDegreesPerRootSecond)°/√s, "
-                  + "turn \(walker.turnRateDegreesPerSecond)°/s at full intensity, reaction \(walker.reactionSeconds) s, "
-                  + "\(Int(walker.sampleRateHz)) Hz; tolerance 15°, debounce 0.3 s, release band 5°")
+            print(
+                "walkers who obey cues: compass noise \(walker.compassNoiseDegrees)°, drift \(walker.driftDegreesPerRootSecond)°/√s, "
+                    + "turn \(walker.turnRateDegreesPerSecond)°/s at full intensity, reaction \(walker.reactionSeconds) s, "
+                    + "\(Int(walker.sampleRateHz)) Hz; tolerance 15°, debounce 0.3 s, release band 5°")
             print("seed   plain rule /min   debounced /min")
             var plain: [Double] = [], debounced: [Double] = []
             for seed in 1...max(1, self.seeds) {
-                plain.append(GuidanceSimulation.cueChangesPerMinute(debounced: false, minutes: self.minutes, seed: UInt64(seed)))
-                debounced.append(GuidanceSimulation.cueChangesPerMinute(debounced: true, minutes: self.minutes, seed: UInt64(seed)))
+                plain.append(
+                    GuidanceSimulation.cueChangesPerMinute(debounced: false, minutes: self.minutes, seed: UInt64(seed)))
+                debounced.append(
+                    GuidanceSimulation.cueChangesPerMinute(debounced: true, minutes: self.minutes, seed: UInt64(seed)))
                 print(String(format: "%4d %17.1f %16.1f", seed, plain.last!, debounced.last!))
             }
             let median = { (values: [Double]) in values.sorted()[values.count / 2] }
@@ -83,7 +95,9 @@ extension Eval {
     struct TargetsEval: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "targets",
-            abstract: "Cue-obeying walkers on the 25 Monaco routes: how many stay within 10 m of the route, aiming at the next waypoint or at a look-ahead point.")
+            abstract:
+                "Cue-obeying walkers on the 25 Monaco routes: how many stay within 10 m of the route, aiming at the next waypoint or at a look-ahead point."
+        )
 
         @Option(help: "The OSM extract.")
         var map = "data/maps/monaco-highways.osm"
@@ -113,15 +127,19 @@ extension Eval {
                 }
             }
             let walker = GuidanceSimulation.Walker()
-            print("cue-obeying walkers on \(walks / max(1, self.seeds)) Monaco routes × \(self.seeds) seeds: compass noise \(walker.compassNoiseDegrees)°, "
-                  + "drift \(walker.driftDegreesPerRootSecond)°/√s, turn \(walker.turnRateDegreesPerSecond)°/s, reaction \(walker.reactionSeconds) s, 1.4 m/s; no rerouting")
+            print(
+                "cue-obeying walkers on \(walks / max(1, self.seeds)) Monaco routes × \(self.seeds) seeds: compass noise \(walker.compassNoiseDegrees)°, "
+                    + "drift \(walker.driftDegreesPerRootSecond)°/√s, turn \(walker.turnRateDegreesPerSecond)°/s, reaction \(walker.reactionSeconds) s, 1.4 m/s; no rerouting"
+            )
             print("target rule    within 10 m of the route   arrived   median / max distance from the route")
             for mode in RouteTracker.TargetMode.allCases {
                 let sorted = (worst[mode] ?? []).sorted()
-                print(mode.rawValue.padding(toLength: 14, withPad: " ", startingAt: 0)
-                      + String(format: "%8d of %d (%3.0f %%)   %7d   %6.1f m / %6.1f m", within[mode, default: 0], walks,
-                               100 * Double(within[mode, default: 0]) / Double(max(1, walks)), arrived[mode, default: 0],
-                               sorted.isEmpty ? 0 : sorted[sorted.count / 2], sorted.last ?? 0))
+                print(
+                    mode.rawValue.padding(toLength: 14, withPad: " ", startingAt: 0)
+                        + String(
+                            format: "%8d of %d (%3.0f %%)   %7d   %6.1f m / %6.1f m", within[mode, default: 0], walks,
+                            100 * Double(within[mode, default: 0]) / Double(max(1, walks)), arrived[mode, default: 0],
+                            sorted.isEmpty ? 0 : sorted[sorted.count / 2], sorted.last ?? 0))
             }
         }
     }

@@ -35,7 +35,9 @@ struct Fixes: ParsableCommand {
             options.nmea.assumedDateDays = days
         }
         if let start = self.startTime {
-            guard let seconds = parseTime(start) else { throw ValidationError("--start-time: expected a time like 2024-05-01T10:00:00Z") }
+            guard let seconds = parseTime(start) else {
+                throw ValidationError("--start-time: expected a time like 2024-05-01T10:00:00Z")
+            }
             options.startTime = seconds
         }
         options.fixProviders = Set(self.provider)
@@ -61,7 +63,9 @@ struct Fixes: ParsableCommand {
                         try container.encode(self.message.payload, forKey: .payload)
                     }
                 }
-                out += String(decoding: try encoder.encode(Line(line: entry.line, message: entry.message)), as: UTF8.self) + "\n"
+                out +=
+                    String(decoding: try encoder.encode(Line(line: entry.line, message: entry.message)), as: UTF8.self)
+                    + "\n"
             } else {
                 let time: Double
                 switch entry.message {
@@ -70,7 +74,8 @@ struct Fixes: ParsableCommand {
                 case let .attitude(attitude): time = attitude.timeSeconds
                 default: time = .nan
                 }
-                out += "\(iso8601(time)) \(entry.message.kind.topic.padding(toLength: 8, withPad: " ", startingAt: 0)) \(entry.message.summary)\n"
+                out +=
+                    "\(iso8601(time)) \(entry.message.kind.topic.padding(toLength: 8, withPad: " ", startingAt: 0)) \(entry.message.summary)\n"
             }
             if out.utf8.count > 1 << 16 {
                 FileHandle.standardOutput.write(Data(out.utf8))
@@ -82,9 +87,11 @@ struct Fixes: ParsableCommand {
             FileHandle.standardError.write(Data("skipped \(problem)\n".utf8))
         }
         let counts = Dictionary(grouping: result.entries, by: { $0.message.kind.topic }).mapValues(\.count)
-        FileHandle.standardError.write(Data(("\(self.file): \(result.format.rawValue), "
-            + counts.keys.sorted().map { "\(counts[$0]!) \($0)" }.joined(separator: ", ")
-            + ", \(result.problems.count) skipped\n").utf8))
+        FileHandle.standardError.write(
+            Data(
+                ("\(self.file): \(result.format.rawValue), "
+                    + counts.keys.sorted().map { "\(counts[$0]!) \($0)" }.joined(separator: ", ")
+                    + ", \(result.problems.count) skipped\n").utf8))
     }
 }
 

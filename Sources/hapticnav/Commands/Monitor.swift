@@ -15,7 +15,8 @@ struct Monitor: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: "The pipeline config whose stages to listen to.")
     var config: String?
 
-    @Option(name: .customLong("connect"), help: "An endpoint to listen to (repeatable), instead of or besides --config.")
+    @Option(
+        name: .customLong("connect"), help: "An endpoint to listen to (repeatable), instead of or besides --config.")
     var endpoints: [String] = []
 
     @Option(help: "Only these topics (repeatable).")
@@ -43,7 +44,8 @@ struct Monitor: AsyncParsableCommand {
         }
         guard !endpoints.isEmpty else { throw ValidationError("give --config or at least one --connect endpoint") }
         for topic in self.topic where BusMessage.Kind(topic: topic) == nil {
-            throw ValidationError("unknown topic '\(topic)'; topics: \(BusMessage.Kind.allCases.map(\.topic).joined(separator: ", "))")
+            throw ValidationError(
+                "unknown topic '\(topic)'; topics: \(BusMessage.Kind.allCases.map(\.topic).joined(separator: ", "))")
         }
         options.topics = self.topic
         let context = ZMQContext()
@@ -79,7 +81,9 @@ struct Monitor: AsyncParsableCommand {
         stopSources.forEach { $0.cancel() }
         let counters = subscriber.snapshot
         if counters.droppedTotal > 0 || counters.sequenceGaps > 0 {
-            logger.warning("dropped \(counters.droppedTotal) bad frame(s), \(counters.sequenceGaps) message(s) missing in sequence")
+            logger.warning(
+                "dropped \(counters.droppedTotal) bad frame(s), \(counters.sequenceGaps) message(s) missing in sequence"
+            )
         }
         context.terminate()
     }

@@ -60,10 +60,14 @@ struct RouteCommand: AsyncParsableCommand {
             options.avoidSteps = self.avoidSteps
             provider = try OSMRouteProvider(map: map, options: options, logger: logger)
         case (nil, "valhalla"?):
-            guard let url = URL(string: self.url ?? "http://127.0.0.1:8002") else { throw ValidationError("--url: not a URL") }
+            guard let url = URL(string: self.url ?? "http://127.0.0.1:8002") else {
+                throw ValidationError("--url: not a URL")
+            }
             provider = ValhallaRouteProvider(url: url)
         case (nil, "osrm"?):
-            guard let url = URL(string: self.url ?? "http://127.0.0.1:5000") else { throw ValidationError("--url: not a URL") }
+            guard let url = URL(string: self.url ?? "http://127.0.0.1:5000") else {
+                throw ValidationError("--url: not a URL")
+            }
             provider = OSRMRouteProvider(url: url)
         default:
             throw ValidationError("give --map FILE, or --provider valhalla|osrm (with --url)")
@@ -74,8 +78,9 @@ struct RouteCommand: AsyncParsableCommand {
         } catch let error as RoutingError {
             throw CommandFailure("\(error)")
         }
-        let route = RouteBuilder.route(from: plan, routeID: 1, timeSeconds: Date().timeIntervalSince1970, provider: provider.name,
-                                       turnThresholdDegrees: self.turnThreshold)
+        let route = RouteBuilder.route(
+            from: plan, routeID: 1, timeSeconds: Date().timeIntervalSince1970, provider: provider.name,
+            turnThresholdDegrees: self.turnThreshold)
         print(RouteOutput.render(route, format: self.format.rawValue))
     }
 }

@@ -26,7 +26,8 @@ struct Run: ParsableCommand {
         let stages = pipeline.stages.filter { self.group == nil || $0.group == self.group }
         guard !stages.isEmpty else {
             let groups = Set(pipeline.stages.compactMap(\.group)).sorted()
-            throw ValidationError("no stage is in group '\(self.group ?? "")'; groups: \(groups.joined(separator: ", "))")
+            throw ValidationError(
+                "no stage is in group '\(self.group ?? "")'; groups: \(groups.joined(separator: ", "))")
         }
         var launcher = Launcher(configFile: self.config, stages: stages.map(\.name), logger: logger)
         launcher.childArguments = ["--log-level", "\(self.logging.logLevel)"]
