@@ -2,6 +2,7 @@
 import Foundation
 import NavCore
 import Testing
+import TestSupport
 
 @Suite(.serialized) struct TransportTests {
     /// Waits for the publisher's first heartbeat: from then on the subscription is in place.
@@ -146,7 +147,8 @@ import Testing
                         timeSeconds: Double(index), latitude: 0, longitude: 0,
                         horizontalAccuracyMeters: 1)))
         }
-        try await Task.sleep(for: .milliseconds(300))
+        // Wait (bounded) until all sixty have reached the subscriber's queues, so that conflation has happened.
+        #expect(await eventually(within: 5) { subscriber.snapshot.received >= 60 })
         let received = await collectMessages(subscriber, count: 4, within: 2)
         let headings = received.compactMap { if case let .heading(h) = $0.message { h.timeSeconds } else { nil } }
         let fixes = received.compactMap { if case let .fix(f) = $0.message { f.timeSeconds } else { nil } }

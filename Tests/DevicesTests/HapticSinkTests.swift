@@ -112,7 +112,7 @@ struct SinkHarness {
         let band = try EmulatedBand(pty: pty)
         let device = BandDevice(address: band.address, logger: Logger(label: "test"))
         let sink = SinkHarness(devices: [device])
-        try await Task.sleep(for: .milliseconds(600))  // connect
+        #expect(await eventually(within: 10) { await device.isAvailable() }, "the band connected")
         var marks: [(String, Double)] = []
         for (label, heading) in [
             ("inside 355", 355.0), ("inside 8", 8), ("right 20", 340), ("right 50", 310), ("right 100", 260),
@@ -122,7 +122,8 @@ struct SinkHarness {
             try await sink.hold(heading: heading, seconds: 0.8)
         }
         try await sink.finish()
-        try await Task.sleep(for: .milliseconds(300))  // the emulator's thread logs what is still in flight
+        // The emulator's thread logs what is still in flight: wait for the sink's final stop.
+        #expect(await eventually(within: 5) { band.frames.last { $0.type != "ping" }?.type == "stopAll" })
         let frames = band.frames
         func motors(after label: String) -> (left: Int, right: Int)? {
             guard let index = marks.firstIndex(where: { $0.0 == label }) else { return nil }
@@ -150,10 +151,13 @@ struct SinkHarness {
         let band = try EmulatedBand(pty: false)
         let device = BandDevice(address: band.address, logger: Logger(label: "test"))
         let sink = SinkHarness(devices: [device])
-        try await Task.sleep(for: .milliseconds(600))
+        #expect(await eventually(within: 10) { await device.isAvailable() }, "the band connected")
         try await sink.hold(heading: 270, seconds: 1.5)  // 90° off: a strong right cue
         let lastInput = Date().timeIntervalSince1970
-        try await Task.sleep(for: .seconds(2))  // the route controller is gone
+        // The route controller is gone: wait (bounded) for the signal-lost pulse.
+        let pattern = Int(BandProtocol.Pattern.signalLost.rawValue)
+        #expect(
+            await eventually(within: 5) { band.frames.contains { $0.type == "pulse" && $0.payload.first == pattern } })
         let frames = band.frames
         #expect(frames.contains { $0.type == "setMotors" && $0.right > 0 && $0.time < lastInput }, "the motor ran")
         let stop = try #require(frames.first { $0.time > lastInput && $0.type == "stopAll" }, "a stop")
@@ -176,7 +180,7 @@ struct SinkHarness {
         let speaker = SpeakerDevice(wavFile: wav, logger: Logger(label: "test"))
         let sink = SinkHarness(devices: [device, speaker])
         func audioBytes() -> Int { ((try? FileManager.default.attributesOfItem(atPath: wav)[.size]) as? Int ?? 0) }
-        try await Task.sleep(for: .milliseconds(600))
+        #expect(await eventually(within: 10) { await device.isAvailable() }, "the band connected")
         try await sink.hold(heading: 300, seconds: 1)
         #expect(audioBytes() == 0, "the band plays while it answers")
         band.emulator.muted.store(true, ordering: .relaxed)
@@ -195,7 +199,9 @@ struct SinkHarness {
         band.emulator.muted.store(false, ordering: .relaxed)
         let back = Date().timeIntervalSince1970
         try await sink.hold(heading: 300, seconds: 1.5)
-        try await Task.sleep(for: .milliseconds(200))
+        _ = await eventually(within: 2) {
+            band.frames.contains { $0.time > back && $0.type == "setMotors" && $0.left + $0.right > 0 }
+        }
         let resumed = try #require(
             band.frames.first { $0.time > back && $0.type == "setMotors" && $0.left + $0.right > 0 },
             "the band took over again")

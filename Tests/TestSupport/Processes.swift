@@ -90,3 +90,14 @@ public func processTree(of pid: pid_t) -> [pid_t] {
     }
     return all
 }
+
+/// Waits until `condition` holds, checking every 20 ms, for at most `seconds`; returns whether it held.
+/// The one way tests wait: for a condition, with a bound, never a fixed sleep.
+public func eventually(within seconds: Double, _ condition: () async -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        if await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return await condition()
+}
