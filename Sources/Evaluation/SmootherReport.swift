@@ -1,4 +1,5 @@
 import Foundation
+import Parsers
 public import NavCore
 
 /// `hapticnav eval smoother`: the smoother's error and lag on simulated walks and on a real one.
@@ -15,18 +16,17 @@ public enum SmootherReport {
         public var metrics: SmootherEvaluation.Metrics
     }
 
-    /// Reads the GPS fixes of a GnssLogger log (`Fix,GPS,lat,lon,alt,speed,accuracy,bearing,unixMillis,…`).
+    /// Reads the GPS fixes of a GnssLogger log, through the one GnssLogger parser (``GnssLoggerLine``).
     public static func gnssLoggerFixes(file: String) throws -> (times: [Double], points: [Coordinate]) {
         let text = try String(contentsOfFile: file, encoding: .utf8)
         var times: [Double] = [], points: [Coordinate] = []
         // isNewline: GnssLogger writes CRLF, and "\r\n" is one Character in Swift.
-        for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix("Fix,GPS,") {
-            let fields = line.split(separator: ",", omittingEmptySubsequences: false)
-            guard fields.count > 8, let lat = Double(fields[2]), let lon = Double(fields[3]),
-                let millis = Double(fields[8]), lat.isFinite, lon.isFinite
-            else { continue }
-            times.append(millis / 1000)
-            points.append(Coordinate(latitude: lat, longitude: lon))
+        for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix("Fix,") {
+            guard case let .success(messages) = GnssLoggerLine.decode(line, providers: ["GPS"]) else { continue }
+            for case let .fix(fix) in messages {
+                times.append(fix.timeSeconds)
+                points.append(Coordinate(latitude: fix.latitude, longitude: fix.longitude))
+            }
         }
         return (times, points)
     }
