@@ -100,7 +100,7 @@ let package = Package(
         // uses it; the pipeline never does.
         .target(
             name: "Evaluation",
-            dependencies: ["NavCore", "Routers", "Parsers"]
+            dependencies: ["NavCore", "Bus", "CZeroMQ", "Routers", "Parsers"]
         ),
         .executableTarget(
             name: "hapticnav",

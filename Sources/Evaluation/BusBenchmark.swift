@@ -1,7 +1,22 @@
+import Bus
 internal import CZeroMQ
 import Foundation
 import NavCore
 import Synchronization
+
+/// Now on the monotonic clock [nanoseconds].
+private func monotonicNanoseconds() -> Int64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &spec)
+    return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
+}
+
+/// A raw libzmq call that failed: the reference path goes around ``Bus`` on purpose.
+private struct RawZMQError: Error, CustomStringConvertible {
+    let operation: String
+    let code = zmq_errno()
+    var description: String { "\(self.operation): \(String(cString: zmq_strerror(self.code)))" }
+}
 
 /// Latency statistics of one series [microseconds].
 public struct LatencySummary: Sendable, Codable {
@@ -96,23 +111,32 @@ public enum BusBenchmark {
         }
     }
 
-    private static func rawRound(context: ZMQContext, endpoint: String, count: Int, rateHz: Double) throws -> [Double] {
-        let publisher = try ZMQSocket(context: context, type: ZMQSocketType.publisher)
-        let subscriber = try ZMQSocket(context: context, type: ZMQSocketType.subscriber)
-        defer {
-            publisher.close()
-            subscriber.close()
+    private static func rawRound(context _: ZMQContext, endpoint: String, count: Int, rateHz: Double) throws -> [Double]
+    {
+        // Raw libzmq, its own context: nothing of this transport on the path.
+        guard let context = zmq_ctx_new() else { throw RawZMQError(operation: "zmq_ctx_new") }
+        defer { zmq_ctx_term(context) }
+        guard let publisher = zmq_socket(context, ZMQ_PUB), let subscriber = zmq_socket(context, ZMQ_SUB) else {
+            throw RawZMQError(operation: "zmq_socket")
         }
-        try publisher.bind(endpoint)
-        try subscriber.subscribe("")
-        try subscriber.connect(endpoint)
+        var zero: Int32 = 0
+        zmq_setsockopt(publisher, ZMQ_LINGER, &zero, 4)
+        zmq_setsockopt(subscriber, ZMQ_LINGER, &zero, 4)
+        defer {
+            zmq_close(publisher)
+            zmq_close(subscriber)
+        }
+        guard zmq_bind(publisher, endpoint) == 0 else { throw RawZMQError(operation: "zmq_bind(\(endpoint))") }
+        zmq_setsockopt(subscriber, ZMQ_SUBSCRIBE, nil, 0)
+        guard zmq_connect(subscriber, endpoint) == 0 else { throw RawZMQError(operation: "zmq_connect(\(endpoint))") }
+        nonisolated(unsafe) let receiving = subscriber
         let latencies = Mutex<[Double]>([])
         let ready = Atomic<Bool>(false)
         let done = DispatchSemaphore(value: 0)
         let receiver = Thread {
             // A blocking receive loop with a timeout so that a lost message cannot hang the run.
             var timeout: Int32 = 2000
-            zmq_setsockopt(subscriber.handle, ZMQ_RCVTIMEO, &timeout, 4)
+            zmq_setsockopt(receiving, ZMQ_RCVTIMEO, &timeout, 4)
             var received = 0
             var local: [Double] = []
             local.reserveCapacity(count)
@@ -120,7 +144,7 @@ public enum BusBenchmark {
                 var message = zmq_msg_t()
                 zmq_msg_init(&message)
                 defer { zmq_msg_close(&message) }
-                guard zmq_msg_recv(&message, subscriber.handle, 0) >= 0 else { break }
+                guard zmq_msg_recv(&message, receiving, 0) >= 0 else { break }
                 let now = monotonicNanoseconds()
                 guard zmq_msg_size(&message) >= 16, let data = zmq_msg_data(&message) else { continue }
                 let sent = data.loadUnaligned(as: Int64.self)
@@ -136,19 +160,23 @@ public enum BusBenchmark {
             done.signal()
         }
         receiver.start()
+        func send(_ words: [Int64]) throws {
+            let sent = words.withUnsafeBytes { zmq_send(publisher, $0.baseAddress, $0.count, 0) }
+            if sent < 0 { throw RawZMQError(operation: "zmq_send") }
+        }
         // Warm up until the subscription has reached the publisher (the slow joiner).
         var probe = [Int64](repeating: -1, count: 4)
         let warmupDeadline = monotonicNanoseconds() + 3_000_000_000
         while !ready.load(ordering: .acquiring) && monotonicNanoseconds() < warmupDeadline {
             probe[0] = monotonicNanoseconds()
-            try probe.withUnsafeBytes { try publisher.send($0, more: false) }
+            try send(probe)
             usleep(5_000)
         }
         var message = [Int64](repeating: 0, count: 4)
         try self.paced(count: count, rateHz: rateHz) { index in
             message[0] = monotonicNanoseconds()
             message[1] = Int64(index)
-            try message.withUnsafeBytes { try publisher.send($0, more: false) }
+            try send(message)
         }
         done.wait()
         return latencies.withLock { $0 }
