@@ -10,22 +10,48 @@
 public struct Guidance: Sendable {
     /// Thresholds, all configurable.
     public struct Options: Sendable, Equatable {
+        /// The settings a haptic stage's `options` may give, each with its key, unit, default and range.
+        public enum Setting {
+            public static let toleranceDegrees = SettingSpec(
+                "toleranceDegrees", unit: "°", default: 15.0, in: 5...45, "deviation allowed in silence")
+            public static let minimumIntensity = SettingSpec(
+                "minimumIntensity", default: 0.2, in: 0...1, "the weakest intensity a cue plays at")
+            public static let turnAroundDegrees = SettingSpec(
+                "turnAroundDegrees", unit: "°", default: 120.0, in: 45...180,
+                "beyond this deviation the cue is turn around")
+            public static let debounceSeconds = SettingSpec(
+                "debounceSeconds", unit: "s", default: 0.3, in: 0...5,
+                "a cue starts only after the deviation has been outside the tolerance this long")
+            public static let releaseBandDegrees = SettingSpec(
+                "releaseBandDegrees", unit: "°", default: 5.0, in: 0...40,
+                "a cue ends only when the deviation is this far back inside the tolerance")
+            public static let repeatPeriodSeconds = SettingSpec(
+                "repeatPeriodSeconds", unit: "s", default: 2.0, in: 0.1...60,
+                "an unchanged cue is sent again after this long")
+
+            /// Every setting, in documentation order.
+            public static let all: [SettingDoc] = [
+                toleranceDegrees.doc, minimumIntensity.doc, turnAroundDegrees.doc, debounceSeconds.doc,
+                releaseBandDegrees.doc, repeatPeriodSeconds.doc,
+            ]
+        }
+
         /// Phone-in-pocket offset [degrees]: true heading = raw heading − offset.
         public var offsetDegrees = 0.0
         /// Deviation allowed in silence [degrees, 5...45].
-        public var toleranceDegrees = 15.0
+        public var toleranceDegrees = Setting.toleranceDegrees.defaultValue
         /// The smallest intensity a motor can render [0...1].
-        public var minimumIntensity = 0.2
+        public var minimumIntensity = Setting.minimumIntensity.defaultValue
         /// Beyond this deviation the cue is turn-around [degrees].
-        public var turnAroundDegrees = 120.0
+        public var turnAroundDegrees = Setting.turnAroundDegrees.defaultValue
         /// A cue starts only after the deviation has been outside the tolerance this long [seconds].
-        public var debounceSeconds = 0.3
+        public var debounceSeconds = Setting.debounceSeconds.defaultValue
         /// A cue ends only when the deviation is this far back inside the tolerance [degrees].
-        public var releaseBandDegrees = 5.0
+        public var releaseBandDegrees = Setting.releaseBandDegrees.defaultValue
         /// At most this many cue changes a second.
         public var maximumChangesPerSecond = 10.0
         /// An unchanged cue is sent again after this long, so a late listener picks it up [seconds].
-        public var repeatPeriodSeconds = 2.0
+        public var repeatPeriodSeconds = Setting.repeatPeriodSeconds.defaultValue
         /// Intensity steps that count as a change of state [0...1].
         public var intensityStep = 0.1
 

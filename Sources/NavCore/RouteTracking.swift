@@ -104,26 +104,68 @@ public struct RouteTracker: Sendable {
 
     /// Thresholds, all configurable.
     public struct Options: Sendable, Equatable {
-        /// A waypoint completes within this distance [metres, 1...50].
-        public var waypointRadiusMeters = 10.0
+        /// The settings a route stage's `options` may give, each with its key, unit, default and range.
+        public enum Setting {
+            public static let waypointRadiusMeters = SettingSpec(
+                "waypointRadiusMeters", unit: "m", default: 10.0, in: 1...50,
+                "a waypoint completes within this distance")
+            public static let arrivalRadiusMeters = SettingSpec(
+                "arrivalRadiusMeters", unit: "m", default: 5.0, in: 1...50,
+                "the destination is reached within this distance")
+            public static let lookAheadMeters = SettingSpec(
+                "lookAheadMeters", unit: "m", default: 15.0, in: 1...200,
+                "how far ahead along the route the look-ahead target is")
+            public static let sharpTurnDegrees = SettingSpec(
+                "sharpTurnDegrees", unit: "°", default: 60.0, in: 10...180,
+                "a waypoint turning at least this much caps the look-ahead target")
+            public static let offRouteMeters = SettingSpec(
+                "offRouteMeters", unit: "m", default: 15.0, in: 2...500,
+                "off route beyond the larger of this and offRouteAccuracyFactor × the fix's accuracy…")
+            public static let offRouteAccuracyFactor = SettingSpec(
+                "offRouteAccuracyFactor", default: 1.5, in: 0...10, "…with this factor…")
+            public static let offRouteFixes = SettingSpec(
+                "offRouteFixes", default: 3, in: 1...100, "…for this many fixes in a row")
+            public static let rerouteMinimumSeconds = SettingSpec(
+                "rerouteMinimumSeconds", unit: "s", default: 10.0, in: 0...3600,
+                "no reroute sooner than this after the last…")
+            public static let rerouteMinimumMeters = SettingSpec(
+                "rerouteMinimumMeters", unit: "m", default: 30.0, in: 0...10_000,
+                "…nor nearer than this to where it was asked for")
+            /// The choice of target, documented beside the numbers.
+            public static let target = SettingDoc(
+                key: "target", defaultText: "lookAhead", rangeText: "lookAhead, waypoint",
+                summary:
+                    "where the guidance target goes: lookAheadMeters ahead on the route (capped at the next sharp turn), or the next waypoint"
+            )
+
+            /// Every setting, in documentation order.
+            public static let all: [SettingDoc] = [
+                target, lookAheadMeters.doc, sharpTurnDegrees.doc, waypointRadiusMeters.doc, arrivalRadiusMeters.doc,
+                offRouteMeters.doc, offRouteAccuracyFactor.doc, offRouteFixes.doc, rerouteMinimumSeconds.doc,
+                rerouteMinimumMeters.doc,
+            ]
+        }
+
+        /// A waypoint completes within this distance [metres].
+        public var waypointRadiusMeters = Setting.waypointRadiusMeters.defaultValue
         /// The destination is reached within this distance [metres].
-        public var arrivalRadiusMeters = 5.0
+        public var arrivalRadiusMeters = Setting.arrivalRadiusMeters.defaultValue
         /// Where the guidance target goes.
         public var targetMode = TargetMode.lookAhead
         /// How far ahead along the route the look-ahead target is [metres].
-        public var lookAheadMeters = 15.0
+        public var lookAheadMeters = Setting.lookAheadMeters.defaultValue
         /// A waypoint turning at least this much caps the look-ahead target [degrees].
-        public var sharpTurnDegrees = 60.0
+        public var sharpTurnDegrees = Setting.sharpTurnDegrees.defaultValue
         /// Off route beyond max(this, factor × fix accuracy) [metres]…
-        public var offRouteMinimumMeters = 15.0
+        public var offRouteMinimumMeters = Setting.offRouteMeters.defaultValue
         /// …with this factor…
-        public var offRouteAccuracyFactor = 1.5
+        public var offRouteAccuracyFactor = Setting.offRouteAccuracyFactor.defaultValue
         /// …for this many fixes in a row.
-        public var offRouteFixes = 3
+        public var offRouteFixes = Setting.offRouteFixes.defaultValue
         /// No reroute sooner than this after the last [seconds]…
-        public var rerouteMinimumSeconds = 10.0
+        public var rerouteMinimumSeconds = Setting.rerouteMinimumSeconds.defaultValue
         /// …nor nearer than this to where it was asked for [metres].
-        public var rerouteMinimumMeters = 30.0
+        public var rerouteMinimumMeters = Setting.rerouteMinimumMeters.defaultValue
         /// Walking against the route by more than this counts as the wrong way [degrees]…
         public var wrongWayDegrees = 120.0
         /// …at at least this speed [metres per second]…

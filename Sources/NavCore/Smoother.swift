@@ -21,14 +21,34 @@ public enum FixRejection: String, Error, CaseIterable, Sendable, Codable {
 public struct KalmanSmoother: Sendable {
     /// Tuning and limits.
     public struct Options: Sendable, Equatable {
+        /// The settings the `kalman` smoother may be given, each with its key, unit, default and range.
+        public enum Setting {
+            public static let accelerationNoise = SettingSpec(
+                "accelerationNoise", unit: "m/s²", default: 0.5, in: 0.01...20,
+                "the walker's acceleration, one sigma: larger follows turns faster and smooths less")
+            public static let maximumAccuracyMeters = SettingSpec(
+                "maximumAccuracyMeters", unit: "m", default: 100.0, in: 1...10_000,
+                "fixes reporting a worse horizontal accuracy are rejected")
+            public static let maximumGapSeconds = SettingSpec(
+                "maximumGapSeconds", unit: "s", default: 10.0, in: 0.5...3600,
+                "a gap between fixes longer than this restarts the filter")
+            public static let minimumCourseSpeed = SettingSpec(
+                "minimumCourseSpeed", unit: "m/s", default: 0.3, in: 0...10, "below this speed no course is reported")
+
+            /// Every setting, in documentation order.
+            public static let all: [SettingDoc] = [
+                accelerationNoise.doc, maximumAccuracyMeters.doc, maximumGapSeconds.doc, minimumCourseSpeed.doc,
+            ]
+        }
+
         /// Standard deviation of the walker's acceleration [m/s², > 0]: larger follows turns faster, smooths less.
-        public var accelerationNoise: Double = 0.5
+        public var accelerationNoise: Double = Setting.accelerationNoise.defaultValue
         /// Fixes reporting a worse horizontal accuracy are rejected [metres].
-        public var maximumAccuracyMeters: Double = 100
+        public var maximumAccuracyMeters: Double = Setting.maximumAccuracyMeters.defaultValue
         /// A gap between fixes longer than this restarts the filter [seconds].
-        public var maximumGapSeconds: Double = 10
+        public var maximumGapSeconds: Double = Setting.maximumGapSeconds.defaultValue
         /// Below this speed the course is not reported [metres per second].
-        public var minimumCourseSpeed: Double = 0.3
+        public var minimumCourseSpeed: Double = Setting.minimumCourseSpeed.defaultValue
         /// Velocity uncertainty at a (re)start [metres per second, one sigma].
         public var initialVelocitySigma: Double = 1.5
         /// The local frame moves to the walker when they are this far from its origin [metres].

@@ -48,21 +48,17 @@ enum HapticStageOptions {
                 path: "stages.\(stage.name).options", expected: "calibrationFile or offsetDegrees, not both",
                 found: "both")
         }
-        options.guidance.toleranceDegrees = try settings.double("toleranceDegrees", default: 15, in: 5...45)
-        options.guidance.minimumIntensity = try settings.double("minimumIntensity", default: 0.2, in: 0...1)
-        options.guidance.turnAroundDegrees = try settings.double("turnAroundDegrees", default: 120, in: 45...180)
-        options.guidance.debounceSeconds = try settings.double("debounceSeconds", default: 0.3, in: 0...5)
-        options.guidance.releaseBandDegrees = try settings.double("releaseBandDegrees", default: 5, in: 0...40)
-        options.guidance.repeatPeriodSeconds = try settings.double("repeatPeriodSeconds", default: 2, in: 0.1...60)
-        options.staleAfterSeconds = try settings.double("staleAfterSeconds", default: 1, in: 0.1...30)
-        options.headingStaleAfterSeconds = try settings.optionalDouble("headingStaleAfterSeconds").map { value in
-            guard (0.1...30).contains(value) else {
-                throw ConfigError.invalidValue(
-                    path: "stages.\(stage.name).options.headingStaleAfterSeconds",
-                    expected: "0.1 to 30 seconds", found: "\(value)")
-            }
-            return value
-        }
+        typealias Guide = Guidance.Options.Setting
+        options.guidance.toleranceDegrees = try settings.value(Guide.toleranceDegrees)
+        options.guidance.minimumIntensity = try settings.value(Guide.minimumIntensity)
+        options.guidance.turnAroundDegrees = try settings.value(Guide.turnAroundDegrees)
+        options.guidance.debounceSeconds = try settings.value(Guide.debounceSeconds)
+        options.guidance.releaseBandDegrees = try settings.value(Guide.releaseBandDegrees)
+        options.guidance.repeatPeriodSeconds = try settings.value(Guide.repeatPeriodSeconds)
+        options.staleAfterSeconds = try settings.value(HapticSinkOptions.Setting.staleAfterSeconds)
+        let headingLimit = HapticSinkOptions.Setting.headingStaleAfterSeconds
+        options.headingStaleAfterSeconds =
+            settings.value(headingLimit.key) == nil ? nil : try settings.value(headingLimit)
         var devices = [
             try PluginRegistry.makeDevice(
                 id: stage.plugin, settings: stage.settings, path: "stages.\(stage.name).plugin",

@@ -42,13 +42,45 @@ public struct StageConfig: Sendable {
 
 /// Transport settings shared by every stage of a pipeline.
 public struct BusConfig: Sendable {
+    /// The settings a config's `bus` may give, each with its key, unit, default and range.
+    public enum Setting {
+        public static let heartbeatIntervalSeconds = SettingSpec(
+            "heartbeatIntervalSeconds", unit: "s", default: 0.2, in: 0.01...10, "time between a publisher's heartbeats")
+        public static let livenessTimeoutSeconds = SettingSpec(
+            "livenessTimeoutSeconds", unit: "s", default: 0.75, in: 0.05...60,
+            "a publisher silent this long (no message, no heartbeat) is lost; more than twice the heartbeat interval")
+        public static let joinGraceSeconds = SettingSpec(
+            "joinGraceSeconds", unit: "s", default: 0.5, in: 0...30,
+            "a source waits this long after binding before it emits, so that subscribers started with it have joined")
+        public static let sendHighWaterMark = SettingSpec(
+            "sendHighWaterMark", default: 1000, in: 1...1_000_000,
+            "messages queued per subscriber before newer ones drop")
+        public static let receiveHighWaterMark = SettingSpec(
+            "receiveHighWaterMark", default: 10_000, in: 1...1_000_000,
+            "messages queued by libzmq per subscribed socket")
+        public static let maximumFrameBytes = SettingSpec(
+            "maximumFrameBytes", unit: "bytes", default: Envelope.defaultMaximumFrameBytes, in: 1024...(1 << 30),
+            "larger frames are dropped as oversized")
+        /// Per-topic queue limits, documented beside the numbers.
+        public static let topics = SettingDoc(
+            key: "topics", defaultText: "{}", rangeText: "{ TOPIC: { highWaterMark, conflate } }",
+            summary:
+                "per topic: messages waiting for the stage (highWaterMark, 1000) or only the newest (conflate: true)")
+
+        /// Every setting, in documentation order.
+        public static let all: [SettingDoc] = [
+            heartbeatIntervalSeconds.doc, livenessTimeoutSeconds.doc, joinGraceSeconds.doc, sendHighWaterMark.doc,
+            receiveHighWaterMark.doc, maximumFrameBytes.doc, topics,
+        ]
+    }
+
     /// Publisher options.
     public var publisher = PublisherOptions()
     /// Subscriber options, topics excepted (each stage sets its own).
     public var subscriber = SubscriberOptions()
     /// Time a source waits after binding before it emits, so that subscribers started with it have
     /// connected (PUB drops what is sent before a subscriber joins) [seconds].
-    public var joinGraceSeconds = 0.5
+    public var joinGraceSeconds = Setting.joinGraceSeconds.defaultValue
 }
 
 /// A pipeline: its stages, their plugins and endpoints, and the bus settings.
@@ -221,23 +253,18 @@ public struct PipelineConfig: Sendable {
     private static func parseBus(_ settings: Settings) throws -> BusConfig {
         var settings = settings
         var bus = BusConfig()
-        bus.publisher.heartbeatIntervalSeconds = try settings.double(
-            "heartbeatIntervalSeconds", default: 0.2, in: 0.01...10)
-        bus.joinGraceSeconds = try settings.double("joinGraceSeconds", default: 0.5, in: 0...30)
-        bus.publisher.sendHighWaterMark = Int32(try settings.int("sendHighWaterMark", default: 1000, in: 1...1_000_000))
-        bus.subscriber.livenessTimeoutSeconds = try settings.double(
-            "livenessTimeoutSeconds", default: 0.75, in: 0.05...60)
+        bus.publisher.heartbeatIntervalSeconds = try settings.value(BusConfig.Setting.heartbeatIntervalSeconds)
+        bus.joinGraceSeconds = try settings.value(BusConfig.Setting.joinGraceSeconds)
+        bus.publisher.sendHighWaterMark = Int32(try settings.value(BusConfig.Setting.sendHighWaterMark))
+        bus.subscriber.livenessTimeoutSeconds = try settings.value(BusConfig.Setting.livenessTimeoutSeconds)
         guard bus.subscriber.livenessTimeoutSeconds > bus.publisher.heartbeatIntervalSeconds * 2 else {
             throw ConfigError.invalidValue(
                 path: "bus.livenessTimeoutSeconds",
                 expected: "more than twice bus.heartbeatIntervalSeconds",
                 found: "\(bus.subscriber.livenessTimeoutSeconds)")
         }
-        bus.subscriber.maximumFrameBytes = try settings.int(
-            "maximumFrameBytes", default: Envelope.defaultMaximumFrameBytes,
-            in: 1024...(1 << 30))
-        bus.subscriber.receiveHighWaterMark = Int32(
-            try settings.int("receiveHighWaterMark", default: 10_000, in: 1...1_000_000))
+        bus.subscriber.maximumFrameBytes = try settings.value(BusConfig.Setting.maximumFrameBytes)
+        bus.subscriber.receiveHighWaterMark = Int32(try settings.value(BusConfig.Setting.receiveHighWaterMark))
         var topics = try settings.object("topics")
         for topic in topics.keys {
             guard BusMessage.Kind(topic: topic) != nil else {

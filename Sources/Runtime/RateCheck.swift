@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NavCore
+import Stages
 
 /// Holds each haptic stage's stale limits against the rates of the inputs they watch: a limit shorter than
 /// 2.5 periods of its input would declare a steady stream lost between two messages (spurious signal-lost
@@ -54,12 +55,15 @@ enum RateCheck {
                 }
             case .haptic:
                 var options = stage.options
-                let targetLimit = try options.double("staleAfterSeconds", default: 1, in: 0.1...30)
-                let headingLimit = try options.optionalDouble("headingStaleAfterSeconds") ?? targetLimit
+                typealias Setting = HapticSinkOptions.Setting
+                let targetLimit = try options.value(Setting.staleAfterSeconds)
+                let headingLimit =
+                    options.value(Setting.headingStaleAfterSeconds.key) == nil
+                    ? targetLimit : try options.value(Setting.headingStaleAfterSeconds)
                 let sources = inputStages(stage)
                 for (topic, limit, key) in [
-                    ("target", targetLimit, "staleAfterSeconds"),
-                    ("heading", headingLimit, "headingStaleAfterSeconds"),
+                    ("target", targetLimit, Setting.staleAfterSeconds.key),
+                    ("heading", headingLimit, Setting.headingStaleAfterSeconds.key),
                 ] {
                     guard stage.topics.isEmpty || stage.topics.contains(topic),
                         let rate = Self.slowest(sources.compactMap { rates[$0]?[topic] })

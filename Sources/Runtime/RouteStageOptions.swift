@@ -10,21 +10,23 @@ enum RouteStageOptions {
         }
         var options = RouteControllerOptions(destination: destination)
         var tracker = RouteTracker.Options()
-        tracker.waypointRadiusMeters = try settings.double("waypointRadiusMeters", default: 10, in: 1...50)
-        tracker.arrivalRadiusMeters = try settings.double("arrivalRadiusMeters", default: 5, in: 1...50)
+        typealias Setting = RouteTracker.Options.Setting
+        tracker.waypointRadiusMeters = try settings.value(Setting.waypointRadiusMeters)
+        tracker.arrivalRadiusMeters = try settings.value(Setting.arrivalRadiusMeters)
         tracker.targetMode = RouteTracker.TargetMode(
             rawValue: try settings.string(
-                "target", default: "lookAhead", oneOf: RouteTracker.TargetMode.allCases.map(\.rawValue)))!
-        tracker.lookAheadMeters = try settings.double("lookAheadMeters", default: 15, in: 1...200)
-        tracker.sharpTurnDegrees = try settings.double("sharpTurnDegrees", default: 60, in: 10...180)
-        tracker.offRouteMinimumMeters = try settings.double("offRouteMeters", default: 15, in: 2...500)
-        tracker.offRouteAccuracyFactor = try settings.double("offRouteAccuracyFactor", default: 1.5, in: 0...10)
-        tracker.offRouteFixes = try settings.int("offRouteFixes", default: 3, in: 1...100)
-        tracker.rerouteMinimumSeconds = try settings.double("rerouteMinimumSeconds", default: 10, in: 0...3600)
-        tracker.rerouteMinimumMeters = try settings.double("rerouteMinimumMeters", default: 30, in: 0...10_000)
+                Setting.target.key, default: Setting.target.defaultText,
+                oneOf: RouteTracker.TargetMode.allCases.map(\.rawValue)))!
+        tracker.lookAheadMeters = try settings.value(Setting.lookAheadMeters)
+        tracker.sharpTurnDegrees = try settings.value(Setting.sharpTurnDegrees)
+        tracker.offRouteMinimumMeters = try settings.value(Setting.offRouteMeters)
+        tracker.offRouteAccuracyFactor = try settings.value(Setting.offRouteAccuracyFactor)
+        tracker.offRouteFixes = try settings.value(Setting.offRouteFixes)
+        tracker.rerouteMinimumSeconds = try settings.value(Setting.rerouteMinimumSeconds)
+        tracker.rerouteMinimumMeters = try settings.value(Setting.rerouteMinimumMeters)
         options.tracker = tracker
-        options.turnThresholdDegrees = try settings.double("turnThresholdDegrees", default: 30, in: 5...170)
-        options.republishSeconds = try settings.double("republishSeconds", default: 5, in: 0.5...3600)
+        options.turnThresholdDegrees = try settings.value(RouteControllerOptions.Setting.turnThresholdDegrees)
+        options.republishSeconds = try settings.value(RouteControllerOptions.Setting.republishSeconds)
         try settings.finish()
         return options
     }

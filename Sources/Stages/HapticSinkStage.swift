@@ -4,11 +4,40 @@ public import ServiceLifecycle
 
 /// The haptic sink's settings.
 public struct HapticSinkOptions: Sendable {
+    /// The sink's own settings, each with its key, unit, default and range (guidance's are in
+    /// ``Guidance/Options/Setting``).
+    public enum Setting {
+        public static let staleAfterSeconds = SettingSpec(
+            "staleAfterSeconds", unit: "s", default: 1.0, in: 0.1...30,
+            "a guidance target older than this (from receipt, plus its lateness) is stale: every motor stops; at least 2.5 periods of the target input"
+        )
+        public static let headingStaleAfterSeconds = SettingSpec(
+            "headingStaleAfterSeconds", unit: "s", default: 1.0, in: 0.1...30,
+            "the same for headings; when absent, staleAfterSeconds")
+        /// How to navigate: a calibration or an explicit offset, documented beside the numbers.
+        public static let calibrationFile = SettingDoc(
+            key: "calibrationFile", defaultText: "—", rangeText: "a path",
+            summary:
+                "the phone-in-pocket offset saved by `hapticnav calibrate` (or give offsetDegrees, navigating uncalibrated)"
+        )
+        public static let offsetDegrees = SettingDoc(
+            key: "offsetDegrees", unit: "°", defaultText: "—", rangeText: "any",
+            summary: "an explicit offset instead of a calibration")
+        public static let fallback = SettingDoc(
+            key: "fallback", defaultText: "[]", rangeText: "[{ plugin, settings }]",
+            summary: "devices after the stage's own plugin, in order of preference")
+
+        /// Every setting of a haptic stage's `options`, guidance's among them, in documentation order.
+        public static let all: [SettingDoc] =
+            [calibrationFile, offsetDegrees, fallback] + Guidance.Options.Setting.all
+            + [staleAfterSeconds.doc, headingStaleAfterSeconds.doc]
+    }
+
     /// Guidance thresholds, the calibrated offset among them.
     public var guidance = Guidance.Options()
     /// A guidance target older than this, counted from its receipt less its lateness, is stale: every motor
     /// stops [seconds].
-    public var staleAfterSeconds = 1.0
+    public var staleAfterSeconds = Setting.staleAfterSeconds.defaultValue
     /// The same for headings [seconds]; nil: `staleAfterSeconds`.
     public var headingStaleAfterSeconds: Double?
     /// How often the sink checks for stale input and device availability [seconds].

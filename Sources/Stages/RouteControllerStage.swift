@@ -8,10 +8,29 @@ public struct RouteControllerOptions: Sendable {
     public var destination: Coordinate
     /// Tracking thresholds.
     public var tracker = RouteTracker.Options()
+    /// The route controller's own settings, each with its key, unit, default and range (the tracker's are in
+    /// ``RouteTracker/Options/Setting``).
+    public enum Setting {
+        public static let turnThresholdDegrees = SettingSpec(
+            "turnThresholdDegrees", unit: "°", default: 30.0, in: 5...170,
+            "a waypoint goes where the route turns by more")
+        public static let republishSeconds = SettingSpec(
+            "republishSeconds", unit: "s", default: 5.0, in: 0.5...3600,
+            "the route is published again this often (fix time), for late joiners")
+        /// Where to go, documented beside the numbers.
+        public static let destination = SettingDoc(
+            key: "destination", defaultText: "required", rangeText: "[latitude, longitude]",
+            summary: "where the walker is going")
+
+        /// Every setting of a route stage's `options`, the tracker's among them, in documentation order.
+        public static let all: [SettingDoc] =
+            [destination] + RouteTracker.Options.Setting.all + [turnThresholdDegrees.doc, republishSeconds.doc]
+    }
+
     /// A waypoint goes where the route turns by more than this [degrees].
-    public var turnThresholdDegrees = 30.0
+    public var turnThresholdDegrees = Setting.turnThresholdDegrees.defaultValue
     /// The route is published again this often, in fix time [seconds].
-    public var republishSeconds = 5.0
+    public var republishSeconds = Setting.republishSeconds.defaultValue
     /// After a failed first route, try again this often, in fix time [seconds].
     public var retrySeconds = 5.0
     /// Each new guidance target is sent again this many times, `targetRepeatIntervalSeconds` apart, so that a sink

@@ -10,7 +10,17 @@ import Runtime
 
 struct ConfigCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "config", abstract: "Check pipeline configs.", subcommands: [Check.self])
+        commandName: "config", abstract: "Check pipeline configs, or print the settings they may give.",
+        subcommands: [Check.self, Schema.self])
+
+    struct Schema: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print every documented setting with its unit, default and range (docs/CONFIG.md).")
+
+        func run() {
+            print(ConfigSchema.markdown(), terminator: "")
+        }
+    }
 
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Check a config and print its stages and endpoints.")

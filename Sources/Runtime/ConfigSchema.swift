@@ -1,0 +1,53 @@
+public import NavCore
+import Stages
+
+/// The documented settings of a pipeline config, read from the specs beside each type: what
+/// `hapticnav config schema` prints and `docs/CONFIG.md` holds (a test keeps the two equal).
+public enum ConfigSchema {
+    /// A part of a config and its settings.
+    public struct Section: Sendable {
+        /// Where in a config.
+        public let path: String
+        /// What it configures.
+        public let about: String
+        /// Its settings.
+        public let settings: [SettingDoc]
+    }
+
+    /// Every documented section.
+    public static let sections: [Section] = [
+        Section(path: "bus", about: "the transport, for every stage", settings: BusConfig.Setting.all),
+        Section(
+            path: "stages.NAME.settings", about: "the smoother `kalman`",
+            settings: KalmanSmoother.Options.Setting.all),
+        Section(
+            path: "stages.NAME.options", about: "a route stage: where to go and how to follow",
+            settings: RouteControllerOptions.Setting.all),
+        Section(
+            path: "stages.NAME.options", about: "a haptic stage: guidance and the fail-safe",
+            settings: HapticSinkOptions.Setting.all),
+    ]
+
+    /// The whole schema as Markdown.
+    public static func markdown() -> String {
+        var text = """
+            # Config settings
+
+            Every setting below is declared once, beside the type it configures (a `Setting` enum holding each key,
+            unit, default and range); configs are parsed through those declarations, and this page is what
+            `hapticnav config schema` prints from them. A test fails when the two disagree. Plugin settings not listed
+            here are in the README's plugin table.
+
+            """
+        for section in self.sections {
+            text += "\n## `\(section.path)`: \(section.about)\n\n"
+            text += "| key | unit | default | range | what it does |\n|---|---|---|---|---|\n"
+            for setting in section.settings {
+                let unit = setting.unit.isEmpty ? "" : setting.unit
+                text +=
+                    "| `\(setting.key)` | \(unit) | \(setting.defaultText) | \(setting.rangeText) | \(setting.summary) |\n"
+            }
+        }
+        return text
+    }
+}
