@@ -54,6 +54,8 @@ public protocol MessageSink: Sendable {
 
 /// A filter that turns raw fixes into smoothed ones (the smoother stage's swappable part).
 public protocol SmoothingFilter: Sendable {
+    /// The id that configs use to choose this plugin, for example "kalman".
+    static var id: String { get }
     /// Takes one fix; returns the estimate, or why the fix was not used.
     mutating func update(with fix: LocationFix) -> Result<SmoothedFix, FixRejection>
     /// Forgets the track: the next fix starts a new one (its stream's time line started again).
@@ -63,6 +65,8 @@ public protocol SmoothingFilter: Sendable {
 }
 
 extension KalmanSmoother: SmoothingFilter {
+    public static let id = "kalman"
+
     public var statusCounters: [StatusCounter] {
         [
             StatusCounter(name: "accepted", value: UInt64(self.counters.accepted)),
@@ -79,6 +83,8 @@ extension KalmanSmoother: SmoothingFilter {
 /// No requirement has a default: devices are actors, and a default in a protocol extension would win over an
 /// actor's own method when called on the concrete type from outside it.
 public protocol OutputDevice: Sendable {
+    /// The id that configs use to choose this plugin, for example "band".
+    static var id: String { get }
     /// A short name for logs and status, for example "band".
     var name: String { get }
     /// Keeps the device going (connects, reconnects, reads acknowledgements) until cancelled.

@@ -49,6 +49,7 @@ final class EmulatedBand: Sendable {
 
 /// An output device that records what it was asked to do.
 actor RecordingDevice: OutputDevice {
+    static let id = "recording"
     nonisolated let name: String
     var cues: [(ContinuousClock.Instant, HapticCue)] = []
     var stops = 0

@@ -2,7 +2,7 @@ public import NavCore
 
 /// The `kalman` smoother: ``KalmanSmoother`` with its options read from a config.
 public enum KalmanPlugin {
-    public static let id = "kalman"
+    public static let id = KalmanSmoother.id
 
     /// Reads `accelerationNoise` [m/s²], `maximumAccuracyMeters`, `maximumGapSeconds`, `minimumCourseSpeed`.
     public static func make(settings: Settings) throws -> KalmanSmoother {
