@@ -5,22 +5,29 @@ public import ServiceLifecycle
 /// The location source stage: runs a ``MessageSource`` plugin and publishes what it emits.
 ///
 /// Reports its health as ``StageStatus``: running at start, periodically with its counters, and
-/// end-of-stream when a finite input (a log, a simulated walk) is exhausted.
-public actor SourceStage<Output: MessagePublisher>: Service {
+/// end-of-stream when a finite input (a log, a simulated walk) is exhausted. Its timing (status interval, silence)
+/// runs on an injected clock, so that a test drives it by hand.
+public actor SourceStage<Output: MessagePublisher, StageClock: Clock>: Service
+where StageClock.Duration == Duration {
     private let name: String
     private let source: any MessageSource
     private let output: Output
     private let logger: Logger
     private let statusIntervalSeconds: Double
     private var published: [BusMessage.Kind: UInt64] = [:]
-    private var lastEmission = ContinuousClock.now
+    private let clock: StageClock
+    private var lastEmission: StageClock.Instant
+    private var lastStatus: StageClock.Instant
     private let staleAfterSeconds: Double
 
-    /// Creates the stage.
+    /// Creates the stage on `clock`.
     public init(
         name: String, source: any MessageSource, output: Output, logger: Logger,
-        statusIntervalSeconds: Double = 2, staleAfterSeconds: Double = 2
+        statusIntervalSeconds: Double = 2, staleAfterSeconds: Double = 2, clock: StageClock
     ) {
+        self.clock = clock
+        self.lastEmission = clock.now
+        self.lastStatus = clock.now
         self.staleAfterSeconds = staleAfterSeconds
         self.name = name
         self.source = source
@@ -31,7 +38,7 @@ public actor SourceStage<Output: MessagePublisher>: Service {
 
     private func count(_ kind: BusMessage.Kind) {
         self.published[kind, default: 0] += 1
-        self.lastEmission = ContinuousClock.now
+        self.lastEmission = self.clock.now
     }
 
     private func status(_ health: StageHealth, _ message: String, at time: Double) async throws {
@@ -46,17 +53,15 @@ public actor SourceStage<Output: MessagePublisher>: Service {
                     message: message, counters: counters)))
     }
 
-    private var lastStatus = ContinuousClock.now
-
     private var silenceSeconds: Double {
-        let elapsed = ContinuousClock.now - self.lastEmission
+        let elapsed = self.lastEmission.duration(to: self.clock.now)
         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
 
     /// True once per status interval: a periodic report is due, and is now counted as sent.
     private func takeStatusDue() -> Bool {
-        guard ContinuousClock.now - self.lastStatus >= .seconds(self.statusIntervalSeconds) else { return false }
-        self.lastStatus = ContinuousClock.now
+        guard self.lastStatus.duration(to: self.clock.now) >= .seconds(self.statusIntervalSeconds) else { return false }
+        self.lastStatus = self.clock.now
         return true
     }
 
@@ -78,7 +83,8 @@ public actor SourceStage<Output: MessagePublisher>: Service {
                 var wasStale = false
                 while !Task.isCancelled {
                     // A live source that goes quiet says so at once, not at the next periodic report.
-                    try await Task.sleep(for: .seconds(min(self.statusIntervalSeconds, self.staleAfterSeconds / 4)))
+                    try await self.clock.sleep(
+                        for: .seconds(min(self.statusIntervalSeconds, self.staleAfterSeconds / 4)), tolerance: nil)
                     let silence = await self.silenceSeconds
                     let stale = self.source.isLive && silence >= self.staleAfterSeconds
                     let due = await self.takeStatusDue()
@@ -105,5 +111,17 @@ public actor SourceStage<Output: MessagePublisher>: Service {
         } else {
             try? await self.status(.stopping, "\(sourceID) stopped", at: WallClock.nowSeconds())
         }
+    }
+}
+
+extension SourceStage where StageClock == ContinuousClock {
+    /// Creates the stage on the real (continuous) clock.
+    public init(
+        name: String, source: any MessageSource, output: Output, logger: Logger,
+        statusIntervalSeconds: Double = 2, staleAfterSeconds: Double = 2
+    ) {
+        self.init(
+            name: name, source: source, output: output, logger: logger, statusIntervalSeconds: statusIntervalSeconds,
+            staleAfterSeconds: staleAfterSeconds, clock: ContinuousClock())
     }
 }

@@ -222,22 +222,36 @@ private struct QuietLiveSource: MessageSource {
 }
 
 @Suite struct LiveSourceTests {
-    @Test func aLiveSourceThatGoesQuietIsReportedStale() async throws {
+    @Test func aLiveSourceThatGoesQuietIsReportedStaleOnTheStagesClock() async throws {
         let output = MemoryPublisher()
+        let clock = ManualClock()
         let stage = SourceStage(
             name: "gps", source: QuietLiveSource(), output: output, logger: Logger(label: "test"),
-            statusIntervalSeconds: 10, staleAfterSeconds: 0.5)
+            statusIntervalSeconds: 10, staleAfterSeconds: 0.5, clock: clock)
         let task = Task { try await stage.run() }
-        var stale: StageStatus?
-        for _ in 0..<100 {
-            try await Task.sleep(for: .milliseconds(20))
-            stale = await output.messages.compactMap {
-                if case let .status(s) = $0, s.health == .stale { s } else { nil }
-            }.first
-            if stale != nil { break }
+        defer { task.cancel() }
+        func stale() async -> StageStatus? {
+            await output.messages.compactMap { if case let .status(s) = $0, s.health == .stale { s } else { nil } }
+                .first
         }
-        task.cancel()
-        let report = try #require(stale, "a stale status within 2 s")
+        // The fix arrives and the stage's checker is asleep on the manual clock.
+        #expect(
+            await eventually(within: 5) { await output.messages.contains { if case .fix = $0 { true } else { false } } }
+        )
+        #expect(await eventually(within: 5) { clock.sleeperCount > 0 })
+        // 0.4 s of silence: not stale yet.
+        for _ in 0..<3 {
+            clock.advance(by: .milliseconds(125))
+            _ = await eventually(within: 1) { clock.sleeperCount > 0 }
+        }
+        #expect(await stale() == nil, "0.375 s of silence is not stale at a 0.5 s limit")
+        // Past the limit: stale at the next check, on the stage's clock, without anyone sleeping.
+        for _ in 0..<2 {
+            clock.advance(by: .milliseconds(125))
+            _ = await eventually(within: 1) { clock.sleeperCount > 0 }
+        }
+        #expect(await eventually(within: 5) { await stale() != nil })
+        let report = try #require(await stale())
         #expect(report.message.contains("no data"))
     }
 }
