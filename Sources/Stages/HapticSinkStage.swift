@@ -68,6 +68,7 @@ where Input.Element == Arrival<SinkInput> {
     private let options: HapticSinkOptions
     private let logger: Logger
     private let now: @Sendable () -> Double
+    private let sleep: @Sendable (Duration) async throws -> Void
     private var guidance: Guidance
     private var target: GuidanceTarget?
     private var failSafe: SinkFailSafe
@@ -75,7 +76,8 @@ where Input.Element == Arrival<SinkInput> {
     private var loggedDrops: Set<TimeDrop> = []
     /// The transport's counters for this stage's input (bad frames, gaps), for status.
     private let inputCounters: @Sendable () -> [StatusCounter]
-    private var active: Int?
+    private var selection = OutputSelection()
+    private var active: Int? { self.selection.active }
     private var lastCue: HapticCue?
     private var lastState: RouteState?
     private var cuesSent = 0
@@ -86,12 +88,14 @@ where Input.Element == Arrival<SinkInput> {
     private var targetSeen: (timeSeconds: Double, routeID: UInt32, currentAt: Double)?
 
     /// Creates the stage with devices in order of preference; `now` is the monotonic clock that arrivals' receive
-    /// times are on [seconds].
+    /// times are on [seconds], and `sleep` waits on the same clock between checks (a test passes a manual clock's).
     public init(
         name: String, input: Input, output: Output, devices: [any OutputDevice], options: HapticSinkOptions,
         logger: Logger, now: @escaping @Sendable () -> Double = MonotonicClock.nowSeconds,
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }
     ) {
+        self.sleep = sleep
         self.inputCounters = inputCounters
         self.name = name
         self.input = input
@@ -151,7 +155,7 @@ where Input.Element == Arrival<SinkInput> {
             }
             group.addTask {
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(self.options.checkIntervalSeconds))
+                    try? await self.sleep(.seconds(self.options.checkIntervalSeconds))
                     await self.check()
                 }
             }
@@ -289,21 +293,17 @@ where Input.Element == Arrival<SinkInput> {
                 silent ? .stale : (self.active == 0 ? .running : .degraded),
                 silent ? "silent: \(self.failSafe.silenceReason)" : "guiding")
         }
-        // Fallback: the first available device of the list.
-        var chosen: Int?
-        for (index, device) in self.devices.enumerated() where await device.isAvailable() {
-            chosen = index
-            break
-        }
-        if chosen != self.active {
-            let previous = self.active.map { self.devices[$0].name } ?? "none"
-            let next = chosen.map { self.devices[$0].name } ?? "none"
+        // Fallback: the first available device of the list (OutputSelection decides).
+        var available: [Bool] = []
+        for device in self.devices { available.append(await device.isAvailable()) }
+        if let change = self.selection.choose(available: available) {
+            let previous = change.from.map { self.devices[$0].name } ?? "none"
+            let next = change.to.map { self.devices[$0].name } ?? "none"
             self.logger.warning("sink '\(self.name)': output moves from \(previous) to \(next)")
-            if let old = self.active { try? await self.devices[old].stopAll() }
-            self.active = chosen
-            await self.status(chosen == 0 ? .running : .degraded, "output: \(next)")
+            if let old = change.from { try? await self.devices[old].stopAll() }
+            await self.status(change.degraded ? .degraded : .running, "output: \(next)")
             // The new device picks up what plays now.
-            if let cue = self.lastCue, let chosen, !self.failSafe.isSilent {
+            if let cue = self.lastCue, let chosen = change.to, !self.failSafe.isSilent {
                 try? await self.devices[chosen].render(cue)
             }
         }
