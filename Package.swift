@@ -100,7 +100,7 @@ let package = Package(
         // uses it; the pipeline never does.
         .target(
             name: "Evaluation",
-            dependencies: ["NavCore", "Bus", "CZeroMQ", "Routers", "Parsers"]
+            dependencies: ["NavCore", "Bus", "CZeroMQ", "Routers", "Parsers", "Devices"]
         ),
         .executableTarget(
             name: "hapticnav",

@@ -95,6 +95,17 @@ public enum BusBenchmark {
             payloadBytes: writer.bytes.count)
     }
 
+    /// One raw libzmq hop, for reference beside a measurement through the stages [milliseconds]: `messages` at
+    /// 1 kHz over `transport` ("ipc" in `folder`, or "tcp" on loopback).
+    public static func rawHop(transport: String, folder: String, messages: Int) async throws -> LatencySummary {
+        let context = ZMQContext()
+        defer { context.terminate() }
+        let endpoint =
+            transport == "tcp" ? "tcp://127.0.0.1:\(Int.random(in: 20_000...60_000))" : "ipc://\(folder)/raw.sock"
+        let microseconds = try self.rawRound(context: context, endpoint: endpoint, count: messages, rateHz: 1000)
+        return LatencySummary(microseconds.map { $0 / 1000 })
+    }
+
     /// Sends `count` messages at `rateHz` on the calling thread, each produced by `send(index)`.
     private static func paced(count: Int, rateHz: Double, _ send: (Int) throws -> Void) rethrows {
         let interval = Int64(1e9 / rateHz)

@@ -146,12 +146,10 @@ extension ProcessSuites {
                 let (stop, resume) = try await self.cut(&lab, for: seconds)
                 results.append(("\(Int(seconds)) s cut", stop, resume))
             }
-            let binary = lab.binary
-            _ = binary
             let (stop, resume) = try await self.cut(&lab, for: 10) { lab in
                 // Group 1 dies and starts again while the link is down: Group 2's connections to it are half-open.
                 for process in lab.group1 { process.signal(SIGKILL) }
-                for process in lab.group1 { _ = process.process.waitUntilExit() }
+                for process in lab.group1 { process.process.waitUntilExit() }
                 try lab.startGroup1()
             }
             results.append(("Group 1 restarted during a 10 s cut", stop, resume))

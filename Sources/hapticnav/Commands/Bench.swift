@@ -11,7 +11,70 @@ import Runtime
 
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Benchmarks that print their figures.", subcommands: [BusBench.self, RoutesBench.self])
+        abstract: "Benchmarks that print their figures.",
+        subcommands: [BusBench.self, RoutesBench.self, PipelineBench.self])
+
+    struct PipelineBench: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "pipeline",
+            abstract:
+                "The real stage processes at 50 Hz headings and 10 Hz fixes: heading → band frame latency, losses, "
+                + "each stage's CPU and memory, and a raw libzmq hop for reference.")
+
+        @Option(help: "Seconds to measure, after a 3 s warm-up.")
+        var seconds = 20.0
+
+        @Option(help: "ipc, tcp or both.")
+        var transport = "both"
+
+        @Option(help: "The route the simulated walker follows (GeoJSON).")
+        var route = "data/routes/monaco-demo-walk.geojson"
+
+        @Flag(help: "Print the figures as JSON.")
+        var json = false
+
+        func run() async throws {
+            let transports = self.transport == "both" ? ["ipc", "tcp"] : [self.transport]
+            guard transports.allSatisfy({ ["ipc", "tcp"].contains($0) }) else {
+                throw ValidationError("--transport: ipc, tcp or both")
+            }
+            let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+            let route = URL(fileURLWithPath: self.route).standardizedFileURL.path
+            var reports: [PipelineBenchmark.Report] = []
+            for transport in transports {
+                let folder = "/tmp/hapticnav-bench-\(getpid())-\(transport)"
+                defer { try? FileManager.default.removeItem(atPath: folder) }
+                reports.append(
+                    try await PipelineBenchmark.run(
+                        executable: executable, route: route, transport: transport, seconds: self.seconds,
+                        folder: folder))
+            }
+            if self.json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                print(String(decoding: try encoder.encode(reports), as: UTF8.self))
+            }
+            for report in reports {
+                let l = report.latencyMilliseconds, r = report.rawHopMilliseconds
+                print(
+                    "pipeline over \(report.transport)://, \(Int(report.seconds)) s: \(report.headings) headings, "
+                        + "\(report.frames) band frames with a cue, \(report.lost) message(s) lost")
+                print(
+                    String(
+                        format: "  heading → band frame: p50 %.3f ms, p99 %.3f ms, max %.3f ms (%d samples)",
+                        l.p50, l.p99, l.max, l.count))
+                print(String(format: "  raw libzmq hop, same transport: p50 %.3f ms, p99 %.3f ms", r.p50, r.p99))
+                for stage in report.stages {
+                    let name = stage.stage.padding(toLength: 9, withPad: " ", startingAt: 0)
+                    let load = String(
+                        format: "CPU %5.2f %% of a core, resident memory up to %.1f MB", stage.cpuPercent,
+                        stage.residentMegabytesMax)
+                    print("  \(name) \(load)")
+                }
+            }
+            for report in reports { print(report.line) }
+        }
+    }
 
     struct BusBench: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

@@ -1,0 +1,233 @@
+import Bus
+import Devices
+import Foundation
+import NavCore
+import Synchronization
+
+/// `hapticnav bench pipeline`: the real stage processes — source → smoother → route controller → haptic sink → a
+/// band emulator on a pseudo-terminal — at 50 Hz headings and 10 Hz fixes, over ipc:// or tcp://. It measures how
+/// long a heading takes to become a band frame (the heading's send time in its header against the emulator's
+/// receive time: one host, one clock), what was lost, and each stage's CPU share and resident memory.
+public enum PipelineBenchmark {
+    /// What one run measured.
+    public struct Report: Sendable, Codable {
+        /// The transport between the stages ("ipc" or "tcp").
+        public var transport: String
+        /// Seconds measured, after the warm-up.
+        public var seconds: Double
+        /// Heading → band frame [milliseconds].
+        public var latencyMilliseconds: LatencySummary
+        /// Messages missing by sequence numbers, summed over every stage's input [count].
+        public var lost: UInt64
+        /// Headings published during the measurement [count].
+        public var headings: Int
+        /// Band frames that carried a cue during the measurement [count].
+        public var frames: Int
+        /// Per stage: share of one core over the measurement [%] and largest resident memory [MB].
+        public var stages: [StageLoad]
+        /// One raw libzmq hop over the same transport, for reference [milliseconds].
+        public var rawHopMilliseconds: LatencySummary
+
+        /// The machine-readable last line.
+        public var line: String {
+            func f(_ value: Double) -> String { String(format: "%.3f", value) }
+            let rss = self.stages.map(\.residentMegabytesMax).max() ?? .nan
+            let cpu = self.stages.map(\.cpuPercent).max() ?? .nan
+            return "PIPELINE transport=\(self.transport) p50_ms=\(f(self.latencyMilliseconds.p50)) "
+                + "p99_ms=\(f(self.latencyMilliseconds.p99)) max_ms=\(f(self.latencyMilliseconds.max)) lost=\(self.lost) "
+                + "rss_mb_max=\(String(format: "%.1f", rss)) cpu_pct_max=\(String(format: "%.2f", cpu))"
+        }
+    }
+
+    /// One stage process's load.
+    public struct StageLoad: Sendable, Codable {
+        /// The stage's name.
+        public var stage: String
+        /// Share of one core [%].
+        public var cpuPercent: Double
+        /// Largest resident memory seen [MB].
+        public var residentMegabytesMax: Double
+    }
+
+    /// Why a run could not be made.
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Runs the pipeline for `warmUp` + `seconds` and measures the last `seconds`.
+    public static func run(
+        executable: String, route: String, transport: String, seconds: Double, warmUp: Double = 3, folder: String
+    ) async throws -> Report {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let ports = (0..<4).map { _ in Self.freePort() }
+        func endpoint(_ name: String, _ index: Int) -> String {
+            transport == "tcp" ? "tcp://127.0.0.1:\(ports[index])" : "ipc://\(folder)/\(name).sock"
+        }
+        let bandLink = "\(folder)/band"
+        let frames = Mutex<[(time: Double, type: String)]>([])
+        let emulator = BandEmulator(listen: .pty(link: bandLink)) { line in
+            guard let data = line.data(using: .utf8),
+                let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                let time = object["receiveTimeSeconds"] as? Double, let type = object["type"] as? String
+            else { return }
+            frames.withLock { $0.append((time, type)) }
+        }
+        let ready = DispatchSemaphore(value: 0)
+        let emulatorThread = Thread {
+            try? emulator.serve { _ in ready.signal() }
+        }
+        emulatorThread.start()
+        guard ready.wait(timeout: .now() + 5) == .success else {
+            throw Failure(description: "the band emulator did not start")
+        }
+        defer { emulator.stop() }
+
+        // A walker 40° off its walking direction with a noisy compass, the sink assuming no offset: the cue changes
+        // (and so the band gets a frame) many times a second, each right after the heading that caused it.
+        let config = """
+            {
+              bus: { joinGraceSeconds: 0.5 },
+              stages: {
+                source: { plugin: "sim", publish: "\(endpoint("source", 0))",
+                          settings: { route: "\(route)", pace: 1, loop: true, headingIntervalSeconds: 0.02,
+                                      fixIntervalSeconds: 0.1, pocketOffsetDegrees: 40, compassNoiseDegrees: 15, seed: 7 } },
+                smoother: { plugin: "kalman", inputs: ["source"], topics: ["fix"], publish: "\(endpoint("smoother", 1))" },
+                route: { plugin: "file", inputs: ["smoother"], topics: ["smoothed"], publish: "\(endpoint("route", 2))",
+                         settings: { file: "\(route)" }, options: { destination: \(try Self.lastPoint(route)) } },
+                haptic: { plugin: "band", inputs: ["source", "route"], topics: ["heading", "target", "progress"],
+                          publish: "\(endpoint("haptic", 3))", settings: { device: "\(bandLink)" },
+                          options: { offsetDegrees: 0, debounceSeconds: 0 } },
+              },
+            }
+            """
+        let configFile = "\(folder)/pipeline.json5"
+        try config.write(toFile: configFile, atomically: true, encoding: .utf8)
+        var processes: [(String, Process)] = []
+        defer {
+            for (_, process) in processes where process.isRunning { process.terminate() }
+            for (_, process) in processes { process.waitUntilExit() }
+        }
+        for name in ["haptic", "route", "smoother", "source"] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = ["stage", name, "--config", configFile, "--log-level", "error"]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            processes.append((name, process))
+        }
+
+        // Headings as the sink receives them (the header's send time), and the stages' statuses (their counters).
+        let context = ZMQContext()
+        defer { context.terminate() }
+        let subscriber = try BusSubscriber(
+            context: context, connect: (0..<4).map { endpoint(["source", "smoother", "route", "haptic"][$0], $0) },
+            options: SubscriberOptions(topics: ["heading", "status"]))
+        defer { subscriber.close() }
+        let headings = Mutex<[Double]>([])
+        let gaps = Mutex<[String: UInt64]>([:])
+        let reader = Task.detached {
+            for await received in subscriber.messages {
+                switch received.message {
+                case .heading:
+                    headings.withLock { $0.append(Double(received.header.sendTimeNanoseconds) / 1e9) }
+                case let .status(status):
+                    if let counter = status.counters.first(where: { $0.name == "bus.sequenceGaps" }) {
+                        gaps.withLock { $0[status.stage] = counter.value }
+                    }
+                default: break
+                }
+            }
+        }
+        defer { reader.cancel() }
+
+        try await Task.sleep(for: .seconds(warmUp))
+        guard processes.allSatisfy({ $0.1.isRunning }) else { throw Failure(description: "a stage process stopped") }
+        let gapsBefore = gaps.withLock { $0 }
+        let start = Date().timeIntervalSince1970
+        let before = processes.map { Self.cpuSeconds(pid: $0.1.processIdentifier) }
+        var rss = [Double](repeating: 0, count: processes.count)
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(250))
+            for (index, entry) in processes.enumerated() {
+                rss[index] = max(rss[index], Self.residentMegabytes(pid: entry.1.processIdentifier))
+            }
+        }
+        let end = Date().timeIntervalSince1970
+        let after = processes.map { Self.cpuSeconds(pid: $0.1.processIdentifier) }
+        // Statuses come every second: wait for one more round so that the counters cover the window.
+        try await Task.sleep(for: .milliseconds(1200))
+        let gapsAfter = gaps.withLock { $0 }
+
+        let sent = headings.withLock { $0 }.sorted()
+        let cueFrames = frames.withLock { $0 }.filter { $0.type == "setMotors" && $0.time >= start && $0.time <= end }
+        var latencies: [Double] = []
+        for frame in cueFrames {
+            // The heading that caused a frame is the last one sent before it.
+            var low = 0, high = sent.count
+            while low < high {
+                let middle = (low + high) / 2
+                if sent[middle] <= frame.time { low = middle + 1 } else { high = middle }
+            }
+            if low > 0 { latencies.append((frame.time - sent[low - 1]) * 1000) }
+        }
+        let loads = processes.enumerated().map { index, entry in
+            StageLoad(
+                stage: entry.0, cpuPercent: (after[index] - before[index]) / (end - start) * 100,
+                residentMegabytesMax: rss[index])
+        }
+        let lost = gapsAfter.reduce(UInt64(0)) { total, entry in total &+ (entry.value &- (gapsBefore[entry.key] ?? 0))
+        }
+        let raw = try await BusBenchmark.rawHop(transport: transport, folder: folder, messages: 2000)
+        return Report(
+            transport: transport, seconds: end - start, latencyMilliseconds: LatencySummary(latencies),
+            lost: lost, headings: sent.filter { $0 >= start && $0 <= end }.count, frames: cueFrames.count,
+            stages: loads, rawHopMilliseconds: raw)
+    }
+
+    private static func lastPoint(_ route: String) throws -> String {
+        let data = try Data(contentsOf: URL(fileURLWithPath: route))
+        guard let feature = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let geometry = feature["geometry"] as? [String: Any],
+            let coordinates = geometry["coordinates"] as? [[Double]], let last = coordinates.last, last.count >= 2
+        else { throw Failure(description: "\(route): not a GeoJSON LineString") }
+        return "[\(last[1]), \(last[0])]"
+    }
+
+    /// User and system time a process has used [seconds], from /proc.
+    static func cpuSeconds(pid: Int32) -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return .nan }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // After the name: state is field 3 of the whole line, utime 14 and stime 15 (1-based).
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return .nan }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// A process's resident memory [MB], from /proc.
+    static func residentMegabytes(pid: Int32) -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Double($0) })
+        else { return 0 }
+        return kilobytes / 1024
+    }
+
+    private static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+import Testing
+
+extension ProcessSuites {
+    /// `hapticnav bench pipeline` on the real stage processes, briefly: it measures and ends with its machine line.
+    @Suite struct PipelineBenchTests {
+        @Test func theBenchmarkMeasuresHeadingToBandFrameAndEndsWithItsMachineLine() async throws {
+            let bench = try ChildProcess(
+                try hapticnavExecutable(),
+                [
+                    "bench", "pipeline", "--seconds", "3", "--transport", "ipc", "--route",
+                    repositoryRoot.appendingPathComponent("data/routes/monaco-demo-walk.geojson").path,
+                ])
+            defer { bench.ensureStopped() }
+            #expect(await bench.wait(seconds: 60) == 0, "\(bench.stderr.suffix(500))")
+            let lines = bench.stdout.split(separator: "\n")
+            let last = try #require(lines.last.map(String.init))
+            #expect(last.hasPrefix("PIPELINE transport=ipc p50_ms="), "\(last)")
+            func value(_ key: String) -> Double? {
+                last.split(separator: " ").first { $0.hasPrefix("\(key)=") }.flatMap {
+                    Double($0.split(separator: "=")[1])
+                }
+            }
+            let p50 = try #require(value("p50_ms")), p99 = try #require(value("p99_ms"))
+            #expect(p50 > 0 && p99 >= p50 && p99 < 50, "a heading becomes a band frame in milliseconds: \(last)")
+            #expect(value("lost") == 0)
+            #expect(
+                (value("rss_mb_max") ?? 0) > 1 && (value("cpu_pct_max") ?? 0) > 0, "per-stage load was read: \(last)")
+            #expect(bench.stdout.contains("heading → band frame"))
+        }
+    }
+}
