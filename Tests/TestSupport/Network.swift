@@ -1,7 +1,19 @@
 import Foundation
+import Synchronization
 
-/// A TCP port on 127.0.0.1 that nothing listens on right now.
+/// Ports this test process has handed out: tests run in parallel, and a port free when asked for is bound only
+/// later, so two tests must never be given the same one (a band plugin would then reach another test's emulator).
+private let handedOut = Mutex<Set<Int>>([])
+
+/// A TCP port on 127.0.0.1 that nothing listens on right now, and that no other test of this process was given.
 public func freeTCPPort() -> Int {
+    while true {
+        let port = kernelFreePort()
+        if handedOut.withLock({ $0.insert(port).inserted }) { return port }
+    }
+}
+
+private func kernelFreePort() -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var address = sockaddr_in()
