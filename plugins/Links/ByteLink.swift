@@ -63,12 +63,37 @@ public final class ByteLink: Sendable {
                 Glibc.close(fd)
                 continue
             }
+            // Nothing listening on a loopback port in the ephemeral range, and a connect that the kernel gave that
+            // very port as its source: TCP's simultaneous open connects the socket to itself. A device would then
+            // read its own frames; refuse it as the absent peer it is.
+            if Self.isConnectedToItself(fd) {
+                failure = "connected to itself (nothing listens there)"
+                Glibc.close(fd)
+                continue
+            }
             _ = fcntl(fd, F_SETFL, flags)
             var one: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
             return ByteLink(descriptor: fd, splitLines: splitLines)
         }
         throw LinkError.unreachable("tcp://\(host):\(port): \(failure)")
+    }
+
+    /// True when a TCP socket's local and peer addresses are the same (a self-connection).
+    static func isConnectedToItself(_ fd: Int32) -> Bool {
+        var local = sockaddr_storage(), peer = sockaddr_storage()
+        var localLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        var peerLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let gotLocal = withUnsafeMutablePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &localLength) }
+        }
+        let gotPeer = withUnsafeMutablePointer(to: &peer) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &peerLength) }
+        }
+        guard gotLocal == 0, gotPeer == 0, localLength == peerLength else { return false }
+        return withUnsafeBytes(of: &local) { a in
+            withUnsafeBytes(of: &peer) { b in a.prefix(Int(localLength)).elementsEqual(b.prefix(Int(peerLength))) }
+        }
     }
 
     /// Opens a serial port or pseudo-terminal in raw mode at `baud`.
