@@ -75,7 +75,7 @@ public enum BusBenchmark {
         var roundRatios: [Double] = []
         for round in 0..<rounds {
             let rawRound = try self.rawRound(
-                context: context, endpoint: "ipc://\(folder)/raw-\(round).sock",
+                endpoint: "ipc://\(folder)/raw-\(round).sock",
                 count: perRound, rateHz: rateHz)
             raw += rawRound
             let hop = try await self.transportRound(
@@ -98,11 +98,9 @@ public enum BusBenchmark {
     /// One raw libzmq hop, for reference beside a measurement through the stages [milliseconds]: `messages` at
     /// 1 kHz over `transport` ("ipc" in `folder`, or "tcp" on loopback).
     public static func rawHop(transport: String, folder: String, messages: Int) async throws -> LatencySummary {
-        let context = ZMQContext()
-        defer { context.terminate() }
         let endpoint =
-            transport == "tcp" ? "tcp://127.0.0.1:\(Int.random(in: 20_000...60_000))" : "ipc://\(folder)/raw.sock"
-        let microseconds = try self.rawRound(context: context, endpoint: endpoint, count: messages, rateHz: 1000)
+            transport == "tcp" ? "tcp://127.0.0.1:\(PipelineBenchmark.freePort())" : "ipc://\(folder)/raw.sock"
+        let microseconds = try self.rawRound(endpoint: endpoint, count: messages, rateHz: 1000)
         return LatencySummary(microseconds.map { $0 / 1000 })
     }
 
@@ -122,8 +120,7 @@ public enum BusBenchmark {
         }
     }
 
-    private static func rawRound(context _: ZMQContext, endpoint: String, count: Int, rateHz: Double) throws -> [Double]
-    {
+    private static func rawRound(endpoint: String, count: Int, rateHz: Double) throws -> [Double] {
         // Raw libzmq, its own context: nothing of this transport on the path.
         guard let context = zmq_ctx_new() else { throw RawZMQError(operation: "zmq_ctx_new") }
         defer { zmq_ctx_term(context) }

@@ -215,7 +215,7 @@ public enum PipelineBenchmark {
         return kilobytes / 1024
     }
 
-    private static func freePort() -> Int {
+    static func freePort() -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()

@@ -196,11 +196,6 @@ public struct InputTimeGuard: Sendable {
         return self.drop(measurementSeconds < last.measurement ? .backwards : .ahead)
     }
 
-    /// Forgets every stream (a stage that starts over).
-    public mutating func forgetStreams() {
-        self.streams.removeAll()
-    }
-
     /// Forgets the time lines of the streams whose key starts with `prefix` (a publisher that was lost: when it comes
     /// back, perhaps restarted, its first message starts a new time line at once). Their transit baselines stay:
     /// the hosts' clocks did not change.

@@ -115,9 +115,6 @@ where Input.Element == Arrival<SinkInput> {
                 latenessLimitSeconds: options.staleAfterSeconds))
     }
 
-    /// True while the sink is silent for want of fresh input (for tests).
-    public var isSilent: Bool { self.failSafe.isSilent }
-
     private func status(_ health: StageHealth, _ message: String) async {
         self.lastStatus = self.now()
         var counters = [

@@ -23,11 +23,10 @@ private final class CraftingPublisher: @unchecked Sendable {
 
     func send(_ message: BusMessage, sentSeconds: Double = Date().timeIntervalSince1970) throws {
         try self.lock.withLock { _ in
-            var sequence = self.sequences[message.kind.rawValue, default: 0]
+            let sequence = self.sequences[message.kind.rawValue, default: 0]
             // 2^64 − 1 is followed by 1, as a hostile or broken sender might: the case that used to trap.
             let next = sequence == .max ? 1 : sequence &+ 1
             self.sequences[message.kind.rawValue] = next
-            if sequence == 0 && next == 1 { sequence = 0 }
             let frames = Envelope.frames(
                 for: message, sequence: sequence, stage: "source",
                 sendTimeNanoseconds: Int64(sentSeconds * 1e9))

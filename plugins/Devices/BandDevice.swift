@@ -42,7 +42,6 @@ public actor BandDevice: OutputDevice {
     private var buttons = 0
     private var motors: (left: UInt8, right: UInt8) = (0, 0)
     private var lastSent: ContinuousClock.Instant?
-    private var watchdogGaps = 0
 
     /// Creates the device.
     public init(
@@ -161,7 +160,6 @@ public actor BandDevice: OutputDevice {
         let now = ContinuousClock.now
         if let last = self.lastSent, now - last >= .milliseconds(self.watchdogMilliseconds), self.motors != (0, 0) {
             // This process was frozen longer than the watchdog's limit: the band has stopped by itself.
-            self.watchdogGaps += 1
             self.motors = (0, 0)
             self.logger.warning(
                 "band: nothing sent for \(now - last), beyond the watchdog's \(self.watchdogMilliseconds) ms; the band has stopped its motors"
