@@ -72,8 +72,7 @@ where Input.Element == Arrival<SinkInput> {
     private var guidance: Guidance
     private var target: GuidanceTarget?
     private var failSafe: SinkFailSafe
-    private var timeGuard: InputTimeGuard
-    private var loggedDrops: Set<TimeDrop> = []
+    private var timeCheck: InputTimeCheck
     /// The transport's counters for this stage's input (bad frames, gaps), for status.
     private let inputCounters: @Sendable () -> [StatusCounter]
     private var selection = OutputSelection()
@@ -109,10 +108,11 @@ where Input.Element == Arrival<SinkInput> {
             options: .init(
                 staleAfterSeconds: options.staleAfterSeconds,
                 headingStaleAfterSeconds: options.headingStaleAfterSeconds))
-        self.timeGuard = InputTimeGuard(
+        self.timeCheck = InputTimeCheck(
+            owner: "sink '\(name)'",
             options: .init(
-                aheadLimitSeconds: options.aheadLimitSeconds,
-                latenessLimitSeconds: options.staleAfterSeconds))
+                aheadLimitSeconds: options.aheadLimitSeconds, latenessLimitSeconds: options.staleAfterSeconds),
+            logger: logger)
     }
 
     private func status(_ health: StageHealth, _ message: String) async {
@@ -125,8 +125,8 @@ where Input.Element == Arrival<SinkInput> {
                 value: UInt64(max(0, min(1e9, (self.oldestInputActedOn * 1000).rounded())))),
         ]
         if let active = self.active { counters.append(StatusCounter(name: "activeDevice", value: UInt64(active))) }
-        counters += self.timeGuard.statusCounters + self.inputCounters()
-        let drops = self.timeGuard.dropSummary
+        counters += self.timeCheck.statusCounters + self.inputCounters()
+        let drops = self.timeCheck.dropSummary
         let message = drops.isEmpty ? message : "\(message); \(drops)"
         try? await self.output.publish(
             .status(
@@ -183,28 +183,20 @@ where Input.Element == Arrival<SinkInput> {
             topic == "heading"
             ? self.options.headingStaleAfterSeconds ?? self.options.staleAfterSeconds
             : self.options.staleAfterSeconds
-        let verdict = self.timeGuard.admit(
-            stream: "\(arrival.sender)/\(topic)", measurementSeconds: measurementSeconds,
-            receivedSeconds: arrival.receivedSeconds, sentSeconds: arrival.sentSeconds,
-            latenessLimitSeconds: .some(lateness))
-        switch verdict {
+        switch self.timeCheck.admit(
+            arrival, topic: topic, measurementSeconds: measurementSeconds, latenessLimitSeconds: .some(lateness))
+        {
         case let .accept(lateness):
             return arrival.receivedSeconds - lateness
         case let .rebase(lateness):
-            self.logger.warning(
-                "sink '\(self.name)': the \(topic) stream from '\(arrival.sender)' started a new time line at \(measurementSeconds)"
-            )
             if topic == "heading" { self.guidance.reset() }
             return arrival.receivedSeconds - lateness
-        case let .drop(cause):
-            if self.loggedDrops.insert(cause).inserted {
-                self.logger.warning(
-                    "sink '\(self.name)': dropped a \(topic) from '\(arrival.sender)' (\(cause.rawValue), time \(measurementSeconds)); further ones are counted"
-                )
+        case .drop:
+            if self.timeCheck.dropReportDue(at: arrival.receivedSeconds) {
+                await self.status(
+                    self.failSafe.isSilent ? .stale : .running,
+                    self.failSafe.isSilent ? "silent: \(self.failSafe.silenceReason)" : "guiding")
             }
-            await self.status(
-                self.failSafe.isSilent ? .stale : .running,
-                self.failSafe.isSilent ? "silent: \(self.failSafe.silenceReason)" : "guiding")
             return nil
         }
     }
@@ -252,7 +244,7 @@ where Input.Element == Arrival<SinkInput> {
         case let .publisherLost(stage):
             self.logger.warning("sink '\(self.name)': publisher '\(stage)' lost")
             // When it comes back (perhaps restarted, with a new time line) its first messages count at once.
-            self.timeGuard.forgetTimeLines(withPrefix: "\(stage)/")
+            self.timeCheck.forgetTimeLines(of: stage)
             await self.apply(self.failSafe.publisherLost(stage, now: self.now()))
         }
     }

@@ -65,8 +65,7 @@ where Input.Element == Arrival<SmoothedFix> {
     private var arrivedReported = false
     private var lastTarget: GuidanceTarget?
     private var repeatsLeft = 0
-    private var timeGuard = InputTimeGuard(options: .init(latenessLimitSeconds: nil))
-    private var loggedDrops: Set<TimeDrop> = []
+    private var timeCheck: InputTimeCheck
     /// The transport's counters for this stage's input (bad frames, gaps), for status.
     private let inputCounters: @Sendable () -> [StatusCounter]
 
@@ -83,6 +82,8 @@ where Input.Element == Arrival<SmoothedFix> {
         self.provider = provider
         self.options = options
         self.logger = logger
+        self.timeCheck = InputTimeCheck(
+            owner: "route '\(name)'", options: .init(latenessLimitSeconds: nil), logger: logger)
         self.tracker = RouteTracker(options: options.tracker)
     }
 
@@ -95,7 +96,7 @@ where Input.Element == Arrival<SmoothedFix> {
                         StatusCounter(name: "routes", value: UInt64(self.routeID)),
                         StatusCounter(name: "reroutes", value: UInt64(self.tracker.reroutes)),
                     ]
-                        + self.timeGuard.statusCounters + self.inputCounters())))
+                        + self.timeCheck.statusCounters + self.inputCounters())))
     }
 
     public func run() async throws {
@@ -124,24 +125,16 @@ where Input.Element == Arrival<SmoothedFix> {
     /// (``InputTimeGuard``), so that a fix dated ahead or before its stream is counted and dropped.
     public func handle(_ arrival: Arrival<SmoothedFix>) async throws {
         let fix = arrival.value
-        switch self.timeGuard.admit(
-            stream: "\(arrival.sender)/smoothed", measurementSeconds: fix.timeSeconds,
-            receivedSeconds: arrival.receivedSeconds, sentSeconds: arrival.sentSeconds)
-        {
+        switch self.timeCheck.admit(arrival, topic: "smoothed", measurementSeconds: fix.timeSeconds) {
         case .accept:
             break
         case .rebase:
-            self.logger.warning(
-                "route '\(self.name)': fixes from '\(arrival.sender)' started a new time line at \(fix.timeSeconds)")
             self.lastPublished = -.infinity
             self.lastAttempt = -.infinity
-        case let .drop(cause):
-            if self.loggedDrops.insert(cause).inserted {
-                self.logger.warning(
-                    "route '\(self.name)': dropped a fix from '\(arrival.sender)' (\(cause.rawValue), time \(fix.timeSeconds)); further ones are counted"
-                )
+        case .drop:
+            if self.timeCheck.dropReportDue(at: arrival.receivedSeconds) {
+                try await self.status(.degraded, "guiding; \(self.timeCheck.dropSummary)")
             }
-            try await self.status(.degraded, "guiding; \(self.timeGuard.dropSummary)")
             return
         }
         guard fix.latitude.isFinite, fix.longitude.isFinite else { return }

@@ -18,10 +18,9 @@ where Input.Element == Arrival<LocationFix> {
     private let statusIntervalSeconds: Double
     private var lastStatusTime = -Double.infinity
     private var loggedRejections: Set<FixRejection> = []
-    private var timeGuard: InputTimeGuard
+    private var timeCheck: InputTimeCheck
     /// The transport's counters for this stage's input (bad frames, gaps), for status.
     private let inputCounters: @Sendable () -> [StatusCounter]
-    private var loggedDrops: Set<TimeDrop> = []
 
     /// Creates the stage.
     public init(
@@ -30,7 +29,7 @@ where Input.Element == Arrival<LocationFix> {
         inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }
     ) {
         self.inputCounters = inputCounters
-        self.timeGuard = InputTimeGuard(options: timeOptions)
+        self.timeCheck = InputTimeCheck(owner: "smoother '\(name)'", options: timeOptions, logger: logger)
         self.name = name
         self.input = input
         self.output = output
@@ -59,40 +58,31 @@ where Input.Element == Arrival<LocationFix> {
     }
 
     private var counters: [StatusCounter] {
-        self.filter.statusCounters + self.timeGuard.statusCounters + self.inputCounters()
+        self.filter.statusCounters + self.timeCheck.statusCounters + self.inputCounters()
     }
 
     private func message(_ base: String) -> String {
-        let drops = self.timeGuard.dropSummary
+        let drops = self.timeCheck.dropSummary
         return drops.isEmpty ? base : "\(base); \(drops)"
     }
 
     /// Smooths one fix (exposed for in-process composition and tests).
     public func handle(_ arrival: Arrival<LocationFix>) async throws {
         let fix = arrival.value
-        switch self.timeGuard.admit(
-            stream: "\(arrival.sender)/fix", measurementSeconds: fix.timeSeconds,
-            receivedSeconds: arrival.receivedSeconds, sentSeconds: arrival.sentSeconds)
-        {
+        switch self.timeCheck.admit(arrival, topic: "fix", measurementSeconds: fix.timeSeconds) {
         case .accept:
             break
         case .rebase:
-            self.logger.warning(
-                "smoother '\(self.name)': fixes from '\(arrival.sender)' started a new time line at \(fix.timeSeconds); the filter starts over"
-            )
             self.filter.reset()
-        case let .drop(cause):
-            if self.loggedDrops.insert(cause).inserted {
-                self.logger.warning(
-                    "smoother '\(self.name)': dropped a fix from '\(arrival.sender)' (\(cause.rawValue), time \(fix.timeSeconds)); further ones are counted"
-                )
+        case .drop:
+            if self.timeCheck.dropReportDue(at: arrival.receivedSeconds) {
+                try await self.output.publish(
+                    .status(
+                        StageStatus(
+                            timeSeconds: WallClock.nowSeconds(), stage: self.name,
+                            health: .degraded, message: self.message("smoothing"),
+                            counters: self.counters)))
             }
-            try await self.output.publish(
-                .status(
-                    StageStatus(
-                        timeSeconds: WallClock.nowSeconds(), stage: self.name,
-                        health: .degraded, message: self.message("smoothing"),
-                        counters: self.counters)))
             return
         }
         switch self.filter.update(with: fix) {
