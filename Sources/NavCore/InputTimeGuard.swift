@@ -88,6 +88,9 @@ public struct InputTimeGuard: Sendable {
         var paceAnchor: Point?
         /// The usual step between measurement times [seconds], so that a sparse log played fast is not "ahead".
         var typicalStep = 0.0
+        /// When the first copy of the last measurement was current [seconds, receiver's clock]: a repeat of it (the
+        /// same measurement time sent again) is no newer, and its age counts from there.
+        var lastCurrentAt = 0.0
         var candidate: Point?
         var transitBaseline: Double?
         var baselineUpdated = 0.0
@@ -172,11 +175,17 @@ public struct InputTimeGuard: Sendable {
         guard let last = stream.last else {
             stream.last = point
             stream.paceAnchor = point
+            stream.lastCurrentAt = receivedSeconds - lateness
             return .accept(latenessSeconds: lateness)
         }
         if self.follows(point, after: last, stream: stream) {
             stream.candidate = nil
             self.advance(&stream, to: point)
+            if measurementSeconds == last.measurement {
+                // A repeat: as old as its first copy, whatever its own transit.
+                return .accept(latenessSeconds: max(0, receivedSeconds - stream.lastCurrentAt))
+            }
+            stream.lastCurrentAt = receivedSeconds - lateness
             return .accept(latenessSeconds: lateness)
         }
         // Not in line with the stream: in line with the message dropped just before it? Then the time line
@@ -189,6 +198,7 @@ public struct InputTimeGuard: Sendable {
             stream.paceAnchor = point
             stream.pace = 1
             stream.typicalStep = point.measurement - candidate.measurement
+            stream.lastCurrentAt = receivedSeconds - lateness
             self.rebases = self.rebases.addingClamped(1)
             return .rebase(latenessSeconds: lateness)
         }

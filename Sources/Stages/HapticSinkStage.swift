@@ -83,8 +83,6 @@ where Input.Element == Arrival<SinkInput> {
     /// The oldest input a cue was computed from, since the start [seconds]: the fail-safe keeps it within the limit.
     private var oldestInputActedOn = 0.0
     private var lastStatus = -Double.infinity
-    /// The latest target's time and route, and when its first copy was current.
-    private var targetSeen: (timeSeconds: Double, routeID: UInt32, currentAt: Double)?
 
     /// Creates the stage with devices in order of preference; `now` is the monotonic clock that arrivals' receive
     /// times are on [seconds], and `sleep` waits on the same clock between checks (a test passes a manual clock's).
@@ -216,14 +214,9 @@ where Input.Element == Arrival<SinkInput> {
             }
             await self.send(cue)
         case let .target(target):
-            guard var current = await self.admit(arrival, topic: "target", measurementSeconds: target.timeSeconds)
+            // A repeat of the target at hand is no newer: the time check counts its age from the first copy.
+            guard let current = await self.admit(arrival, topic: "target", measurementSeconds: target.timeSeconds)
             else { return }
-            // A repeat of the target at hand is no newer: its age counts from the first copy.
-            if let (time, routeID, first) = self.targetSeen, time == target.timeSeconds, routeID == target.routeID {
-                current = first
-            } else {
-                self.targetSeen = (target.timeSeconds, target.routeID, current)
-            }
             self.target = target
             await self.apply(self.failSafe.target(currentAt: current, now: self.now()))
         case let .progress(progress):

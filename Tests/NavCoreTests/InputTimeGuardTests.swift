@@ -120,3 +120,21 @@ extension InputTimeGuardTests {
                 == .drop(.late))
     }
 }
+
+extension InputTimeGuardTests {
+    @Test func aRepeatOfTheSameMeasurementIsAsOldAsItsFirstCopy() {
+        var guardian = InputTimeGuard()
+        _ = guardian.admit(stream: "route/target", measurementSeconds: 10, receivedSeconds: 100, sentSeconds: 900)
+        // Sent again 0.25 s and 0.5 s later with no transit delay: 0.25 s and 0.5 s old.
+        #expect(
+            guardian.admit(stream: "route/target", measurementSeconds: 10, receivedSeconds: 100.25, sentSeconds: 900.25)
+                == .accept(latenessSeconds: 0.25))
+        #expect(
+            guardian.admit(stream: "route/target", measurementSeconds: 10, receivedSeconds: 100.5, sentSeconds: 900.5)
+                == .accept(latenessSeconds: 0.5))
+        // The next measurement is fresh again.
+        #expect(
+            guardian.admit(stream: "route/target", measurementSeconds: 11, receivedSeconds: 101, sentSeconds: 901)
+                == .accept(latenessSeconds: 0))
+    }
+}
