@@ -211,10 +211,11 @@ public struct PipelineConfig: Sendable {
         let order = Dictionary(uniqueKeysWithValues: StageRole.allCases.enumerated().map { ($1, $0) })
         stages.sort { (order[$0.role]!, $0.name) < (order[$1.role]!, $1.name) }
         // Check every plugin's settings now, so that `run` fails before it starts anything.
+        var checked: [String: CheckedStage] = [:]
         for stage in stages {
-            try PluginRegistry.check(stage)
+            checked[stage.name] = try PluginRegistry.check(stage)
         }
-        try RateCheck.check(stages)
+        try RateCheck.check(stages, checked: checked)
         return PipelineConfig(name: name, file: file, bus: bus, stages: stages)
     }
 

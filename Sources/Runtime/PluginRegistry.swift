@@ -1,4 +1,5 @@
 public import NavCore
+public import Stages
 public import Logging
 import LocationSources
 import Sinks
@@ -72,12 +73,19 @@ public enum PluginRegistry {
     }
 
     /// Checks a stage's plugin settings without side effects on files or devices.
-    public static func check(_ stage: StageConfig) throws {
+    /// Returns what later checks need of the stage (a source's rates, a sink's options), so that nothing is built twice.
+    @discardableResult
+    public static func check(_ stage: StageConfig) throws -> CheckedStage {
+        var checked = CheckedStage()
         switch stage.role {
-        case .source: _ = try self.makeSource(stage, logger: Logger(label: "hapticnav.config-check"))
+        case .source:
+            checked.nominalPeriods = try self.makeSource(stage, logger: Logger(label: "hapticnav.config-check"))
+                .nominalPeriods
         case .smoother: _ = try self.makeSmoother(stage)
         case .haptic:
-            _ = try HapticStageOptions.parse(stage, logger: Logger(label: "hapticnav.config-check"), check: true)
+            checked.sink = try HapticStageOptions.parse(
+                stage, logger: Logger(label: "hapticnav.config-check"), check: true
+            ).1
         case .route:
             _ = try RouteStageOptions.parse(stage.options)
             // Loading a map takes a moment and the settings are the plugin's to check: check the keys only.
@@ -86,6 +94,7 @@ public enum PluginRegistry {
             }
         case .recorder: try self.sinks[stage.plugin]!.check(stage.settings)
         }
+        return checked
     }
 
     /// Builds a stage's source plugin.
@@ -126,4 +135,12 @@ public enum PluginRegistry {
         }
         return try entry.make(stage.settings)
     }
+}
+
+/// What checking a stage found that the pipeline-wide checks use.
+public struct CheckedStage: Sendable {
+    /// A source's messages and their periods at its pace [seconds]; empty for other roles or when not known.
+    public var nominalPeriods: [BusMessage.Kind: Double] = [:]
+    /// A haptic stage's options.
+    public var sink: HapticSinkOptions?
 }

@@ -16,7 +16,7 @@ enum RateCheck {
         var origin: String
     }
 
-    static func check(_ stages: [StageConfig]) throws {
+    static func check(_ stages: [StageConfig], checked: [String: CheckedStage]) throws {
         // Which stage publishes on which endpoint, so that inputs (resolved to endpoints) name their stages again.
         var publisherOf: [String: String] = [:]
         for stage in stages {
@@ -30,10 +30,7 @@ enum RateCheck {
         for stage in stages {
             switch stage.role {
             case .source:
-                guard
-                    let source = try? PluginRegistry.makeSource(stage, logger: Logger(label: "hapticnav.config-check"))
-                else { continue }
-                for (kind, period) in source.nominalPeriods where period > 0 {
+                for (kind, period) in checked[stage.name]?.nominalPeriods ?? [:] where period > 0 {
                     rates[stage.name, default: [:]][kind.topic] = Rate(
                         periodSeconds: period,
                         origin: "\(stage.name) (\(stage.plugin)) sends a \(kind.topic) every \(Self.format(period)) s")
@@ -54,12 +51,10 @@ enum RateCheck {
                     }
                 }
             case .haptic:
-                var options = stage.options
+                guard let options = checked[stage.name]?.sink else { continue }
                 typealias Setting = HapticSinkOptions.Setting
-                let targetLimit = try options.value(Setting.staleAfterSeconds)
-                let headingLimit =
-                    options.value(Setting.headingStaleAfterSeconds.key) == nil
-                    ? targetLimit : try options.value(Setting.headingStaleAfterSeconds)
+                let targetLimit = options.staleAfterSeconds
+                let headingLimit = options.headingStaleAfterSeconds ?? targetLimit
                 let sources = inputStages(stage)
                 for (topic, limit, key) in [
                     ("target", targetLimit, Setting.staleAfterSeconds.key),
