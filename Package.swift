@@ -100,7 +100,7 @@ let package = Package(
         // uses it; the pipeline never does.
         .target(
             name: "Evaluation",
-            dependencies: ["NavCore", "Bus", "CZeroMQ", "Routers", "Parsers", "Devices"]
+            dependencies: ["NavCore", "Bus", "CZeroMQ", "Routers", "Parsers", "Devices", "Links"]
         ),
         .executableTarget(
             name: "hapticnav",
@@ -111,7 +111,7 @@ let package = Package(
             ]
         ),
 
-        .target(name: "TestSupport", dependencies: ["NavCore"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["NavCore", "Links"], path: "Tests/TestSupport"),
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"], exclude: ["Fixtures"]),
         .testTarget(name: "EvaluationTests", dependencies: ["Evaluation", "NavCore"]),
         .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore", "TestSupport"]),

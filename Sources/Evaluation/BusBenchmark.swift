@@ -1,6 +1,7 @@
 import Bus
 internal import CZeroMQ
 import Foundation
+import Links
 import NavCore
 import Synchronization
 
@@ -99,7 +100,7 @@ public enum BusBenchmark {
     /// 1 kHz over `transport` ("ipc" in `folder`, or "tcp" on loopback).
     public static func rawHop(transport: String, folder: String, messages: Int) async throws -> LatencySummary {
         let endpoint =
-            transport == "tcp" ? "tcp://127.0.0.1:\(PipelineBenchmark.freePort())" : "ipc://\(folder)/raw.sock"
+            transport == "tcp" ? "tcp://127.0.0.1:\(Loopback.freePort())" : "ipc://\(folder)/raw.sock"
         let microseconds = try self.rawRound(endpoint: endpoint, count: messages, rateHz: 1000)
         return LatencySummary(microseconds.map { $0 / 1000 })
     }

@@ -1,5 +1,6 @@
 import Bus
 import Devices
+import Links
 import Foundation
 import NavCore
 import Synchronization
@@ -59,7 +60,7 @@ public enum PipelineBenchmark {
         executable: String, route: String, transport: String, seconds: Double, warmUp: Double = 3, folder: String
     ) async throws -> Report {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let ports = (0..<4).map { _ in Self.freePort() }
+        let ports = (0..<4).map { _ in Loopback.freePort() }
         func endpoint(_ name: String, _ index: Int) -> String {
             transport == "tcp" ? "tcp://127.0.0.1:\(ports[index])" : "ipc://\(folder)/\(name).sock"
         }
@@ -213,21 +214,5 @@ public enum PipelineBenchmark {
             let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Double($0) })
         else { return 0 }
         return kilobytes / 1024
-    }
-
-    static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-        }
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

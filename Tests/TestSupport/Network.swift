@@ -1,4 +1,5 @@
 import Foundation
+import Links
 import Synchronization
 
 /// Ports this test process has handed out: tests run in parallel, and a port free when asked for is bound only
@@ -8,26 +9,9 @@ private let handedOut = Mutex<Set<Int>>([])
 /// A TCP port on 127.0.0.1 that nothing listens on right now, and that no other test of this process was given.
 public func freeTCPPort() -> Int {
     while true {
-        let port = kernelFreePort()
+        let port = Loopback.freePort()
         if handedOut.withLock({ $0.insert(port).inserted }) { return port }
     }
-}
-
-private func kernelFreePort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-    }
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
 }
 
 /// A fresh folder for a test's sockets and files, short enough for ipc:// paths (108 bytes at most).
@@ -106,8 +90,8 @@ public final class TwoHostNetwork: @unchecked Sendable {
         } ?? "ip"
 
     public func remove() {
-        try? Self.ip(["netns", "del", self.host1])
-        try? Self.ip(["netns", "del", self.host2])
+        _ = try? Self.ip(["netns", "del", self.host1])
+        _ = try? Self.ip(["netns", "del", self.host2])
     }
 
     @discardableResult
