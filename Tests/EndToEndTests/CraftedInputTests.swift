@@ -198,15 +198,23 @@ extension ProcessSuites {
                         distanceMeters: 15, kind: .lookAhead)))
         }
 
+        /// Sends the walk's 100 ms step at `seconds`, then moves on by one step of walk time and of real time (the
+        /// walk is paced like a live source, not synchronised).
+        private func walkOn(
+            _ stages: Stages, _ walk: Walk, _ seconds: inout Double, heading: Double, glitch: Bool = false
+        ) async throws {
+            try self.step(stages.publisher, walk, seconds: seconds, heading: heading, glitch: glitch)
+            seconds += 0.1
+            try await Task.sleep(for: .milliseconds(100))
+        }
+
         /// Steps the walk with ordinary messages until the sink drives the right motor and the smoother has smoothed a
         /// few fixes (bounded): what comes next comes mid-stream (the first message a stage sees defines its stream's
         /// time line). Returns the walk time reached.
         private func warmUp(_ stages: Stages, _ walk: Walk, _ collected: Collected) async throws -> Double {
             var seconds = 0.0
             while seconds < 15 {
-                try self.step(stages.publisher, walk, seconds: seconds, heading: 300)
-                seconds += 0.1
-                try await Task.sleep(for: .milliseconds(100))
+                try await self.walkOn(stages, walk, &seconds, heading: 300)
                 let smoothed = collected.messages.withLock {
                     $0.filter { if case .smoothed = $0.message { true } else { false } }.count
                 }
@@ -233,9 +241,7 @@ extension ProcessSuites {
             }
             let wrapped = Date().timeIntervalSince1970
             for _ in 0..<40 {
-                try self.step(stages.publisher, walk, seconds: seconds, heading: seconds < 1000 ? 60 : 300)
-                seconds += 0.1
-                try await Task.sleep(for: .milliseconds(100))
+                try await self.walkOn(stages, walk, &seconds, heading: 60)
             }
             for (name, stage) in stages.stages {
                 #expect(stage.process.isRunning, "\(name) still runs after the wrap: \(stage.stderr.suffix(400))")
@@ -284,20 +290,14 @@ extension ProcessSuites {
             var seconds = try await self.warmUp(stages, walk, collected)
             // Line up on a whole second, so that the glitch step carries a fix as well as a heading.
             while Int((seconds * 10).rounded()) % 10 != 0 {
-                try self.step(stages.publisher, walk, seconds: seconds, heading: 300)
-                seconds += 0.1
-                try await Task.sleep(for: .milliseconds(100))
+                try await self.walkOn(stages, walk, &seconds, heading: 300)
             }
             let glitchSent = Date().timeIntervalSince1970
-            try self.step(stages.publisher, walk, seconds: seconds, heading: 60, glitch: true)
             let glitchAt = walk.start + seconds
-            seconds += 0.1
-            try await Task.sleep(for: .milliseconds(100))
+            try await self.walkOn(stages, walk, &seconds, heading: 60, glitch: true)
             let firstValid = Date().timeIntervalSince1970
             for _ in 0..<40 {
-                try self.step(stages.publisher, walk, seconds: seconds, heading: 60)
-                seconds += 0.1
-                try await Task.sleep(for: .milliseconds(100))
+                try await self.walkOn(stages, walk, &seconds, heading: 60)
             }
             #expect(
                 !bandFrames(stages.log).contains { $0.time > glitchSent && $0.time < firstValid && $0.left > 0 },
