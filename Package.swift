@@ -18,6 +18,9 @@ let package = Package(
         // Pure values and state machines: messages, wire codec, geodesy, filters. No I/O.
         .target(name: "NavCore"),
 
+        // Files, threads and child processes over the C library: what stages need of an OS, without Foundation.
+        .target(name: "SystemIO"),
+
         // libzmq, reached through the system library (Debian: libzmq3-dev).
         .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ"),
 
@@ -25,7 +28,7 @@ let package = Package(
         .target(
             name: "Bus",
             dependencies: [
-                "NavCore", "CZeroMQ",
+                "NavCore", "CZeroMQ", "SystemIO",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -51,12 +54,14 @@ let package = Package(
             name: "CXMLSAX", cSettings: [.unsafeFlags(["-I/usr/include/libxml2"])],
             linkerSettings: [.linkedLibrary("xml2")]),
         // The readers plugins share (GPX, OSM XML, route files, timestamps), over libxml2 where XML: beneath the plugins.
-        .target(name: "Parsers", dependencies: ["NavCore", "CXMLSAX"], path: "plugins/Parsers"),
+        .target(name: "Parsers", dependencies: ["NavCore", "CXMLSAX", "SystemIO"], path: "plugins/Parsers"),
         // Byte streams to devices and servers (TCP, serial, pty), read on their own threads.
-        .target(name: "Links", path: "plugins/Links"),
+        .target(name: "Links", dependencies: ["NavCore", "SystemIO"], path: "plugins/Links"),
         .target(
             name: "LocationSources",
-            dependencies: ["NavCore", "Links", "Parsers", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "NavCore", "Links", "Parsers", "SystemIO", .product(name: "Logging", package: "swift-log"),
+            ],
             path: "plugins/LocationSources"
         ),
         .target(
@@ -66,7 +71,7 @@ let package = Package(
         ),
         .target(
             name: "Routers",
-            dependencies: ["NavCore", "Parsers", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["NavCore", "Parsers", "Links", .product(name: "Logging", package: "swift-log")],
             path: "plugins/Routers"
         ),
         // posix_openpt and friends, which Swift's Glibc module leaves out.
@@ -76,14 +81,14 @@ let package = Package(
         .target(
             name: "Devices",
             dependencies: [
-                "NavCore", "Links", "CPseudoTerminal", "CEmergencyStop",
+                "NavCore", "Links", "SystemIO", "CPseudoTerminal", "CEmergencyStop",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "plugins/Devices"
         ),
         .target(
             name: "Sinks",
-            dependencies: ["NavCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["NavCore", "SystemIO", .product(name: "Logging", package: "swift-log")],
             path: "plugins/Sinks"
         ),
 
@@ -91,7 +96,8 @@ let package = Package(
         .target(
             name: "Runtime",
             dependencies: [
-                "NavCore", "Bus", "Stages", "SimSource", "LocationSources", "Smoothers", "Routers", "Devices", "Sinks",
+                "NavCore", "Bus", "SystemIO", "Stages", "SimSource", "LocationSources", "Smoothers", "Routers",
+                "Devices", "Sinks",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -100,12 +106,12 @@ let package = Package(
         // uses it; the pipeline never does.
         .target(
             name: "Evaluation",
-            dependencies: ["NavCore", "Bus", "CZeroMQ", "Routers", "Parsers", "Devices", "Links"]
+            dependencies: ["NavCore", "Bus", "CZeroMQ", "SystemIO", "Routers", "Parsers", "Devices", "Links"]
         ),
         .executableTarget(
             name: "hapticnav",
             dependencies: [
-                "Runtime", "Evaluation", "Bus", "NavCore", "LocationSources", "Parsers",
+                "Runtime", "Evaluation", "Bus", "NavCore", "SystemIO", "LocationSources", "Parsers",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -1,6 +1,14 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 public import NavCore
 import Synchronization
+import SystemIO
 
 /// Settings for a publisher.
 public struct PublisherOptions: Sendable {
@@ -60,14 +68,12 @@ public final class BusPublisher: MessagePublisher, Sendable {
         self.socketFiles = endpoints.compactMap(IPCSocketFile.init(boundAt:))
         self.state = Mutex(State(socket: socket))
         let interval = options.heartbeatIntervalSeconds
-        let thread = Thread { [weak self] in
+        SystemThread.start(name: "bus-heartbeat-\(stage)") { [weak self] in
             while let self, !self.heartbeatStop.load(ordering: .relaxed) {
                 self.sendHeartbeat()
-                Thread.sleep(forTimeInterval: interval)
+                SystemThread.sleep(seconds: interval)
             }
         }
-        thread.name = "bus-heartbeat-\(stage)"
-        thread.start()
     }
 
     deinit {
@@ -167,8 +173,5 @@ struct IPCSocketFile: Sendable {
 func prepareEndpoint(_ endpoint: String) throws {
     guard endpoint.hasPrefix("ipc://") else { return }
     let path = String(endpoint.dropFirst("ipc://".count))
-    let folder = (path as NSString).deletingLastPathComponent
-    if !folder.isEmpty {
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-    }
+    try Paths.createFolders(Paths.folder(of: path))
 }

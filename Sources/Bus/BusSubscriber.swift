@@ -1,7 +1,16 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
 public import Logging
 public import NavCore
 import Synchronization
+import SystemIO
 
 /// A message as received, with its header and when it arrived.
 public struct ReceivedMessage: Sendable {
@@ -185,9 +194,7 @@ public final class BusSubscriber: AsyncSequence, Sendable {
         let receiver = Receiver(
             subscriber: self, sockets: sockets, endpoints: endpoints, options: options,
             executor: self.executor, logger: logger)
-        let thread = Thread { receiver.run() }
-        thread.name = "bus-receive"
-        thread.start()
+        SystemThread.start(name: "bus-receive") { receiver.run() }
     }
 
     deinit {

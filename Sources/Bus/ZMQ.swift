@@ -1,5 +1,12 @@
 internal import CZeroMQ
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A failed libzmq call: its errno and which call failed.
 public struct ZMQError: Error, CustomStringConvertible, Sendable {

@@ -1,9 +1,18 @@
 import Bus
 internal import CZeroMQ
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
 import Links
 import NavCore
 import Synchronization
+import SystemIO
 
 /// Now on the monotonic clock [nanoseconds].
 private func monotonicNanoseconds() -> Int64 {
@@ -142,7 +151,7 @@ public enum BusBenchmark {
         let latencies = Mutex<[Double]>([])
         let ready = Atomic<Bool>(false)
         let done = DispatchSemaphore(value: 0)
-        let receiver = Thread {
+        SystemThread.start(name: "bench-receive") {
             // A blocking receive loop with a timeout so that a lost message cannot hang the run.
             var timeout: Int32 = 2000
             zmq_setsockopt(receiving, ZMQ_RCVTIMEO, &timeout, 4)
@@ -168,7 +177,6 @@ public enum BusBenchmark {
             latencies.withLock { $0 = local }
             done.signal()
         }
-        receiver.start()
         func send(_ words: [Int64]) throws {
             let sent = words.withUnsafeBytes { zmq_send(publisher, $0.baseAddress, $0.count, 0) }
             if sent < 0 { throw RawZMQError(operation: "zmq_send") }
@@ -209,7 +217,7 @@ public enum BusBenchmark {
             if case .publisherUp = event { break }
         }
         let finished = DispatchSemaphore(value: 0)
-        let sender = Thread {
+        SystemThread.start(name: "bench-send") {
             try? self.paced(count: count, rateHz: rateHz) { index in
                 // The monotonic send time travels in the payload; the header's wall-clock time is
                 // not precise enough across a clock adjustment.
@@ -221,13 +229,11 @@ public enum BusBenchmark {
             }
             finished.signal()
         }
-        let watchdog = Thread {
+        SystemThread.start(name: "bench-watchdog") {
             finished.wait()
-            Thread.sleep(forTimeInterval: 2)
+            SystemThread.sleep(seconds: 2)
             subscriber.close()
         }
-        watchdog.start()
-        sender.start()
         // Consume as a stage does: on the subscriber's receive thread, through its task executor.
         return await withTaskExecutorPreference(subscriber.executor) {
             var latencies: [Double] = []

@@ -1,7 +1,16 @@
 import Bus
 import Devices
 import Links
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import SystemIO
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
 import NavCore
 import Synchronization
 
@@ -31,12 +40,12 @@ public enum PipelineBenchmark {
 
         /// The machine-readable last line.
         public var line: String {
-            func f(_ value: Double) -> String { String(format: "%.3f", value) }
+            func f(_ value: Double) -> String { String(cFormat: "%.3f", value) }
             let rss = self.stages.map(\.residentMegabytesMax).max() ?? .nan
             let cpu = self.stages.map(\.cpuPercent).max() ?? .nan
             return "PIPELINE transport=\(self.transport) p50_ms=\(f(self.latencyMilliseconds.p50)) "
                 + "p99_ms=\(f(self.latencyMilliseconds.p99)) max_ms=\(f(self.latencyMilliseconds.max)) lost=\(self.lost) "
-                + "rss_mb_max=\(String(format: "%.1f", rss)) cpu_pct_max=\(String(format: "%.2f", cpu))"
+                + "rss_mb_max=\(String(cFormat: "%.1f", rss)) cpu_pct_max=\(String(cFormat: "%.2f", cpu))"
         }
     }
 
@@ -67,17 +76,15 @@ public enum PipelineBenchmark {
         let bandLink = "\(folder)/band"
         let frames = Mutex<[(time: Double, type: String)]>([])
         let emulator = BandEmulator(listen: .pty(link: bandLink)) { line in
-            guard let data = line.data(using: .utf8),
-                let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-                let time = object["receiveTimeSeconds"] as? Double, let type = object["type"] as? String
+            guard let object = try? JSONDecoder().decode(JSONValue.self, from: Data(line.utf8)),
+                let time = object["receiveTimeSeconds"]?.doubleValue, let type = object["type"]?.stringValue
             else { return }
             frames.withLock { $0.append((time, type)) }
         }
         let ready = DispatchSemaphore(value: 0)
-        let emulatorThread = Thread {
+        SystemThread.start(name: "band-emulator") {
             try? emulator.serve { _ in ready.signal() }
         }
-        emulatorThread.start()
         guard ready.wait(timeout: .now() + 5) == .success else {
             throw Failure(description: "the band emulator did not start")
         }
@@ -103,18 +110,14 @@ public enum PipelineBenchmark {
             """
         let configFile = "\(folder)/pipeline.json5"
         try config.write(toFile: configFile, atomically: true, encoding: .utf8)
-        var processes: [(String, Process)] = []
+        var processes: [(String, ChildProcess)] = []
         defer {
-            for (_, process) in processes where process.isRunning { process.terminate() }
-            for (_, process) in processes { process.waitUntilExit() }
+            for (_, process) in processes where process.isRunning { process.signal(SIGTERM) }
+            for (_, process) in processes { process.wait() }
         }
         for name in ["haptic", "route", "smoother", "source"] {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = ["stage", name, "--config", configFile, "--log-level", "error"]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            let process = try ChildProcess(
+                executable: executable, arguments: ["stage", name, "--config", configFile, "--log-level", "error"])
             processes.append((name, process))
         }
 
@@ -146,17 +149,17 @@ public enum PipelineBenchmark {
         guard processes.allSatisfy({ $0.1.isRunning }) else { throw Failure(description: "a stage process stopped") }
         let gapsBefore = gaps.withLock { $0 }
         let start = Date().timeIntervalSince1970
-        let before = processes.map { Self.cpuSeconds(pid: $0.1.processIdentifier) }
+        let before = processes.map { Self.cpuSeconds(pid: $0.1.pid) }
         var rss = [Double](repeating: 0, count: processes.count)
         let deadline = ContinuousClock.now + .seconds(seconds)
         while ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(250))
             for (index, entry) in processes.enumerated() {
-                rss[index] = max(rss[index], Self.residentMegabytes(pid: entry.1.processIdentifier))
+                rss[index] = max(rss[index], Self.residentMegabytes(pid: entry.1.pid))
             }
         }
         let end = Date().timeIntervalSince1970
-        let after = processes.map { Self.cpuSeconds(pid: $0.1.processIdentifier) }
+        let after = processes.map { Self.cpuSeconds(pid: $0.1.pid) }
         // Statuses come every second: wait for one more round so that the counters cover the window.
         try await Task.sleep(for: .milliseconds(1200))
         let gapsAfter = gaps.withLock { $0 }
@@ -189,11 +192,11 @@ public enum PipelineBenchmark {
 
     private static func lastPoint(_ route: String) throws -> String {
         let data = try Data(contentsOf: URL(fileURLWithPath: route))
-        guard let feature = try JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let geometry = feature["geometry"] as? [String: Any],
-            let coordinates = geometry["coordinates"] as? [[Double]], let last = coordinates.last, last.count >= 2
+        let feature = try JSONDecoder().decode(JSONValue.self, from: data)
+        guard let last = feature["geometry"]?["coordinates"]?.arrayValue?.last,
+            let longitude = last[0]?.doubleValue, let latitude = last[1]?.doubleValue
         else { throw Failure(description: "\(route): not a GeoJSON LineString") }
-        return "[\(last[1]), \(last[0])]"
+        return "[\(latitude), \(longitude)]"
     }
 
     /// User and system time a process has used [seconds], from /proc.

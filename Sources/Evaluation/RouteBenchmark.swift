@@ -1,4 +1,12 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import SystemIO
+#if canImport(Glibc)
+import Glibc
+#endif
 public import NavCore
 public import Routers
 
@@ -16,16 +24,15 @@ public enum RouteBenchmark {
     /// Reads the reference set (`data/routing/monaco-pedestrian-routes.json`).
     public static func pairs(file: String) throws -> [Pair] {
         let data = try Data(contentsOf: URL(fileURLWithPath: file))
-        guard let root = try JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let routes = root["routes"] as? [[String: Any]]
-        else {
+        guard let routes = try JSONDecoder().decode(JSONValue.self, from: data)["routes"]?.arrayValue else {
             throw RoutingError.providerFailed(reason: "\(file): no routes in it")
         }
         return routes.compactMap { route in
-            guard let o = route["origin"] as? [String: Double], let d = route["destination"] as? [String: Double],
-                let lat1 = o["lat"], let lon1 = o["lon"], let lat2 = d["lat"], let lon2 = d["lon"],
-                let valhalla = (route["valhalla"] as? [String: Any])?["length_m"] as? Double,
-                let osrm = (route["osrm"] as? [String: Any])?["distance_m"] as? Double
+            guard let lat1 = route["origin"]?["lat"]?.doubleValue, let lon1 = route["origin"]?["lon"]?.doubleValue,
+                let lat2 = route["destination"]?["lat"]?.doubleValue,
+                let lon2 = route["destination"]?["lon"]?.doubleValue,
+                let valhalla = route["valhalla"]?["length_m"]?.doubleValue,
+                let osrm = route["osrm"]?["distance_m"]?.doubleValue
             else { return nil }
             return Pair(
                 origin: Coordinate(latitude: lat1, longitude: lon1),
@@ -66,9 +73,9 @@ public enum RouteBenchmark {
             let versusOSRM = (length - pair.osrmMeters) / pair.osrmMeters
             differences.append(versusValhalla)
             var line = String(
-                format: "%4d %7.0f %12.0f %+6.1f%% %8.0f %+6.1f%%", index, length, pair.valhallaMeters,
+                cFormat: "%4d %7.0f %12.0f %+6.1f%% %8.0f %+6.1f%%", index, length, pair.valhallaMeters,
                 versusValhalla * 100, pair.osrmMeters, versusOSRM * 100)
-            if let livePlan { line += String(format: " %17.0f", Polyline(livePlan.points).lengthMeters) }
+            if let livePlan { line += String(cFormat: " %17.0f", Polyline(livePlan.points).lengthMeters) }
             if abs(versusValhalla) > 0.15 {
                 line += abs(versusOSRM) <= 0.01 ? "   (OSRM finds our path: the engines disagree)" : "   (!)"
             }
@@ -77,7 +84,7 @@ public enum RouteBenchmark {
         let absolute = differences.map(abs).sorted()
         lines.append(
             String(
-                format:
+                cFormat:
                     "length vs Valhalla: median |diff| %.2f %%, largest %.1f %%, beyond 15 %%: %d of %d (target: median ≤ 2 %%)",
                 absolute[absolute.count / 2] * 100, (absolute.last ?? 0) * 100,
                 absolute.filter { $0 > 0.15 }.count, absolute.count))
@@ -85,15 +92,15 @@ public enum RouteBenchmark {
             let sorted = times.sorted()
             let p50 = sorted[sorted.count / 2],
                 p99 = sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * 0.99))]
-            return name.padding(toLength: 24, withPad: " ", startingAt: 0)
-                + String(format: "%6d queries   p50 %8.2f ms   p99 %8.2f ms", sorted.count, p50, p99)
+            return name.padded(to: 24)
+                + String(cFormat: "%6d queries   p50 %8.2f ms   p99 %8.2f ms", sorted.count, p50, p99)
         }
         lines.append("query times (same run, engines alternating):")
         lines.append(summary("osm (this process)", osmTimes))
         if !valhallaTimes.isEmpty {
             lines.append(summary("Valhalla (HTTP, local)", valhallaTimes))
             let ratio = osmTimes.sorted()[osmTimes.count / 2] / valhallaTimes.sorted()[valhallaTimes.count / 2]
-            lines.append(String(format: "osm p50 / Valhalla p50: %.2f (target ≤ 1.00)", ratio))
+            lines.append(String(cFormat: "osm p50 / Valhalla p50: %.2f (target ≤ 1.00)", ratio))
         } else {
             lines.append("(no --valhalla-url: start one with scripts/valhalla-serve, or run scripts/bench-routes)")
         }

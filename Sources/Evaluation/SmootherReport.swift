@@ -1,6 +1,14 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Parsers
 public import NavCore
+import SystemIO
 
 /// `hapticnav eval smoother`: the smoother's error and lag on simulated walks and on a real one.
 public enum SmootherReport {
@@ -61,7 +69,7 @@ public enum SmootherReport {
                 }
                 rows.append(
                     Row(
-                        walk: (realWalk as NSString).lastPathComponent, sigma: sigma, runs: walks,
+                        walk: Paths.lastComponent(of: realWalk), sigma: sigma, runs: walks,
                         metrics: .pooled(runs)))
             }
         }

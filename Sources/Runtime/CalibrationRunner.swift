@@ -1,5 +1,12 @@
 import Bus
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 public import Logging
 public import NavCore
 
@@ -102,7 +109,7 @@ public enum CalibrationRunner {
                 let saved = HapticStageOptions.SavedCalibration(
                     offsetDegrees: result.offsetDegrees, spreadDegrees: result.spreadDegrees,
                     sampleCount: Int(result.sampleCount),
-                    calibratedAt: ISO8601DateFormatter().string(from: Date()))
+                    calibratedAt: Date.now.formatted(.iso8601))
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
                 try encoder.encode(saved).write(to: URL(fileURLWithPath: target))

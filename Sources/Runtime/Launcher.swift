@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
 public import Logging
 
 /// Starts each stage of a pipeline as its own child process (`hapticnav stage NAME --config FILE`),
@@ -181,18 +190,15 @@ public enum LauncherError: Error, CustomStringConvertible {
 /// taken from a dispatch source, then polled from the launcher's loop.
 final class SignalWatch: @unchecked Sendable {
     private var sources: [any DispatchSourceSignal] = []
-    private let lock = NSLock()
-    private var pending: [Int32] = []
+    private let pending = Mutex<[Int32]>([])
 
     init(signals: [Int32]) {
         for signal in signals {
-            Foundation.signal(signal, SIG_IGN)
+            Glibc.signal(signal, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
             source.setEventHandler { [weak self] in
                 guard let self else { return }
-                self.lock.lock()
-                self.pending.append(signal)
-                self.lock.unlock()
+                self.pending.withLock { $0.append(signal) }
             }
             source.resume()
             self.sources.append(source)
@@ -200,9 +206,7 @@ final class SignalWatch: @unchecked Sendable {
     }
 
     func take() -> Int32? {
-        self.lock.lock()
-        defer { self.lock.unlock() }
-        return self.pending.isEmpty ? nil : self.pending.removeFirst()
+        self.pending.withLock { $0.isEmpty ? nil : $0.removeFirst() }
     }
 
     func stop() {

@@ -1,5 +1,13 @@
 public import Bus
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import SystemIO
+#if canImport(Glibc)
+import Glibc
+#endif
 import NavCore
 
 /// Turns bus events into `monitor` lines: one short human line each, or one JSON object each.
@@ -70,15 +78,15 @@ public struct MonitorFormat: Sendable {
         switch event {
         case let .message(received):
             let time = Self.clock(Double(received.receiveTimeNanoseconds) / 1e9)
-            let topic = received.message.kind.topic.padding(toLength: 9, withPad: " ", startingAt: 0)
-            let stage = received.header.stage.padding(toLength: 10, withPad: " ", startingAt: 0)
+            let topic = received.message.kind.topic.padded(to: 9)
+            let stage = received.header.stage.padded(to: 10)
             return "\(time) \(stage) \(topic) #\(received.header.sequence) \(received.message.summary)"
         case let .publisherUp(endpoint, stage):
             return
-                "\(Self.clock(now)) \(stage.padding(toLength: 10, withPad: " ", startingAt: 0)) -- publisher up at \(endpoint)"
+                "\(Self.clock(now)) \(stage.padded(to: 10)) -- publisher up at \(endpoint)"
         case let .publisherLost(endpoint, stage, silence):
             return
-                "\(Self.clock(now)) \(stage.padding(toLength: 10, withPad: " ", startingAt: 0)) -- publisher LOST at \(endpoint) (silent \(String(format: "%.2f", silence)) s)"
+                "\(Self.clock(now)) \(stage.padded(to: 10)) -- publisher LOST at \(endpoint) (silent \(String(cFormat: "%.2f", silence)) s)"
         }
     }
 
@@ -86,6 +94,6 @@ public struct MonitorFormat: Sendable {
         let whole = Int(seconds.rounded(.down))
         let millis = Int((seconds - Double(whole)) * 1000)
         let day = whole % 86_400
-        return String(format: "%02d:%02d:%02d.%03d", day / 3600, day / 60 % 60, day % 60, millis)
+        return String(cFormat: "%02d:%02d:%02d.%03d", day / 3600, day / 60 % 60, day % 60, millis)
     }
 }

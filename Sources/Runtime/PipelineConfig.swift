@@ -1,6 +1,14 @@
 public import Bus
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 public import NavCore
+import SystemIO
 
 /// What a stage does. Each role has its own stage actor and its own plugins.
 public enum StageRole: String, CaseIterable, Sendable {
@@ -112,9 +120,9 @@ public struct PipelineConfig: Sendable {
     public static func load(file: String) throws -> PipelineConfig {
         let data: Data
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: file))
+            data = Data(try InputFile.contents(of: file))
         } catch {
-            throw ConfigError.unreadable(file: file, reason: error.localizedDescription)
+            throw ConfigError.unreadable(file: file, reason: error.reason)
         }
         // Foundation's JSON5 decoder traps on invalid UTF-8 in an unquoted key: refuse such a file first.
         if let line = TextChecks.firstLineNotUTF8(Array(data)) {
@@ -124,11 +132,11 @@ public struct PipelineConfig: Sendable {
         decoder.allowsJSON5 = true
         let root: SettingValue
         do {
-            root = try decoder.decode(JSONSetting.self, from: data).value
+            root = try decoder.decode(SettingValue.self, from: data)
         } catch let error as DecodingError {
             throw ConfigError.unreadable(file: file, reason: Self.describe(error))
         }
-        let base = (file as NSString).deletingLastPathComponent
+        let base = Paths.folder(of: file)
         let expanded = try Self.expandVariables(
             root, environment: ProcessInfo.processInfo.environment, path: "the config")
         return try self.parse(expanded, file: file, baseDirectory: base.isEmpty ? "." : base)
@@ -137,7 +145,7 @@ public struct PipelineConfig: Sendable {
     /// Checks a parsed config tree.
     public static func parse(_ root: SettingValue, file: String, baseDirectory: String) throws -> PipelineConfig {
         var top = try Settings(root, path: "the config", baseDirectory: baseDirectory)
-        let name = try top.string("name", default: (file as NSString).lastPathComponent)
+        let name = try top.string("name", default: Paths.lastComponent(of: file))
         _ = try top.string("description", default: "")
         let bus = try self.parseBus(try top.object("bus"))
         guard case let .object(stageValues)? = top.value("stages"), !stageValues.isEmpty else {
@@ -165,8 +173,8 @@ public struct PipelineConfig: Sendable {
             var advertise = try self.endpoints(&raw, "advertise", stage: stageName)
             if advertise.isEmpty {
                 advertise = publish.map {
-                    $0.replacingOccurrences(of: "tcp://*:", with: "tcp://127.0.0.1:")
-                        .replacingOccurrences(of: "tcp://0.0.0.0:", with: "tcp://127.0.0.1:")
+                    $0.replacing("tcp://*:", with: "tcp://127.0.0.1:")
+                        .replacing("tcp://0.0.0.0:", with: "tcp://127.0.0.1:")
                 }
             }
             let inputs = try raw.strings("inputs")
@@ -315,7 +323,7 @@ public struct PipelineConfig: Sendable {
         guard text.contains("${") else { return text }
         var result = ""
         var rest = Substring(text)
-        while let open = rest.range(of: "${") {
+        while let open = rest.firstRange(of: "${") {
             result += rest[..<open.lowerBound]
             guard let close = rest[open.upperBound...].firstIndex(of: "}") else {
                 throw .invalidValue(path: path, expected: "a closing '}' after '${'", found: "'\(text)'")
@@ -323,7 +331,7 @@ public struct PipelineConfig: Sendable {
             let body = rest[open.upperBound..<close]
             let name: Substring
             let fallback: Substring?
-            if let separator = body.range(of: ":-") {
+            if let separator = body.firstRange(of: ":-") {
                 name = body[..<separator.lowerBound]
                 fallback = body[separator.upperBound...]
             } else {
@@ -347,32 +355,9 @@ public struct PipelineConfig: Sendable {
     private static func describe(_ error: DecodingError) -> String {
         switch error {
         case let .dataCorrupted(context):
-            let underlying = (context.underlyingError as NSError?)?.userInfo["NSDebugDescription"] as? String
-            return underlying ?? context.debugDescription
+            return context.underlyingError.map { "\($0)" } ?? context.debugDescription
         default:
             return "\(error)"
-        }
-    }
-}
-
-/// Decodes any JSON value into a ``SettingValue``.
-struct JSONSetting: Decodable {
-    let value: SettingValue
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self.value = .null
-        } else if let flag = try? container.decode(Bool.self) {
-            self.value = .bool(flag)
-        } else if let number = try? container.decode(Double.self) {
-            self.value = .number(number)
-        } else if let string = try? container.decode(String.self) {
-            self.value = .string(string)
-        } else if let array = try? container.decode([JSONSetting].self) {
-            self.value = .array(array.map(\.value))
-        } else {
-            self.value = .object(try container.decode([String: JSONSetting].self).mapValues(\.value))
         }
     }
 }

@@ -1,4 +1,12 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import SystemIO
+#if canImport(Glibc)
+import Glibc
+#endif
 public import NavCore
 
 /// `hapticnav route`'s output formats.
@@ -7,46 +15,46 @@ public enum RouteOutput {
     public static func render(_ route: Route, format: String) -> String {
         switch format {
         case "json":
-            let object: [String: Any] = [
-                "provider": route.provider,
-                "lengthMeters": route.lengthMeters,
-                "coordinates": route.points.map { [$0.latitude, $0.longitude] },
-                "waypoints": route.waypoints.map { waypoint -> [String: Any] in
-                    [
-                        "latitude": waypoint.coordinate.latitude, "longitude": waypoint.coordinate.longitude,
-                        "distanceAlongMeters": waypoint.distanceAlongMeters,
-                        "bearingDegrees": waypoint.outgoingBearingDegrees,
-                        "turnDegrees": waypoint.turnDegrees, "kind": waypoint.kind.name,
-                        "instruction": waypoint.instruction,
-                    ]
-                },
+            let object: JSONValue = [
+                "provider": .string(route.provider),
+                "lengthMeters": .number(route.lengthMeters),
+                "coordinates": .array(route.points.map { [.number($0.latitude), .number($0.longitude)] }),
+                "waypoints": .array(
+                    route.waypoints.map { waypoint in
+                        [
+                            "latitude": .number(waypoint.coordinate.latitude),
+                            "longitude": .number(waypoint.coordinate.longitude),
+                            "distanceAlongMeters": .number(waypoint.distanceAlongMeters),
+                            "bearingDegrees": .number(waypoint.outgoingBearingDegrees),
+                            "turnDegrees": .number(waypoint.turnDegrees), "kind": .string(waypoint.kind.name),
+                            "instruction": .string(waypoint.instruction),
+                        ]
+                    }),
             ]
             return Self.json(object)
         case "geojson":
-            let features: [[String: Any]] =
+            let line: JSONValue = [
+                "type": "Feature",
+                "properties": ["provider": .string(route.provider), "lengthMeters": .number(route.lengthMeters)],
+                "geometry": [
+                    "type": "LineString",
+                    "coordinates": .array(route.points.map { [.number($0.longitude), .number($0.latitude)] }),
+                ],
+            ]
+            let points: [JSONValue] = route.waypoints.map { waypoint in
                 [
-                    [
-                        "type": "Feature",
-                        "properties": ["provider": route.provider, "lengthMeters": route.lengthMeters],
-                        "geometry": [
-                            "type": "LineString", "coordinates": route.points.map { [$0.longitude, $0.latitude] },
-                        ],
-                    ]
+                    "type": "Feature",
+                    "properties": [
+                        "instruction": .string(waypoint.instruction), "kind": .string(waypoint.kind.name),
+                        "distanceAlongMeters": .number(waypoint.distanceAlongMeters),
+                    ],
+                    "geometry": [
+                        "type": "Point",
+                        "coordinates": [.number(waypoint.coordinate.longitude), .number(waypoint.coordinate.latitude)],
+                    ],
                 ]
-                + route.waypoints.map { waypoint in
-                    [
-                        "type": "Feature",
-                        "properties": [
-                            "instruction": waypoint.instruction, "kind": waypoint.kind.name,
-                            "distanceAlongMeters": waypoint.distanceAlongMeters,
-                        ],
-                        "geometry": [
-                            "type": "Point",
-                            "coordinates": [waypoint.coordinate.longitude, waypoint.coordinate.latitude],
-                        ],
-                    ]
-                }
-            return Self.json(["type": "FeatureCollection", "features": features])
+            }
+            return Self.json(["type": "FeatureCollection", "features": .array([line] + points)])
         case "gpx":
             var gpx =
                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<gpx version=\"1.1\" creator=\"hapticnav\" xmlns=\"http://www.topografix.com/GPX/1/1\">\n<rte><name>\(route.provider) route, \(Int(route.lengthMeters.rounded())) m</name>\n"
@@ -66,20 +74,19 @@ public enum RouteOutput {
                     index + 1 < route.waypoints.count
                     ? " — then \(Int((route.waypoints[index + 1].distanceAlongMeters - waypoint.distanceAlongMeters).rounded())) m heading \(Int(waypoint.outgoingBearingDegrees.rounded()))°"
                     : ""
-                text += String(format: "%6.0f m  ", waypoint.distanceAlongMeters) + waypoint.instruction + leg + "\n"
+                text += String(cFormat: "%6.0f m  ", waypoint.distanceAlongMeters) + waypoint.instruction + leg + "\n"
             }
-            return text.trimmingCharacters(in: .newlines)
+            return String(text.drop { $0.isNewline }.reversed().drop { $0.isNewline }.reversed())
         }
     }
 
-    private static func json(_ object: Any) -> String {
-        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map {
-            String(decoding: $0, as: UTF8.self)
-        } ?? "{}"
+    private static func json(_ object: JSONValue) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(object)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 
     private static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;")
+        text.replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing(">", with: "&gt;")
     }
 }

@@ -1,6 +1,14 @@
 import Bus
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
+import SystemIO
 public import Logging
 import NavCore
 import ServiceLifecycle
@@ -142,18 +150,16 @@ final class ParentWatchdog: Sendable {
             return nil
         }
         let watchdog = ParentWatchdog()
-        let thread = Thread {
+        SystemThread.start(name: "parent-watchdog") {
             while !watchdog.stopped.withLock({ $0 }) {
                 if getppid() != parent {
                     logger.warning("the launching 'hapticnav run' (pid \(parent)) is gone; stopping")
                     kill(getpid(), SIGTERM)
                     return
                 }
-                Thread.sleep(forTimeInterval: 0.1)
+                SystemThread.sleep(seconds: 0.1)
             }
         }
-        thread.name = "parent-watchdog"
-        thread.start()
         return watchdog
     }
 

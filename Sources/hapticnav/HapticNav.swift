@@ -1,5 +1,12 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The `hapticnav` command: its subcommands, one file each under `Commands/`.
 struct HapticNav: AsyncParsableCommand {

@@ -49,7 +49,7 @@ final class LocalValhalla: Sendable {
 @Suite(.serialized) struct ValhallaTests {
     @Test func theValhallaPluginRoutesThroughARealValhalla() async throws {
         let valhalla = try await LocalValhalla()
-        let provider = ValhallaRouteProvider(url: valhalla.url, timeoutSeconds: 10, retries: 1)
+        let provider = try ValhallaRouteProvider(url: valhalla.url.absoluteString, timeoutSeconds: 10, retries: 1)
         for pair in ReferenceRoute.all.prefix(5) {
             let plan = try await provider.route(from: pair.origin, to: pair.destination)
             let length = Polyline(plan.points).lengthMeters

@@ -10,7 +10,7 @@ import Testing
     private func parse(_ json5: String) throws -> PipelineConfig {
         let decoder = JSONDecoder()
         decoder.allowsJSON5 = true
-        let root = try decoder.decode(JSONSetting.self, from: Data(json5.utf8)).value
+        let root = try decoder.decode(SettingValue.self, from: Data(json5.utf8))
         return try PipelineConfig.parse(root, file: "/configs/test.json5", baseDirectory: "/configs")
     }
 

@@ -300,7 +300,7 @@ private struct QuietLiveSource: MessageSource {
 
     @Test func anEngineThatIsDownLeavesAClearStatusAndNoTarget() async throws {
         // Nothing listens on this port: the client retries, then gives up with a clear status.
-        let provider = ValhallaRouteProvider(url: URL(string: "http://127.0.0.1:9")!, timeoutSeconds: 0.5, retries: 1)
+        let provider = try ValhallaRouteProvider(url: "http://127.0.0.1:9", timeoutSeconds: 0.5, retries: 1)
         let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SmoothedFix>.self)
         continuation.yield(
             Arrival(

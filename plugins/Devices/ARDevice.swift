@@ -1,6 +1,14 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 public import Logging
 public import NavCore
+import SystemIO
 
 /// The `ar` device: the next waypoints in the walker's local frame — metres east, north and up of the walker,
 /// compass-aligned (true north) — for AR clients, as the design's AR placement does. Each update (on every
@@ -12,7 +20,12 @@ public actor ARDevice: OutputDevice {
     public nonisolated let name = "ar"
 
     private let count: Int
-    private let file: FileHandle?
+    private let file: OutputFile?
+    private let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
     private let socket: Int32?
     private var destination = sockaddr_in()
     private var route: Route?
@@ -26,8 +39,11 @@ public actor ARDevice: OutputDevice {
         self.count = waypoints
         self.logger = logger
         if let file {
-            _ = FileManager.default.createFile(atPath: file, contents: nil)
-            self.file = FileHandle(forWritingAtPath: file)
+            do {
+                self.file = try OutputFile(path: file, mode: .truncate)
+            } catch {
+                throw ConfigError.invalidValue(path: "ar.file", expected: "a writable file", found: "\(error)")
+            }
         } else {
             self.file = nil
         }
@@ -73,29 +89,46 @@ public actor ARDevice: OutputDevice {
         }
     }
 
+    /// One update: the next waypoints in the walker's local frame, and the cue being given.
+    public struct Placement: Codable, Equatable, Sendable {
+        public var timeSeconds: Double
+        public var routeID: UInt32
+        public var cue: String
+        public var waypoints: [Waypoint]
+
+        /// A waypoint east, north and up of the walker [m], its distance and bearing, and what to do there.
+        public struct Waypoint: Codable, Equatable, Sendable {
+            public var index: Int
+            public var east: Double
+            public var north: Double
+            public var up: Double
+            public var distanceMeters: Double
+            public var bearingDegrees: Double
+            public var instruction: String
+            public var kind: String
+        }
+    }
+
     /// The next waypoints as seen from `fix`, in its local east-north-up frame.
-    public func placement(at fix: SmoothedFix) -> [String: Any]? {
+    public func placement(at fix: SmoothedFix) -> Placement? {
         guard let route = self.route, !route.waypoints.isEmpty else { return nil }
         let frame = LocalFrame(origin: Coordinate(latitude: fix.latitude, longitude: fix.longitude))
         let first = min(max(self.nextIndex, 0), route.waypoints.count - 1)
         let upcoming = route.waypoints.indices.filter { $0 >= first }.prefix(self.count)
-        let waypoints: [[String: Any]] = upcoming.map { index in
+        let waypoints = upcoming.map { index in
             let waypoint = route.waypoints[index]
             let local = frame.enu(of: waypoint.coordinate)
             func rounded(_ value: Double) -> Double { (value * 100).rounded() / 100 }
-            return [
-                "index": index, "east": rounded(local.east), "north": rounded(local.north), "up": rounded(local.up),
-                "distanceMeters": rounded(local.horizontalDistance), "bearingDegrees": rounded(local.bearingDegrees),
-                "instruction": waypoint.instruction, "kind": waypoint.kind.name,
-            ]
+            return Placement.Waypoint(
+                index: index, east: rounded(local.east), north: rounded(local.north), up: rounded(local.up),
+                distanceMeters: rounded(local.horizontalDistance), bearingDegrees: rounded(local.bearingDegrees),
+                instruction: waypoint.instruction, kind: waypoint.kind.name)
         }
-        return ["timeSeconds": fix.timeSeconds, "routeID": route.routeID, "cue": self.cue, "waypoints": waypoints]
+        return Placement(timeSeconds: fix.timeSeconds, routeID: route.routeID, cue: self.cue, waypoints: waypoints)
     }
 
     private func publish(at fix: SmoothedFix) {
-        guard let object = self.placement(at: fix),
-            let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-        else { return }
+        guard let placement = self.placement(at: fix), let data = try? self.encoder.encode(placement) else { return }
         self.updates += 1
         if let socket = self.socket {
             var address = self.destination
@@ -107,7 +140,7 @@ public actor ARDevice: OutputDevice {
                 }
             }
         }
-        self.file?.write(data + Data([0x0A]))
+        self.file?.write(data + [0x0A])
     }
 
     public func render(_ cue: HapticCue) {

@@ -1,5 +1,12 @@
 internal import CEmergencyStop
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Links
 public import Logging
 public import NavCore

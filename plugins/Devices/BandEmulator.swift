@@ -1,5 +1,13 @@
 internal import CPseudoTerminal
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import SystemIO
+#if canImport(Glibc)
+import Glibc
+#endif
 import Links
 public import Synchronization
 
@@ -156,7 +164,7 @@ public final class BandEmulator: Sendable {
                     }
                     let payload = frame.payload.map(String.init).joined(separator: ",")
                     self.log(
-                        "{\"receiveTimeSeconds\":\(String(format: "%.6f", received)),\"type\":\"\(frame.type.name)\",\"sequence\":\(frame.sequence),\"payload\":[\(payload)],\"motors\":{\"left\":\(motors.0),\"right\":\(motors.1)}}"
+                        "{\"receiveTimeSeconds\":\(String(cFormat: "%.6f", received)),\"type\":\"\(frame.type.name)\",\"sequence\":\(frame.sequence),\"payload\":[\(payload)],\"motors\":{\"left\":\(motors.0),\"right\":\(motors.1)}}"
                     )
                     if !self.muted.load(ordering: .relaxed) {
                         sequence &+= 1
@@ -168,7 +176,8 @@ public final class BandEmulator: Sendable {
                     }
                 case let .failure(problem):
                     self.log(
-                        "{\"receiveTimeSeconds\":\(String(format: "%.6f", received)),\"error\":\"\(problem.problem)\"}")
+                        "{\"receiveTimeSeconds\":\(String(cFormat: "%.6f", received)),\"error\":\"\(problem.problem)\"}"
+                    )
                     if case .badChecksum = problem.problem {
                         sequence &+= 1
                         _ = self.write(fd, BandProtocol.Frame(type: .nack, sequence: sequence, payload: [0, 1]).bytes)
@@ -185,7 +194,7 @@ public final class BandEmulator: Sendable {
             return (state.left, state.right)
         }
         self.log(
-            "{\"event\":\"\(event)\",\"timeSeconds\":\(String(format: "%.6f", Date().timeIntervalSince1970)),\"silenceSeconds\":\(String(format: "%.3f", silenceSeconds)),\"motorsBefore\":{\"left\":\(before.0),\"right\":\(before.1)},\"motors\":{\"left\":0,\"right\":0}}"
+            "{\"event\":\"\(event)\",\"timeSeconds\":\(String(cFormat: "%.6f", Date().timeIntervalSince1970)),\"silenceSeconds\":\(String(cFormat: "%.3f", silenceSeconds)),\"motorsBefore\":{\"left\":\(before.0),\"right\":\(before.1)},\"motors\":{\"left\":0,\"right\":0}}"
         )
     }
 

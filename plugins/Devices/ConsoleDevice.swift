@@ -1,5 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 public import NavCore
+import SystemIO
 
 /// The `console` device: one short line per change of cue, fit for a screen reader ("turn left, strong").
 public actor ConsoleDevice: OutputDevice {
@@ -38,7 +46,7 @@ public actor ConsoleDevice: OutputDevice {
 
     private func say(_ line: String) {
         self.lines += 1
-        FileHandle.standardOutput.write(Data((self.prefix + line + "\n").utf8))
+        StandardStreams.writeOutput(self.prefix + line + "\n")
     }
 
     public func render(_ cue: HapticCue) {

@@ -1,4 +1,12 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import SystemIO
+#if canImport(Glibc)
+import Glibc
+#endif
 public import Logging
 public import NavCore
 
@@ -15,9 +23,8 @@ public actor SpeakerDevice: OutputDevice {
     private let voice: String
     private let volume: Double
     private let logger: Logger
-    private var handle: FileHandle?
-    private var player: Process?
-    private var playerInput: FileHandle?
+    private var handle: OutputFile?
+    private var player: ChildProcess?
     private var frames = 0
     private var sounds = 0
     private var prompts = 0
@@ -47,40 +54,36 @@ public actor SpeakerDevice: OutputDevice {
 
     private func write(_ samples: [Int16]) {
         guard !samples.isEmpty else { return }
-        let bytes = samples.withUnsafeBufferPointer { Data(buffer: $0) }
+        let bytes = samples.withUnsafeBytes { Array($0) }
         if let file = self.wavFile {
             if self.handle == nil {
-                let folder = (file as NSString).deletingLastPathComponent
-                if !folder.isEmpty {
-                    try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                do {
+                    let handle = try OutputFile(path: file, mode: .truncate)
+                    handle.write(Self.header(dataBytes: 0))
+                    self.handle = handle
+                } catch {
+                    self.logger.warning("speaker: \(error)")
+                    return
                 }
-                _ = FileManager.default.createFile(atPath: file, contents: Self.header(dataBytes: 0))
-                self.handle = FileHandle(forUpdatingAtPath: file)
             }
             guard let handle = self.handle else { return }
-            handle.seekToEndOfFile()
-            handle.write(bytes)
+            handle.write(bytes, at: 44 + self.frames * 4)
             self.frames += samples.count / 2
             // Keep the header true after every write, so that the file is valid whenever it is read.
-            handle.seek(toFileOffset: 0)
-            handle.write(Self.header(dataBytes: self.frames * 4))
+            handle.write(Self.header(dataBytes: self.frames * 4), at: 0)
         } else {
             if self.player == nil {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/aplay")
-                process.arguments = ["-q", "-t", "raw", "-f", "S16_LE", "-r", "\(Self.sampleRate)", "-c", "2"]
-                let pipe = Pipe()
-                process.standardInput = pipe
                 do {
-                    try process.run()
-                    self.player = process
-                    self.playerInput = pipe.fileHandleForWriting
+                    self.player = try ChildProcess(
+                        executable: "/usr/bin/aplay",
+                        arguments: ["-q", "-t", "raw", "-f", "S16_LE", "-r", "\(Self.sampleRate)", "-c", "2"],
+                        input: .pipe)
                 } catch {
                     self.logger.warning("speaker: cannot start aplay (\(error))")
                     return
                 }
             }
-            self.playerInput?.write(bytes)
+            self.player?.input?.write(bytes)
             self.frames += samples.count / 2
         }
     }
@@ -178,21 +181,18 @@ public actor SpeakerDevice: OutputDevice {
     /// espeak-ng's WAV output for `text`, or nil when espeak-ng cannot be started.
     private static func synthesize(_ text: String, voice: String) async -> Data? {
         await withCheckedContinuation { continuation in
-            Thread {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/espeak-ng")
-                process.arguments = ["--stdout", "-v", voice, text]
-                let pipe = Pipe()
-                process.standardOutput = pipe
-                process.standardError = FileHandle.nullDevice
-                guard (try? process.run()) != nil else {
+            SystemThread.start(name: "espeak-ng") {
+                guard
+                    let process = try? ChildProcess(
+                        executable: "/usr/bin/espeak-ng", arguments: ["--stdout", "-v", voice, text], output: .pipe)
+                else {
                     continuation.resume(returning: nil)
                     return
                 }
-                let data = pipe.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
+                let data = (try? process.output?.readToEnd()).map { Data($0 ?? []) }
+                process.wait()
                 continuation.resume(returning: data)
-            }.start()
+            }
         }
     }
 
@@ -207,7 +207,7 @@ public actor SpeakerDevice: OutputDevice {
     public func summary() -> String {
         let seconds = Double(self.frames) / Double(Self.sampleRate)
         return "\(self.sounds) sound(s), \(self.prompts) spoken prompt(s), "
-            + String(format: "%.1f s of audio", seconds)
+            + String(cFormat: "%.1f s of audio", seconds)
             + (self.wavFile.map { " in \($0)" } ?? " through ALSA")
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import Glibc
+import SystemIO
 import Synchronization
 
 /// Why a link could not be opened.
@@ -30,6 +31,14 @@ public final class ByteLink: Sendable {
     public static func tcp(
         host: String, port: UInt16, timeoutSeconds: Double = 2, splitLines: Bool = false
     ) throws -> ByteLink {
+        ByteLink(
+            descriptor: try Self.connectTCP(host: host, port: port, timeoutSeconds: timeoutSeconds),
+            splitLines: splitLines)
+    }
+
+    /// A connected, blocking TCP socket to `host`:`port` with TCP_NODELAY, or a ``LinkError`` naming the address
+    /// and the reason after `timeoutSeconds`.
+    static func connectTCP(host: String, port: UInt16, timeoutSeconds: Double) throws(LinkError) -> Int32 {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var result: UnsafeMutablePointer<addrinfo>?
@@ -41,7 +50,9 @@ public final class ByteLink: Sendable {
         var entry: UnsafeMutablePointer<addrinfo>? = first
         while let current = entry {
             entry = current.pointee.ai_next
-            let fd = socket(current.pointee.ai_family, current.pointee.ai_socktype, current.pointee.ai_protocol)
+            let fd = socket(
+                current.pointee.ai_family, current.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue),
+                current.pointee.ai_protocol)
             guard fd >= 0 else { continue }
             let flags = fcntl(fd, F_GETFL)
             _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
@@ -74,7 +85,7 @@ public final class ByteLink: Sendable {
             _ = fcntl(fd, F_SETFL, flags)
             var one: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            return ByteLink(descriptor: fd, splitLines: splitLines)
+            return fd
         }
         throw LinkError.unreachable("tcp://\(host):\(port): \(failure)")
     }
@@ -130,7 +141,7 @@ public final class ByteLink: Sendable {
         self.descriptor = descriptor
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(4096))
         self.chunks = stream
-        let thread = Thread { [closed] in
+        SystemThread.start(name: "byte-link") { [closed] in
             var buffer = [UInt8](repeating: 0, count: 4096)
             var line: [UInt8] = []
             while !closed.value.load(ordering: .relaxed) {
@@ -151,8 +162,6 @@ public final class ByteLink: Sendable {
             }
             continuation.finish()
         }
-        thread.name = "byte-link"
-        thread.start()
         continuation.onTermination = { [weak self] _ in self?.close() }
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 /// TCP on 127.0.0.1 with a port the kernel chooses: for benchmarks and tests that start servers of their own.
 public enum Loopback {

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Links
 public import Logging
 public import NavCore
@@ -107,22 +114,21 @@ public struct GPSDDecoder: Sendable {
 
     /// Decodes one line: a TPV with a fix, an ATT, or nothing (other classes, repeats of the same fix).
     mutating func decode(_ line: String) -> Result<[BusMessage], LineProblem> {
-        guard let data = line.data(using: .utf8),
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let className = object["class"] as? String
+        guard let object = try? JSONDecoder().decode(JSONValue.self, from: Data(line.utf8)),
+            let className = object["class"]?.stringValue
         else {
             return .failure(LineProblem("not a gpsd JSON report: '\(line.prefix(60))'"))
         }
         func number(_ key: String) -> Double? {
-            guard let value = (object[key] as? NSNumber)?.doubleValue, value.isFinite else { return nil }
+            guard let value = object[key]?.doubleValue, value.isFinite else { return nil }
             return value
         }
         switch className {
         case "TPV":
-            guard let mode = object["mode"] as? Int, mode >= 2, let lat = number("lat"), let lon = number("lon") else {
+            guard let mode = number("mode"), mode >= 2, let lat = number("lat"), let lon = number("lon") else {
                 return .success([])
             }
-            guard let timeText = object["time"] as? String, let time = CivilTime.parseISO8601(Substring(timeText))
+            guard let timeText = object["time"]?.stringValue, let time = CivilTime.parseISO8601(Substring(timeText))
             else {
                 // gpsd reports a fix without a time until it knows the date: not usable, not an error.
                 return .success([])
@@ -150,7 +156,7 @@ public struct GPSDDecoder: Sendable {
             self.lastFix = fix
             return .success([.fix(fix)])
         case "ATT":
-            let time = (object["time"] as? String).flatMap { CivilTime.parseISO8601(Substring($0)) } ?? self.lastTime
+            let time = object["time"]?.stringValue.flatMap { CivilTime.parseISO8601(Substring($0)) } ?? self.lastTime
             guard let time else { return .success([]) }
             var out: [BusMessage] = []
             if let heading = number("heading") {

@@ -1,5 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 public import NavCore
+import SystemIO
 import Parsers
 
 /// One decoded item of a log, with where it came from.
@@ -73,11 +81,11 @@ public struct LogReader: Sendable {
 
     /// Detects the format of `path` from its name and first bytes.
     public static func format(of path: String) throws -> LogFormat {
-        var isFolder: ObjCBool = false
+        var isFolder = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
             throw LogError.unreadable(reason: "\(path): no such file")
         }
-        if isFolder.boolValue {
+        if isFolder {
             guard FileManager.default.fileExists(atPath: path + "/Magnetometer.csv") else {
                 throw LogError.unreadable(
                     reason: "\(path): a folder, but not a phyphox recording (no Magnetometer.csv)")
@@ -86,15 +94,13 @@ public struct LogReader: Sendable {
         }
         let lower = path.lowercased()
         if lower.hasSuffix(".gpx") { return .gpx }
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw LogError.unreadable(reason: "\(path): cannot be opened")
-        }
-        defer { try? handle.close() }
         let head: String
         do {
-            head = String(decoding: try handle.read(upToCount: 64 * 1024) ?? Data(), as: UTF8.self)
+            let handle = try InputFile(path: path)
+            defer { handle.close() }
+            head = String(decoding: try handle.read(upTo: 64 * 1024), as: UTF8.self)
         } catch {
-            throw LogError.unreadable(reason: "\(path): cannot be read (\(Self.reason(error)))")
+            throw LogError.unreadable(reason: "\(path): cannot be read (\(error.reason))")
         }
         if head.contains("<gpx") { return .gpx }
         if head.contains("$G") || head.contains("\nNMEA,") || head.hasPrefix("NMEA,") || head.contains("\nFix,")
@@ -108,11 +114,8 @@ public struct LogReader: Sendable {
 
     /// Why a file could not be read, in a few words ("Input/output error").
     static func reason(_ error: any Error) -> String {
-        let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
-        if let underlying, underlying.domain == NSPOSIXErrorDomain {
-            return String(cString: strerror(Int32(underlying.code)))
-        }
-        return (error as NSError).localizedDescription
+        if let error = error as? SystemError { return error.reason }
+        return "\(error)"
     }
 
     /// Reads a whole log; anything that goes wrong is a ``LogError`` naming the file.
@@ -131,8 +134,7 @@ public struct LogReader: Sendable {
         switch format {
         case .nmea: return try self.readNMEA(path)
         case .gpx:
-            let data = try Data(contentsOf: URL(fileURLWithPath: path))
-            let reader = try GPXReader.read(data)
+            let reader = try GPXReader.read(Data(try InputFile.contents(of: path)))
             let fixes = GPXFixes.fixes(
                 reader.points, walkingSpeed: self.options.walkingSpeed,
                 uereMeters: self.options.nmea.uereMeters,

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import NavCore
 import Parsers
 
@@ -45,7 +52,7 @@ public enum SensorLog {
         var lines = text.split(whereSeparator: \.isNewline).enumerated().makeIterator()
         var header: [String] = []
         while let (index, line) = lines.next() {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            let trimmed = line.trimmed()
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             header = Self.fields(trimmed).map { $0.lowercased() }
             _ = index
@@ -54,7 +61,7 @@ public enum SensorLog {
         var rows: [(Int, [Double])] = []
         var problems: [(Int, String)] = []
         while let (index, line) = lines.next() {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            let trimmed = line.trimmed()
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             let fields = Self.fields(trimmed)
             let values = fields.map { Double($0) }
@@ -71,7 +78,7 @@ public enum SensorLog {
         let separator: Character =
             line.contains(",") ? "," : (line.contains(";") ? ";" : (line.contains("\t") ? "\t" : " "))
         return line.split(separator: separator, omittingEmptySubsequences: separator == " ")
-            .map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) }
+            .map { String($0.drop { $0 == "\"" || $0 == " " }.reversed().drop { $0 == "\"" || $0 == " " }.reversed()) }
     }
 
     private static func column(_ header: [String], _ names: [String]) -> Int? {

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
 public import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 public import NavCore
 
 /// A point of a GPX track or route.
@@ -63,8 +70,8 @@ public final class GPXReader {
         self.text = ""
         guard local == "trkpt" || local == "rtept" else { return }
         guard let latText = attributes["lat"], let lonText = attributes["lon"],
-            let lat = Double(latText.trimmingCharacters(in: .whitespaces)),
-            let lon = Double(lonText.trimmingCharacters(in: .whitespaces)),
+            let lat = Double(latText.trimmed()),
+            let lon = Double(lonText.trimmed()),
             lat.isFinite, lon.isFinite, abs(lat) <= 90, abs(lon) <= 180
         else {
             self.problems.append(
@@ -79,7 +86,7 @@ public final class GPXReader {
     }
 
     private func end(_ local: String, _ line: Int) {
-        let value = self.text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let value = self.text.trimmed()
         defer { self.text = "" }
         guard var point = self.current else { return }
         func number() -> Double? {

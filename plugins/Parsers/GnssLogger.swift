@@ -16,7 +16,7 @@ public enum GnssLoggerLine {
     public static func decode(_ line: Substring, providers: Set<String>) -> Swift.Result<[BusMessage], LineProblem> {
         let fields = line.split(separator: ",", omittingEmptySubsequences: false)
         func number(_ index: Int) -> Double? {
-            guard index < fields.count, let value = Double(fields[index].trimmingCharacters(in: .whitespaces)),
+            guard index < fields.count, let value = Double(fields[index].trimmed()),
                 value.isFinite
             else { return nil }
             return value

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 public import NavCore
 
 /// Reads a route from a file: GeoJSON (LineString, MultiLineString, Feature, FeatureCollection), GPX
@@ -19,7 +26,7 @@ public enum RouteFile {
         if let line = TextChecks.firstLineNotUTF8(Array(data)) {
             throw RoutingError.providerFailed(reason: "\(file): line \(line) is not UTF-8 text")
         }
-        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(decoding: data, as: UTF8.self).trimmed()
         if text.hasPrefix("<") { return RoutePlan(points: try GPXPath.load(file: file)) }
         guard text.hasPrefix("{") else {
             do {
@@ -29,27 +36,26 @@ public enum RouteFile {
                     reason: "\(file): not GeoJSON, GPX, a directions response or an encoded polyline (\(error))")
             }
         }
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+        guard let object = try? JSONDecoder().decode(JSONValue.self, from: data), object.objectValue != nil else {
             throw RoutingError.providerFailed(reason: "\(file): broken JSON")
         }
         return try self.plan(fromJSON: object, file: file, precision: precision)
     }
 
     /// A plan from a parsed JSON document of any supported kind.
-    public static func plan(fromJSON object: [String: Any], file: String, precision: Int) throws -> RoutePlan {
+    public static func plan(fromJSON object: JSONValue, file: String, precision: Int) throws -> RoutePlan {
         // Valhalla: trip.legs[].shape (polyline6), maneuvers with street names.
-        if let trip = object["trip"] as? [String: Any], let legs = trip["legs"] as? [[String: Any]] {
+        if let legs = object["trip"]?["legs"]?.arrayValue {
             return try self.valhallaPlan(legs: legs, file: file)
         }
         // Google: routes[0].overview_polyline.points (precision 5).
-        if let routes = object["routes"] as? [[String: Any]], let first = routes.first {
-            if let overview = first["overview_polyline"] as? [String: Any], let encoded = overview["points"] as? String
-            {
+        if let first = object["routes"]?[0] {
+            if let encoded = first["overview_polyline"]?["points"]?.stringValue {
                 return RoutePlan(points: try self.decode(encoded, precision: 5, file: file))
             }
             // OSRM / Mapbox: routes[0].geometry, a polyline (precision unknown: the one matching "distance") or GeoJSON.
-            if let encoded = first["geometry"] as? String {
-                let distance = first["distance"] as? Double
+            if let encoded = first["geometry"]?.stringValue {
+                let distance = first["distance"]?.doubleValue
                 guard let distance, distance > 0 else {
                     return RoutePlan(points: try self.decode(encoded, precision: precision, file: file))
                 }
@@ -65,9 +71,10 @@ public enum RouteFile {
                 }
                 return RoutePlan(points: best, reportedLengthMeters: distance)
             }
-            if let geometry = first["geometry"] as? [String: Any], let line = self.firstLine(in: geometry) {
+            if let geometry = first["geometry"], let line = self.firstLine(in: geometry) {
                 return RoutePlan(
-                    points: try self.coordinates(line, file: file), reportedLengthMeters: first["distance"] as? Double)
+                    points: try self.coordinates(line, file: file), reportedLengthMeters: first["distance"]?.doubleValue
+                )
             }
         }
         if let line = self.firstLine(in: object) {
@@ -77,16 +84,18 @@ public enum RouteFile {
             reason: "\(file): no route in it (GeoJSON LineString, Valhalla trip, OSRM/Mapbox/Google routes)")
     }
 
-    public static func valhallaPlan(legs: [[String: Any]], file: String) throws -> RoutePlan {
+    public static func valhallaPlan(legs: [JSONValue], file: String) throws -> RoutePlan {
         var points: [Coordinate] = []
         var names: [String?] = []
         for leg in legs {
-            guard let shape = leg["shape"] as? String else { continue }
+            guard let shape = leg["shape"]?.stringValue else { continue }
             let legPoints = try self.decode(shape, precision: 6, file: file)
             var legNames = [String?](repeating: nil, count: max(0, legPoints.count - 1))
-            for maneuver in leg["maneuvers"] as? [[String: Any]] ?? [] {
-                guard let begin = maneuver["begin_shape_index"] as? Int, let end = maneuver["end_shape_index"] as? Int,
-                    let street = (maneuver["street_names"] as? [String])?.first
+            for maneuver in leg["maneuvers"]?.arrayValue ?? [] {
+                guard let beginNumber = maneuver["begin_shape_index"]?.doubleValue,
+                    let endNumber = maneuver["end_shape_index"]?.doubleValue,
+                    let begin = Int(exactly: beginNumber), let end = Int(exactly: endNumber),
+                    let street = maneuver["street_names"]?[0]?.stringValue
                 else { continue }
                 for index in begin..<min(end, legNames.count) where index >= 0 { legNames[index] = street }
             }
@@ -112,14 +121,14 @@ public enum RouteFile {
         }
     }
 
-    static func firstLine(in object: Any) -> [Any]? {
-        guard let dictionary = object as? [String: Any], let type = dictionary["type"] as? String else { return nil }
+    static func firstLine(in object: JSONValue) -> [JSONValue]? {
+        guard let type = object["type"]?.stringValue else { return nil }
         switch type {
-        case "LineString": return dictionary["coordinates"] as? [Any]
-        case "MultiLineString": return (dictionary["coordinates"] as? [Any])?.first as? [Any]
-        case "Feature": return dictionary["geometry"].flatMap { self.firstLine(in: $0) }
+        case "LineString": return object["coordinates"]?.arrayValue
+        case "MultiLineString": return object["coordinates"]?[0]?.arrayValue
+        case "Feature": return object["geometry"].flatMap { self.firstLine(in: $0) }
         case "FeatureCollection":
-            for feature in dictionary["features"] as? [Any] ?? [] {
+            for feature in object["features"]?.arrayValue ?? [] {
                 if let line = self.firstLine(in: feature) { return line }
             }
             return nil
@@ -127,12 +136,12 @@ public enum RouteFile {
         }
     }
 
-    static func coordinates(_ line: [Any], file: String) throws -> [Coordinate] {
+    static func coordinates(_ line: [JSONValue], file: String) throws -> [Coordinate] {
         var points: [Coordinate] = []
         for (index, pair) in line.enumerated() {
-            guard let numbers = pair as? [Any], numbers.count >= 2,
-                let longitude = (numbers[0] as? NSNumber)?.doubleValue,
-                let latitude = (numbers[1] as? NSNumber)?.doubleValue,
+            guard let numbers = pair.arrayValue, numbers.count >= 2,
+                let longitude = numbers[0].doubleValue,
+                let latitude = numbers[1].doubleValue,
                 longitude.isFinite, latitude.isFinite, abs(latitude) <= 90, abs(longitude) <= 180
             else {
                 throw RoutingError.providerFailed(

@@ -1,5 +1,13 @@
 internal import CXMLSAX
+import SystemIO
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
 public import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Why an XML file could not be read to its end.
 public struct XMLReadError: Error, CustomStringConvertible, Sendable {
@@ -38,16 +46,19 @@ public final class XMLEventReader {
 
     /// Reads the file at `path` in chunks; throws at the first error, after the events before it were delivered.
     public func read(file path: String) throws(XMLReadError) {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw XMLReadError(line: 0, reason: "cannot be opened")
+        let handle: InputFile
+        do {
+            handle = try InputFile(path: path)
+        } catch {
+            throw XMLReadError(line: 0, reason: "cannot be opened: \(error.reason)")
         }
-        defer { try? handle.close() }
+        defer { handle.close() }
         try self.parse { () throws(XMLReadError) -> Data? in
             do {
-                let chunk = try handle.read(upToCount: 1 << 16) ?? Data()
-                return chunk.isEmpty ? nil : chunk
+                let chunk = try handle.read(upTo: 1 << 16)
+                return chunk.isEmpty ? nil : Data(chunk)
             } catch {
-                throw XMLReadError(line: 0, reason: "read failed: \(error.localizedDescription)")
+                throw XMLReadError(line: 0, reason: "read failed: \(error)")
             }
         }
     }
@@ -95,8 +106,7 @@ public final class XMLEventReader {
         }
         defer { hn_xml_free(parser) }
         func failure() -> XMLReadError {
-            let message = hn_xml_error(parser).map { XMLEventReader.string($0) }?.trimmingCharacters(
-                in: .whitespacesAndNewlines)
+            let message = hn_xml_error(parser).map { XMLEventReader.string($0) }?.trimmed()
             return XMLReadError(line: Int(hn_xml_line(parser)), reason: message ?? "not well-formed XML")
         }
         while let chunk = try next() {

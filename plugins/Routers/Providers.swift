@@ -1,10 +1,15 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
 public import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
 #endif
 public import Logging
 public import NavCore
 public import Parsers
+import Links
 
 /// The `osm` provider: shortest walking routes over an OpenStreetMap extract, offline.
 public struct OSMRouteProvider: RouteProvider {
@@ -78,44 +83,60 @@ public struct FileRouteProvider: RouteProvider {
     }
 }
 
-/// An HTTP routing engine's client: timeouts, retries with backoff, and a clear error when it is down.
+/// An HTTP routing engine's client: a deadline on every try, retries with backoff, and one-line errors that name
+/// the engine, the request and the reason.
 struct EngineClient: Sendable {
-    let baseURL: URL
+    /// The engine's name in errors ("valhalla", "osrm").
+    let engine: String
+    /// The base URL as configured (`http://host:port[/prefix]`).
+    let baseURL: String
     let timeoutSeconds: Double
     let retries: Int
+    private let http: HTTPClient
+    private let prefix: String
 
-    init(baseURL: URL, timeoutSeconds: Double, retries: Int) {
-        self.baseURL = baseURL
+    /// A client of `url`; throws when it is not a plain `http://host[:port][/prefix]` URL.
+    init(engine: String, url: String, timeoutSeconds: Double, retries: Int) throws(RoutingError) {
+        guard let (host, port, path) = HTTPClient.split(url: url) else {
+            throw RoutingError.providerFailed(
+                reason:
+                    "\(engine): '\(url)' is not an http://host[:port] URL (https is not spoken: reach the engine over the lab network or a local proxy)"
+            )
+        }
+        self.engine = engine
+        self.baseURL = url
         self.timeoutSeconds = timeoutSeconds
         self.retries = retries
+        self.http = HTTPClient(host: host, port: port)
+        self.prefix = path.hasSuffix("/") ? String(path.dropLast()) : path
     }
 
     /// Reads an engine provider's settings: `url`, `timeoutSeconds`, `retries`.
-    init(settings: Settings, defaultURL: String) throws {
+    init(engine: String, settings: Settings, defaultURL: String) throws {
         var settings = settings
         let text = try settings.string("url", default: defaultURL)
-        guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https" else {
-            throw ConfigError.invalidValue(path: "\(settings.path).url", expected: "an http(s) URL", found: "'\(text)'")
+        guard HTTPClient.split(url: text) != nil else {
+            throw ConfigError.invalidValue(
+                path: "\(settings.path).url", expected: "an http://host[:port] URL", found: "'\(text)'")
         }
         let timeout = try settings.double("timeoutSeconds", default: 5, in: 0.1...120)
         let retries = try settings.int("retries", default: 2, in: 0...10)
         try settings.finish()
-        self.init(baseURL: url, timeoutSeconds: timeout, retries: retries)
+        try self.init(engine: engine, url: text, timeoutSeconds: timeout, retries: retries)
     }
 
-    func getJSON(_ url: URL) async throws -> [String: Any] {
-        try await self.request(URLRequest(url: url, timeoutInterval: self.timeoutSeconds))
+    func getJSON(_ path: String) async throws -> JSONValue {
+        try await self.request(method: "GET", path: path, body: [])
     }
 
-    func postJSON(_ url: URL, body: [String: Any]) async throws -> [String: Any] {
-        var request = URLRequest(url: url, timeoutInterval: self.timeoutSeconds)
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = try JSONSerialization.data(withJSONObject: body)
-        return try await self.request(request)
+    func postJSON(_ path: String, body: JSONValue) async throws -> JSONValue {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return try await self.request(method: "POST", path: path, body: Array(try encoder.encode(body)))
     }
 
-    private func request(_ request: URLRequest) async throws -> [String: Any] {
+    private func request(method: String, path: String, body: [UInt8]) async throws -> JSONValue {
+        let target = self.prefix + path
         var delay = 0.25
         var lastError = "no attempt"
         for attempt in 0...self.retries {
@@ -123,29 +144,31 @@ struct EngineClient: Sendable {
                 try await Task.sleep(for: .seconds(delay))
                 delay *= 2
             }
+            let response: HTTPResponse
             do {
-                let (data, response) = try await URLSession.shared.data(for: request)
-                let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-                let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-                if (200..<300).contains(status), let object { return object }
-                // A 4xx with a body is the engine's answer (no route): no point retrying.
-                let message =
-                    object.flatMap { ($0["error"] as? String) ?? ($0["message"] as? String) } ?? "HTTP \(status)"
-                if (400..<500).contains(status) {
-                    throw RoutingError.providerFailed(reason: "\(self.baseURL.host ?? "engine"): \(message)")
-                }
-                lastError = message
-            } catch let error as RoutingError {
-                throw error
-            } catch is CancellationError {
-                throw CancellationError()
+                response = try await self.http.send(
+                    method: method, path: target, body: body, contentType: body.isEmpty ? nil : "application/json",
+                    timeoutSeconds: self.timeoutSeconds)
             } catch {
-                lastError = (error as NSError).localizedDescription
+                if error.reason == .cancelled || Task.isCancelled { throw CancellationError() }
+                lastError = error.description
+                continue
             }
+            let object = try? JSONDecoder().decode(JSONValue.self, from: Data(response.body))
+            if (200..<300).contains(response.status), let object, object.objectValue != nil { return object }
+            // A 4xx with a body is the engine's answer (no route): no point retrying.
+            let message =
+                object.flatMap { $0["error"]?.stringValue ?? $0["message"]?.stringValue }
+                ?? "HTTP \(response.status)\(object == nil ? " without a JSON body" : "")"
+            if (400..<500).contains(response.status) {
+                throw RoutingError.providerFailed(
+                    reason: "\(self.engine) \(self.http.server) \(method) \(target): \(message)")
+            }
+            lastError = "\(self.http.server) \(method) \(target): \(message)"
         }
         throw RoutingError.providerFailed(
             reason:
-                "\(self.baseURL.absoluteString) did not answer after \(self.retries + 1) tries within \(self.timeoutSeconds) s each: \(lastError)"
+                "\(self.engine) did not answer after \(self.retries + 1) tries within \(self.timeoutSeconds) s each: \(lastError)"
         )
     }
 }
@@ -157,29 +180,30 @@ public struct ValhallaRouteProvider: RouteProvider {
     let client: EngineClient
 
     /// A client of the engine at `url` (for example http://127.0.0.1:8002).
-    public init(url: URL, timeoutSeconds: Double = 5, retries: Int = 2) {
-        self.client = EngineClient(baseURL: url, timeoutSeconds: timeoutSeconds, retries: retries)
+    public init(url: String, timeoutSeconds: Double = 5, retries: Int = 2) throws(RoutingError) {
+        self.client = try EngineClient(engine: "valhalla", url: url, timeoutSeconds: timeoutSeconds, retries: retries)
     }
 
     /// Reads a config's settings: `url`, `timeoutSeconds`, `retries`.
     public init(settings: Settings) throws {
-        self.client = try EngineClient(settings: settings, defaultURL: "http://127.0.0.1:8002")
+        self.client = try EngineClient(engine: "valhalla", settings: settings, defaultURL: "http://127.0.0.1:8002")
     }
 
     public func route(from start: Coordinate, to destination: Coordinate) async throws -> RoutePlan {
-        let body: [String: Any] = [
-            "locations": [
-                ["lat": start.latitude, "lon": start.longitude],
-                ["lat": destination.latitude, "lon": destination.longitude],
-            ],
-            "costing": "pedestrian", "units": "kilometers", "directions_options": ["units": "kilometers"],
-        ]
-        let object = try await self.client.postJSON(self.client.baseURL.appendingPathComponent("route"), body: body)
-        guard let trip = object["trip"] as? [String: Any], let legs = trip["legs"] as? [[String: Any]] else {
+        let body = JSONValue.object([
+            "locations": .array([
+                .object(["lat": .number(start.latitude), "lon": .number(start.longitude)]),
+                .object(["lat": .number(destination.latitude), "lon": .number(destination.longitude)]),
+            ]),
+            "costing": .string("pedestrian"), "units": .string("kilometers"),
+            "directions_options": .object(["units": .string("kilometers")]),
+        ])
+        let object = try await self.client.postJSON("/route", body: body)
+        guard let trip = object["trip"], let legs = trip["legs"]?.arrayValue else {
             throw RoutingError.providerFailed(reason: "valhalla: no trip in the answer")
         }
         var plan = try RouteFile.valhallaPlan(legs: legs, file: "valhalla")
-        if let summary = trip["summary"] as? [String: Any], let km = summary["length"] as? Double {
+        if let km = trip["summary"]?["length"]?.doubleValue {
             plan.reportedLengthMeters = km * 1000
         }
         return plan
@@ -193,28 +217,22 @@ public struct OSRMRouteProvider: RouteProvider {
     let client: EngineClient
 
     /// A client of the engine at `url` (for example http://127.0.0.1:5000).
-    public init(url: URL, timeoutSeconds: Double = 5, retries: Int = 2) {
-        self.client = EngineClient(baseURL: url, timeoutSeconds: timeoutSeconds, retries: retries)
+    public init(url: String, timeoutSeconds: Double = 5, retries: Int = 2) throws(RoutingError) {
+        self.client = try EngineClient(engine: "osrm", url: url, timeoutSeconds: timeoutSeconds, retries: retries)
     }
 
     /// Reads a config's settings: `url`, `timeoutSeconds`, `retries`.
     public init(settings: Settings) throws {
-        self.client = try EngineClient(settings: settings, defaultURL: "http://127.0.0.1:5000")
+        self.client = try EngineClient(engine: "osrm", settings: settings, defaultURL: "http://127.0.0.1:5000")
     }
 
     public func route(from start: Coordinate, to destination: Coordinate) async throws -> RoutePlan {
         let coordinates = "\(start.longitude),\(start.latitude);\(destination.longitude),\(destination.latitude)"
-        var components = URLComponents(
-            url: self.client.baseURL.appendingPathComponent("route/v1/foot/\(coordinates)"),
-            resolvingAgainstBaseURL: false)!
-        components.queryItems = [
-            URLQueryItem(name: "overview", value: "full"), URLQueryItem(name: "geometries", value: "geojson"),
-            URLQueryItem(name: "steps", value: "true"),
-        ]
-        let object = try await self.client.getJSON(components.url!)
-        guard object["code"] as? String == "Ok" || object["routes"] != nil else {
+        let object = try await self.client.getJSON(
+            "/route/v1/foot/\(coordinates)?overview=full&geometries=geojson&steps=true")
+        guard object["code"]?.stringValue == "Ok" || object["routes"] != nil else {
             throw RoutingError.providerFailed(
-                reason: "osrm: \(object["message"] as? String ?? object["code"] as? String ?? "no route")")
+                reason: "osrm: \(object["message"]?.stringValue ?? object["code"]?.stringValue ?? "no route")")
         }
         return try RouteFile.plan(fromJSON: object, file: "osrm", precision: 5)
     }

@@ -1,4 +1,4 @@
-import Foundation
+import SystemIO
 public import NavCore
 
 /// Prints one short line per message on standard output, for a person watching a run (or a screen reader).
@@ -23,7 +23,7 @@ public struct ConsoleSink: MessageSink {
     public func record(_ message: RecordedMessage) {
         let line =
             "\(self.prefix)\(message.stage) \(message.message.kind.topic) #\(message.sequence) \(message.message.summary)\n"
-        FileHandle.standardOutput.write(Data(line.utf8))
+        StandardStreams.writeOutput(line)
     }
 
     public func finish() {}

@@ -1,5 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 public import NavCore
+import SystemIO
 
 /// Records every message it is given as one JSON line, for replay and for analysis in any language.
 ///
@@ -9,22 +17,19 @@ public actor JSONLinesRecorder: MessageSink {
 
     /// The file written.
     public let file: String
-    private let handle: FileHandle
+    private let handle: OutputFile
     private let encoder: JSONEncoder
     private var buffer = Data()
     private var lastFlush = ContinuousClock.now
 
     /// Creates (or truncates) the recording file, making its folder if needed.
     public init(file: String) throws {
-        let folder = (file as NSString).deletingLastPathComponent
-        if !folder.isEmpty {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        }
-        guard FileManager.default.createFile(atPath: file, contents: nil) else {
-            throw ConfigError.invalidValue(path: "recorder.file", expected: "a writable file", found: file)
+        do {
+            self.handle = try OutputFile(path: file, mode: .truncate)
+        } catch {
+            throw ConfigError.invalidValue(path: "recorder.file", expected: "a writable file", found: "\(error)")
         }
         self.file = file
-        self.handle = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
         self.encoder = JSONEncoder()
         self.encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
     }
@@ -55,7 +60,9 @@ public actor JSONLinesRecorder: MessageSink {
 
     private func flush() throws {
         if !self.buffer.isEmpty {
-            try self.handle.write(contentsOf: self.buffer)
+            guard self.handle.write(self.buffer) else {
+                throw SystemError("write", path: self.file)
+            }
             self.buffer.removeAll(keepingCapacity: true)
         }
         self.lastFlush = ContinuousClock.now
@@ -63,6 +70,6 @@ public actor JSONLinesRecorder: MessageSink {
 
     public func finish() throws {
         try self.flush()
-        try self.handle.close()
+        self.handle.close()
     }
 }

@@ -1,6 +1,16 @@
 import ArgumentParser
 import Bus
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Synchronization
+import SystemIO
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
 import Devices
 import LocationSources
 import Routers
@@ -35,31 +45,31 @@ struct BandEmulatorCommand: ParsableCommand {
         case let (nil, link?): listen = .pty(link: link)
         default: throw ValidationError("give --tcp HOST:PORT or --pty PATH")
         }
-        let output: FileHandle
+        let output: OutputFile
         if let log = self.log {
-            _ = FileManager.default.createFile(atPath: log, contents: nil)
-            guard let handle = FileHandle(forWritingAtPath: log) else {
-                throw ValidationError("--log: cannot write \(log)")
+            do {
+                output = try OutputFile(path: log, mode: .truncate)
+            } catch {
+                throw ValidationError("--log: \(error)")
             }
-            output = handle
         } else {
-            output = FileHandle.standardOutput
+            output = OutputFile(descriptor: 1, path: "standard output")
         }
-        let emulator = BandEmulator(listen: listen) { line in output.write(Data((line + "\n").utf8)) }
+        let emulator = BandEmulator(listen: listen) { line in output.write(line + "\n") }
         // SIGUSR1 toggles acknowledgements: a band that hangs, for fallback tests.
         signal(SIGUSR1, SIG_IGN)
         let toggle = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: .global())
         toggle.setEventHandler {
             let now = !emulator.muted.load(ordering: .relaxed)
             emulator.muted.store(now, ordering: .relaxed)
-            FileHandle.standardError.write(Data("band-emulator: acknowledgements \(now ? "off" : "on")\n".utf8))
+            StandardStreams.writeError("band-emulator: acknowledgements \(now ? "off" : "on")\n")
         }
         toggle.resume()
         for number in [SIGTERM, SIGINT] {
             signal(number, SIG_DFL)
         }
         try emulator.serve { where_ in
-            FileHandle.standardError.write(Data("band-emulator: listening at \(where_)\n".utf8))
+            StandardStreams.writeError("band-emulator: listening at \(where_)\n")
         }
     }
 }

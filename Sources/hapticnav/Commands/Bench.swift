@@ -1,6 +1,14 @@
 import ArgumentParser
 import Bus
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import SystemIO
+#if canImport(Glibc)
+import Glibc
+#endif
 import Devices
 import Evaluation
 import LocationSources
@@ -61,13 +69,13 @@ struct Bench: AsyncParsableCommand {
                         + "\(report.frames) band frames with a cue, \(report.lost) message(s) lost")
                 print(
                     String(
-                        format: "  heading → band frame: p50 %.3f ms, p99 %.3f ms, max %.3f ms (%d samples)",
+                        cFormat: "  heading → band frame: p50 %.3f ms, p99 %.3f ms, max %.3f ms (%d samples)",
                         l.p50, l.p99, l.max, l.count))
-                print(String(format: "  raw libzmq hop, same transport: p50 %.3f ms, p99 %.3f ms", r.p50, r.p99))
+                print(String(cFormat: "  raw libzmq hop, same transport: p50 %.3f ms, p99 %.3f ms", r.p50, r.p99))
                 for stage in report.stages {
-                    let name = stage.stage.padding(toLength: 9, withPad: " ", startingAt: 0)
+                    let name = stage.stage.padded(to: 9)
                     let load = String(
-                        format: "CPU %5.2f %% of a core, resident memory up to %.1f MB", stage.cpuPercent,
+                        cFormat: "CPU %5.2f %% of a core, resident memory up to %.1f MB", stage.cpuPercent,
                         stage.residentMegabytesMax)
                     print("  \(name) \(load)")
                 }
@@ -94,7 +102,7 @@ struct Bench: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let folder = NSTemporaryDirectory() + "hapticnav-bench-\(getpid())"
+            let folder = (ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/hapticnav-bench-\(getpid())"
             defer { try? FileManager.default.removeItem(atPath: folder) }
             let report = try await BusBenchmark.run(
                 messages: self.messages, rateHz: self.rate, rounds: self.rounds,
@@ -106,8 +114,8 @@ struct Bench: AsyncParsableCommand {
                 return
             }
             func row(_ name: String, _ s: LatencySummary) -> String {
-                name.padding(toLength: 22, withPad: " ", startingAt: 0)
-                    + String(format: "%8d %10.1f %10.1f %10.1f", s.count, s.p50, s.p99, s.max)
+                name.padded(to: 22)
+                    + String(cFormat: "%8d %10.1f %10.1f %10.1f", s.count, s.p50, s.p99, s.max)
             }
             print(
                 "bus latency, one hop over ipc:// at \(Int(self.rate)) Hz, libzmq \(zmqVersion()), "
@@ -118,7 +126,7 @@ struct Bench: AsyncParsableCommand {
             print(row("  of which to decode", report.receiveThread))
             print(
                 String(
-                    format:
+                    cFormat:
                         "ratio transport/raw p50: %.2f over all samples; median of the %d paired rounds: %.2f (target ≤ 1.50)",
                     report.ratioP50, self.rounds, report.medianRoundRatioP50))
         }
@@ -147,8 +155,11 @@ extension Bench {
         func run() async throws {
             let osm = try OSMRouteProvider(map: self.map, logger: Logger(label: "bench"))
             let valhalla = try self.valhallaURL.map { text -> ValhallaRouteProvider in
-                guard let url = URL(string: text) else { throw ValidationError("--valhalla-url: not a URL") }
-                return ValhallaRouteProvider(url: url, timeoutSeconds: 10, retries: 0)
+                do {
+                    return try ValhallaRouteProvider(url: text, timeoutSeconds: 10, retries: 0)
+                } catch {
+                    throw ValidationError("--valhalla-url: \(error)")
+                }
             }
             print(
                 try await RouteBenchmark.run(

@@ -1,6 +1,14 @@
 import ArgumentParser
 import Bus
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import SystemIO
+#if canImport(Glibc)
+import Glibc
+#endif
 import Devices
 import LocationSources
 import Routers
@@ -40,14 +48,14 @@ struct BusCommand: ParsableCommand {
         func run() throws {
             let context = ZMQContext()
             let publisher = try BusPublisher(context: context, bind: [self.bind], stage: self.stage)
-            Thread.sleep(forTimeInterval: self.warmup)
+            SystemThread.sleep(seconds: self.warmup)
             let interval = 1 / max(self.rate, 0.001)
             let start = Date()
             var index = 0
             while self.count == 0 || index < self.count {
                 let due = start.addingTimeInterval(Double(index) * interval)
                 let wait = due.timeIntervalSinceNow
-                if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+                if wait > 0 { SystemThread.sleep(seconds: wait) }
                 let message =
                     self.examples
                     ? BusMessage.examples[index % BusMessage.examples.count]
@@ -58,7 +66,7 @@ struct BusCommand: ParsableCommand {
                 try publisher.send(message)
                 index += 1
             }
-            Thread.sleep(forTimeInterval: self.linger)
+            SystemThread.sleep(seconds: self.linger)
             publisher.close(lingerMilliseconds: 500)
             context.terminate()
         }

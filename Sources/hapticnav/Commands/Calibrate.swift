@@ -1,6 +1,14 @@
 import ArgumentParser
 import Bus
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import SystemIO
+#if canImport(Glibc)
+import Glibc
+#endif
 import Devices
 import LocationSources
 import Routers
@@ -44,9 +52,8 @@ struct Calibrate: AsyncParsableCommand {
         if result.succeeded {
             print(
                 String(
-                    format: "calibrated: offset %.1f°, spread %.1f° over %d headings; saved to %@",
-                    result.offsetDegrees,
-                    result.spreadDegrees, result.sampleCount, outcome.savedTo ?? "-"))
+                    cFormat: "calibrated: offset %.1f°, spread %.1f° over %d headings; saved to ", result.offsetDegrees,
+                    result.spreadDegrees, Int(result.sampleCount)) + (outcome.savedTo ?? "-"))
         } else {
             print("calibration aborted: \(result.reason)")
             throw ExitCode(1)

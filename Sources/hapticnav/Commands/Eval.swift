@@ -1,6 +1,14 @@
 import ArgumentParser
 import Bus
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import SystemIO
+#if canImport(Glibc)
+import Glibc
+#endif
 import Devices
 import Evaluation
 import LocationSources
@@ -44,9 +52,9 @@ struct Eval: ParsableCommand {
             for row in rows {
                 let m = row.metrics
                 print(
-                    row.walk.padding(toLength: 37, withPad: " ", startingAt: 0)
+                    row.walk.padded(to: 37)
                         + String(
-                            format: "%5.0f %5d %6d %10.2f %15.2f %9.0f %% %11.2f", row.sigma, row.runs, m.fixes,
+                            cFormat: "%5.0f %5d %6d %10.2f %15.2f %9.0f %% %11.2f", row.sigma, row.runs, m.fixes,
                             m.rawRMSMeters, m.smoothedRMSMeters, m.improvement * 100, m.meanLagMeters))
                 pass = pass && m.improvement >= 0.3 && (row.sigma < 10 || abs(m.meanLagMeters) <= 2)
             }
@@ -83,10 +91,10 @@ extension Eval {
                     GuidanceSimulation.cueChangesPerMinute(debounced: false, minutes: self.minutes, seed: UInt64(seed)))
                 debounced.append(
                     GuidanceSimulation.cueChangesPerMinute(debounced: true, minutes: self.minutes, seed: UInt64(seed)))
-                print(String(format: "%4d %17.1f %16.1f", seed, plain.last!, debounced.last!))
+                print(String(cFormat: "%4d %17.1f %16.1f", seed, plain.last!, debounced.last!))
             }
             let median = { (values: [Double]) in values.sorted()[values.count / 2] }
-            print(String(format: "median %15.1f %16.1f", median(plain), median(debounced)))
+            print(String(cFormat: "median %15.1f %16.1f", median(plain), median(debounced)))
         }
     }
 }
@@ -135,9 +143,9 @@ extension Eval {
             for mode in RouteTracker.TargetMode.allCases {
                 let sorted = (worst[mode] ?? []).sorted()
                 print(
-                    mode.rawValue.padding(toLength: 14, withPad: " ", startingAt: 0)
+                    mode.rawValue.padded(to: 14)
                         + String(
-                            format: "%8d of %d (%3.0f %%)   %7d   %6.1f m / %6.1f m", within[mode, default: 0], walks,
+                            cFormat: "%8d of %d (%3.0f %%)   %7d   %6.1f m / %6.1f m", within[mode, default: 0], walks,
                             100 * Double(within[mode, default: 0]) / Double(max(1, walks)), arrived[mode, default: 0],
                             sorted.isEmpty ? 0 : sorted[sorted.count / 2], sorted.last ?? 0))
             }

@@ -1,6 +1,14 @@
 import ArgumentParser
 import Bus
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import SystemIO
+#if canImport(Glibc)
+import Glibc
+#endif
 import Devices
 import LocationSources
 import Routers
@@ -75,23 +83,22 @@ struct Fixes: ParsableCommand {
                 default: time = .nan
                 }
                 out +=
-                    "\(iso8601(time)) \(entry.message.kind.topic.padding(toLength: 8, withPad: " ", startingAt: 0)) \(entry.message.summary)\n"
+                    "\(iso8601(time)) \(entry.message.kind.topic.padded(to: 8)) \(entry.message.summary)\n"
             }
             if out.utf8.count > 1 << 16 {
-                FileHandle.standardOutput.write(Data(out.utf8))
+                StandardStreams.writeOutput(out)
                 out = ""
             }
         }
-        FileHandle.standardOutput.write(Data(out.utf8))
+        StandardStreams.writeOutput(out)
         for problem in result.problems.prefix(20) {
-            FileHandle.standardError.write(Data("skipped \(problem)\n".utf8))
+            StandardStreams.writeError("skipped \(problem)\n")
         }
         let counts = Dictionary(grouping: result.entries, by: { $0.message.kind.topic }).mapValues(\.count)
-        FileHandle.standardError.write(
-            Data(
-                ("\(self.file): \(result.format.rawValue), "
-                    + counts.keys.sorted().map { "\(counts[$0]!) \($0)" }.joined(separator: ", ")
-                    + ", \(result.problems.count) skipped\n").utf8))
+        StandardStreams.writeError(
+            "\(self.file): \(result.format.rawValue), "
+                + counts.keys.sorted().map { "\(counts[$0]!) \($0)" }.joined(separator: ", ")
+                + ", \(result.problems.count) skipped\n")
     }
 }
 
@@ -100,9 +107,5 @@ private func parseDay(_ text: String) -> Int? {
 }
 
 private func parseTime(_ text: String) -> Double? {
-    let formatter = ISO8601DateFormatter()
-    formatter.formatOptions = [.withInternetDateTime]
-    if let date = formatter.date(from: text) { return date.timeIntervalSince1970 }
-    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    return formatter.date(from: text)?.timeIntervalSince1970
+    CivilTime.parseISO8601(Substring(text))
 }

@@ -1,6 +1,15 @@
 import ArgumentParser
 import Bus
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import SystemIO
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
 import Devices
 import LocationSources
 import Routers
@@ -61,13 +70,12 @@ struct Monitor: AsyncParsableCommand {
             source.resume()
             return source
         }
-        let timer = deadline.map { deadline in
-            Thread {
-                while ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if let deadline {
+            SystemThread.start(name: "monitor-deadline") {
+                while ContinuousClock.now < deadline { SystemThread.sleep(seconds: 0.02) }
                 subscriber.close()
             }
         }
-        timer?.start()
         var printed = 0
         for await event in subscriber {
             print(format.line(for: event, now: Date().timeIntervalSince1970))

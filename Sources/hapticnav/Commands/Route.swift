@@ -1,6 +1,13 @@
 import ArgumentParser
 import Bus
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Devices
 import LocationSources
 import Routers
@@ -43,7 +50,7 @@ struct RouteCommand: AsyncParsableCommand {
     var turnThreshold = 30.0
 
     private func coordinate(_ text: String, _ name: String) throws -> Coordinate {
-        let parts = text.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+        let parts = text.split(separator: ",").map { Double($0.trimmed()) }
         guard parts.count == 2, let lat = parts[0], let lon = parts[1], abs(lat) <= 90, abs(lon) <= 180 else {
             throw ValidationError("--\(name): expected LAT,LON, like 43.7319,7.4216")
         }
@@ -60,15 +67,17 @@ struct RouteCommand: AsyncParsableCommand {
             options.avoidSteps = self.avoidSteps
             provider = try OSMRouteProvider(map: map, options: options, logger: logger)
         case (nil, "valhalla"?):
-            guard let url = URL(string: self.url ?? "http://127.0.0.1:8002") else {
-                throw ValidationError("--url: not a URL")
+            do {
+                provider = try ValhallaRouteProvider(url: self.url ?? "http://127.0.0.1:8002")
+            } catch {
+                throw ValidationError("--url: \(error)")
             }
-            provider = ValhallaRouteProvider(url: url)
         case (nil, "osrm"?):
-            guard let url = URL(string: self.url ?? "http://127.0.0.1:5000") else {
-                throw ValidationError("--url: not a URL")
+            do {
+                provider = try OSRMRouteProvider(url: self.url ?? "http://127.0.0.1:5000")
+            } catch {
+                throw ValidationError("--url: \(error)")
             }
-            provider = OSRMRouteProvider(url: url)
         default:
             throw ValidationError("give --map FILE, or --provider valhalla|osrm (with --url)")
         }

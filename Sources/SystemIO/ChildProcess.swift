@@ -1,0 +1,107 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A program started with `posix_spawn`, its standard input and output optionally on pipes to this process.
+public final class ChildProcess: @unchecked Sendable {
+    /// Where one of the child's standard streams goes.
+    public enum Stream: Sendable {
+        /// `/dev/null`.
+        case null
+        /// A pipe to this process (`input` or `output`).
+        case pipe
+        /// The same as this process's.
+        case inherit
+    }
+
+    /// The child's process id.
+    public let pid: Int32
+    /// The write end of the child's standard input, when it is a pipe.
+    public let input: OutputFile?
+    /// The read end of the child's standard output, when it is a pipe.
+    public let output: InputFile?
+    private var exitStatus: Int32?
+
+    /// Starts `executable` (a path) with `arguments` (without argv[0]).
+    public init(
+        executable: String, arguments: [String], input: Stream = .null, output: Stream = .null,
+        error: Stream = .null
+    ) throws(SystemError) {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        var inputPipe: [Int32] = [-1, -1]
+        var outputPipe: [Int32] = [-1, -1]
+        if input == .pipe {
+            guard pipe(&inputPipe) == 0 else { throw SystemError("create a pipe for", path: executable) }
+            _ = fcntl(inputPipe[1], F_SETFD, FD_CLOEXEC)
+            posix_spawn_file_actions_adddup2(&actions, inputPipe[0], 0)
+            posix_spawn_file_actions_addclose(&actions, inputPipe[1])
+        } else if input == .null {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
+        if output == .pipe {
+            guard pipe(&outputPipe) == 0 else { throw SystemError("create a pipe for", path: executable) }
+            _ = fcntl(outputPipe[0], F_SETFD, FD_CLOEXEC)
+            posix_spawn_file_actions_adddup2(&actions, outputPipe[1], 1)
+            posix_spawn_file_actions_addclose(&actions, outputPipe[0])
+        } else if output == .null {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        }
+        if error == .null {
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        }
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid = pid_t()
+        let result = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        for descriptor in [inputPipe[0], outputPipe[1]] where descriptor >= 0 { _ = close(descriptor) }
+        guard result == 0 else {
+            for descriptor in [inputPipe[1], outputPipe[0]] where descriptor >= 0 { _ = close(descriptor) }
+            throw SystemError("start", path: executable, code: result)
+        }
+        self.pid = pid
+        if inputPipe[1] >= 0 {
+            self.input = OutputFile(descriptor: inputPipe[1], path: "\(executable) standard input")
+        } else {
+            self.input = nil
+        }
+        if outputPipe[0] >= 0 {
+            self.output = InputFile(descriptor: outputPipe[0], path: "\(executable) standard output")
+        } else {
+            self.output = nil
+        }
+    }
+
+    /// Waits for the child to end: its exit code, or 128 + the signal that ended it.
+    @discardableResult
+    public func wait() -> Int32 {
+        if let status = self.exitStatus { return status }
+        var status: Int32 = 0
+        while waitpid(self.pid, &status, 0) < 0 && errno == EINTR {}
+        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        self.exitStatus = code
+        return code
+    }
+
+    /// True until the child has ended (checked without waiting).
+    public var isRunning: Bool {
+        guard self.exitStatus == nil else { return false }
+        var status: Int32 = 0
+        guard waitpid(self.pid, &status, WNOHANG) == self.pid else { return true }
+        self.exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return false
+    }
+
+    /// Sends `signal` to the child.
+    public func signal(_ signal: Int32) {
+        if self.exitStatus == nil { _ = kill(self.pid, signal) }
+    }
+}
+
+/// Whether `path` names a file this process may execute.
+public func isExecutable(_ path: String) -> Bool {
+    access(path, X_OK) == 0
+}
