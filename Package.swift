@@ -119,6 +119,7 @@ let package = Package(
 
         .target(name: "TestSupport", dependencies: ["NavCore", "Links"], path: "Tests/TestSupport"),
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "LinksTests", dependencies: ["Links", "SystemIO", "NavCore"]),
         .testTarget(name: "EvaluationTests", dependencies: ["Evaluation", "NavCore"]),
         .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore", "TestSupport"]),
         .testTarget(

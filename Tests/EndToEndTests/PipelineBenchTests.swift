@@ -30,3 +30,20 @@ extension ProcessSuites {
         }
     }
 }
+
+extension ProcessSuites {
+    /// What a stage process loads: Foundation's essentials only, not full Foundation with its ICU data, nor
+    /// FoundationNetworking with libcurl and its TLS stack (together 11 MB of each stage's resident memory).
+    @Suite struct FootprintTests {
+        @Test func theExecutableLinksNeitherFullFoundationNorCurl() async throws {
+            let ldd = try ChildProcess("/usr/bin/ldd", [try hapticnavExecutable()])
+            defer { ldd.ensureStopped() }
+            #expect(await ldd.wait(seconds: 30) == 0, "\(ldd.stderr)")
+            let libraries = ldd.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            #expect(libraries.contains { $0.hasPrefix("libFoundationEssentials.so") }, "\(ldd.stdout)")
+            for unwanted in ["libFoundation.so", "libFoundationNetworking.so", "lib_FoundationICU.so", "libcurl"] {
+                #expect(!libraries.contains { $0.hasPrefix(unwanted) }, "\(unwanted) is linked: \(ldd.stdout)")
+            }
+        }
+    }
+}
