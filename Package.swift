@@ -121,7 +121,7 @@ let package = Package(
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"], exclude: ["Fixtures"]),
         .testTarget(name: "LinksTests", dependencies: ["Links", "SystemIO", "NavCore"]),
         .testTarget(name: "EvaluationTests", dependencies: ["Evaluation", "NavCore"]),
-        .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore", "TestSupport"]),
+        .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore", "Links", "TestSupport"]),
         .testTarget(
             name: "RuntimeTests",
             dependencies: [

@@ -6,6 +6,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+public import Logging
 public import NavCore
 import Synchronization
 import SystemIO
@@ -18,6 +19,8 @@ public struct PublisherOptions: Sendable {
     public var heartbeatIntervalSeconds: Double = 0.2
     /// ZMTP heartbeats, TCP keepalive and reconnects of every connection.
     public var liveness = ConnectionLiveness()
+    /// CURVE encryption and the subscribers allowed to read; nil for none (ipc, loopback).
+    public var curve: CurveServerOptions?
 
     /// Creates options with the defaults.
     public init(sendHighWaterMark: Int32 = 1000, heartbeatIntervalSeconds: Double = 0.2) {
@@ -49,12 +52,18 @@ public final class BusPublisher: MessagePublisher, Sendable {
     /// Binds a PUB socket to every endpoint and starts heartbeats.
     public init(
         context: ZMQContext, bind endpoints: [String], stage: String,
-        options: PublisherOptions = PublisherOptions()
+        options: PublisherOptions = PublisherOptions(), logger: Logger = Logger(label: "hapticnav.bus")
     ) throws {
         let socket = try ZMQSocket(context: context, type: ZMQSocketType.publisher)
         do {
             try socket.setOption(ZMQOption.sendHighWaterMark, options.sendHighWaterMark)
             try options.liveness.apply(to: socket)
+            if let curve = options.curve {
+                guard Curve.isAvailable else { throw CurveError.unavailable }
+                // The handler first, so that no connection is ever checked by nobody.
+                try context.zapHandler(logger: logger).register(domain: stage, readers: curve.readers)
+                try socket.makeCurveServer(curve, domain: stage)
+            }
             for endpoint in endpoints {
                 try prepareEndpoint(endpoint)
                 try socket.bind(endpoint)

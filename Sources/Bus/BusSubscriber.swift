@@ -6,6 +6,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import CZeroMQ
 import Dispatch
 public import Logging
 public import NavCore
@@ -83,6 +84,10 @@ public struct SubscriberOptions: Sendable {
     public var maximumFrameBytes: Int = Envelope.defaultMaximumFrameBytes
     /// ZMQ_RCVHWM of each socket [messages].
     public var receiveHighWaterMark: Int32 = 10_000
+    /// CURVE: the key each endpoint's publisher must hold; nil for none (ipc, loopback).
+    public var curve: CurveClientOptions?
+    /// For each endpoint, the stage whose messages are expected there: messages from any other are dropped.
+    public var expectedStages: [String: String] = [:]
     /// ZMTP heartbeats, TCP keepalive and reconnects of every connection.
     public var liveness = ConnectionLiveness()
 
@@ -110,6 +115,8 @@ public struct SubscriberCounters: Sendable, Equatable, Codable {
     public var sequenceGaps: UInt64 = 0
     /// Times a sender's sequence started again from a lower number (a restarted publisher) [count].
     public var senderRestarts: UInt64 = 0
+    /// Connections whose CURVE handshake failed: a publisher without the expected key, or none [count].
+    public var refusedHandshakes: UInt64 = 0
     /// Frames dropped, by reason [count].
     public var dropped: [DropReason: UInt64] = [:]
     /// Messages dropped because their topic's receive queue was full [count].
@@ -131,6 +138,7 @@ public struct SubscriberCounters: Sendable, Equatable, Codable {
             StatusCounter(name: "received", value: self.received),
             StatusCounter(name: "sequenceGaps", value: self.sequenceGaps),
             StatusCounter(name: "senderRestarts", value: self.senderRestarts),
+            StatusCounter(name: "refusedHandshakes", value: self.refusedHandshakes),
             StatusCounter(name: "queueOverflows", value: self.queueOverflows),
             StatusCounter(name: "conflated", value: self.conflated),
         ]
@@ -165,12 +173,33 @@ public final class BusSubscriber: AsyncSequence, Sendable {
         logger: Logger = Logger(label: "hapticnav.bus")
     ) throws {
         var sockets: [ZMQSocket] = []
+        var monitors: [ZMQSocket] = []
         do {
             for endpoint in endpoints {
                 let socket = try ZMQSocket(context: context, type: ZMQSocketType.subscriber)
                 sockets.append(socket)
                 try socket.setOption(ZMQOption.receiveHighWaterMark, options.receiveHighWaterMark)
                 try options.liveness.apply(to: socket)
+                if let curve = options.curve {
+                    guard Curve.isAvailable else { throw CurveError.unavailable }
+                    guard let key = curve.publisherKeys[endpoint] else {
+                        throw CurveError.invalidKey("no publisher key for \(endpoint): the key")
+                    }
+                    try socket.makeCurveClient(identity: curve.identity, serverKey: key)
+                }
+                // A failed handshake (another key there, no key, not ZeroMQ at all) ends libzmq's connection to the
+                // endpoint for good: the receive thread hears of it from this monitor, counts it and connects again.
+                let monitorEndpoint = context.nextMonitorEndpoint()
+                guard
+                    zmq_socket_monitor(
+                        socket.handle, monitorEndpoint,
+                        ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED
+                            | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+                            | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) == 0
+                else { throw ZMQError(operation: "zmq_socket_monitor(\(endpoint))") }
+                let monitor = try ZMQSocket(context: context, type: ZMQ_PAIR)
+                monitors.append(monitor)
+                try monitor.connect(monitorEndpoint)
                 if options.topics.isEmpty {
                     try socket.subscribe("")
                 } else {
@@ -181,6 +210,7 @@ public final class BusSubscriber: AsyncSequence, Sendable {
             }
         } catch {
             for socket in sockets { socket.close() }
+            for monitor in monitors { monitor.close() }
             throw error
         }
         self.endpoints = endpoints
@@ -192,7 +222,7 @@ public final class BusSubscriber: AsyncSequence, Sendable {
                 .init(highWaterMark: Swift.max(1, $0.highWaterMark), conflate: $0.conflate)
             })
         let receiver = Receiver(
-            subscriber: self, sockets: sockets, endpoints: endpoints, options: options,
+            subscriber: self, sockets: sockets, monitors: monitors, endpoints: endpoints, options: options,
             executor: self.executor, logger: logger)
         SystemThread.start(name: "bus-receive") { receiver.run() }
     }
@@ -270,6 +300,11 @@ private final class Receiver: @unchecked Sendable {
 
     private let subscriber: BusSubscriber
     private let sockets: [ZMQSocket]
+    private let monitors: [ZMQSocket]
+    /// Sockets to connect again, with the monotonic time when [nanoseconds].
+    private var reconnects: [Int: Int64] = [:]
+    /// Per socket: the current connection completed its handshake, or its failure was already counted.
+    private var handshakeSettled: [Bool]
     private let endpoints: [String]
     private let options: SubscriberOptions
     private let executor: ReceiveExecutor
@@ -290,27 +325,30 @@ private final class Receiver: @unchecked Sendable {
     private var logged: Set<String> = []
 
     init(
-        subscriber: BusSubscriber, sockets: [ZMQSocket], endpoints: [String], options: SubscriberOptions,
-        executor: ReceiveExecutor, logger: Logger
+        subscriber: BusSubscriber, sockets: [ZMQSocket], monitors: [ZMQSocket], endpoints: [String],
+        options: SubscriberOptions, executor: ReceiveExecutor, logger: Logger
     ) {
         self.subscriber = subscriber
         self.executor = executor
         self.sockets = sockets
+        self.monitors = monitors
         self.endpoints = endpoints
         self.options = options
         self.logger = logger
         self.liveness = Array(repeating: Liveness(), count: sockets.count)
+        self.handshakeSettled = Array(repeating: false, count: sockets.count)
     }
 
     func run() {
         self.executor.adoptCurrentThread()
         defer {
             for socket in self.sockets { socket.close() }
+            for monitor in self.monitors { monitor.close() }
             self.executor.retire()
             self.subscriber.receiverFinished()
         }
         let timeout = Int64(self.options.livenessTimeoutSeconds * 1e9)
-        var pollSet = PollSet(sockets: self.sockets, wake: self.executor.wakeDescriptor)
+        var pollSet = PollSet(sockets: self.sockets + self.monitors, wake: self.executor.wakeDescriptor)
         while !self.subscriber.isStopping {
             do {
                 try pollSet.wait(timeoutMilliseconds: 25)
@@ -324,8 +362,10 @@ private final class Receiver: @unchecked Sendable {
                 return
             }
             for index in pollSet.ready {
-                if index == self.sockets.count {
+                if index == self.sockets.count + self.monitors.count {
                     self.executor.acknowledgeWake()
+                } else if index >= self.sockets.count {
+                    self.drainMonitor(socketIndex: index - self.sockets.count)
                 } else {
                     self.drain(socketIndex: index)
                 }
@@ -333,6 +373,15 @@ private final class Receiver: @unchecked Sendable {
                 self.executor.runPendingJobs()
             }
             let now = monotonicNanoseconds()
+            for (index, due) in self.reconnects where due <= now {
+                self.reconnects[index] = nil
+                let socket = self.sockets[index]
+                _ = zmq_disconnect(socket.handle, self.endpoints[index])
+                if zmq_connect(socket.handle, self.endpoints[index]) != 0 {
+                    self.logger.error(
+                        "cannot connect again to \(self.endpoints[index]): \(ZMQError(operation: "zmq_connect"))")
+                }
+            }
             for index in self.liveness.indices where self.liveness[index].alive {
                 let silence = now - self.liveness[index].lastSeenNanoseconds
                 if silence > timeout {
@@ -389,6 +438,11 @@ private final class Receiver: @unchecked Sendable {
                 let header = try self.headerFrame.withBytes { bytes throws(DecodeFailure) in
                     try Envelope.decodeHeader(bytes)
                 }
+                if let expected = self.options.expectedStages[endpoint], header.stage != expected {
+                    throw DecodeFailure(
+                        reason: .unexpectedSender,
+                        detail: "sent by stage '\(header.stage.prefix(64))', where only '\(expected)' publishes")
+                }
                 self.noteAlive(socketIndex: socketIndex, stage: header.stage)
                 if isHeartbeat {
                     guard header.typeID == EnvelopeHeader.heartbeatTypeID else {
@@ -418,6 +472,48 @@ private final class Receiver: @unchecked Sendable {
                 self.drop(.init(reason: .malformed, detail: "\(error)"), topic: topic, endpoint: endpoint)
             }
         }
+    }
+
+    /// Connection events from a socket's monitor. A connection that ends before its handshake completed (another
+    /// key there, no key, not ZeroMQ) never carried a message: it is counted, logged once, and the endpoint is
+    /// connected again, since libzmq gives up on it for good after a protocol error and the rightful publisher may
+    /// come back there.
+    private func drainMonitor(socketIndex: Int) {
+        let monitor = self.monitors[socketIndex]
+        let event = ZMQFrame()
+        let address = ZMQFrame()
+        while (try? event.receive(from: monitor)) == true {
+            guard event.hasMore, (try? address.receive(from: monitor)) == true else { continue }
+            let kind = Int32(event.withBytes { $0.count >= 2 ? $0.loadUnaligned(as: UInt16.self) : 0 })
+            switch kind {
+            case ZMQ_EVENT_CONNECTED:
+                self.handshakeSettled[socketIndex] = false
+            case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+                self.handshakeSettled[socketIndex] = true
+            case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+                self.refuse(socketIndex, "its authentication refused this subscriber's key")
+            case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL, ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+                self.refuse(socketIndex, "it does not hold the expected key, or speaks no CURVE")
+            case ZMQ_EVENT_DISCONNECTED:
+                self.refuse(socketIndex, "the peer there does not speak this bus's protocol")
+                let delay = Int64(self.options.liveness.reconnectIntervalMaximumMilliseconds) * 1_000_000
+                self.reconnects[socketIndex] = monotonicNanoseconds() + delay
+            default:
+                break
+            }
+        }
+    }
+
+    /// Counts and logs (once per endpoint) a connection that ended before its handshake completed.
+    private func refuse(_ socketIndex: Int, _ detail: String) {
+        guard !self.handshakeSettled[socketIndex] else { return }
+        self.handshakeSettled[socketIndex] = true
+        self.subscriber.count { $0.refusedHandshakes = $0.refusedHandshakes.addingClamped(1) }
+        let endpoint = self.endpoints[socketIndex]
+        self.logOnce(
+            "handshake|\(endpoint)",
+            "could not authenticate the publisher at \(endpoint): \(detail); nothing from there is accepted (counted; further failures there are counted silently)"
+        )
     }
 
     private func noteAlive(socketIndex: Int, stage: String) {

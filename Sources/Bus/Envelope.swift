@@ -63,6 +63,8 @@ public enum DropReason: String, CaseIterable, Sendable, Codable {
     case oversized
     /// A schema version this build does not speak.
     case unknownVersion
+    /// A message from a stage other than the one expected on that input.
+    case unexpectedSender
 }
 
 /// A frame that could not be decoded, with enough context to log.

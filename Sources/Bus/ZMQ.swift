@@ -1,4 +1,6 @@
 internal import CZeroMQ
+public import Logging
+import Synchronization
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -32,11 +34,28 @@ public struct ZMQError: Error, CustomStringConvertible, Sendable {
 /// A ZeroMQ context: thread-safe, one per process is usual, shared by all sockets that use `inproc://`.
 public final class ZMQContext: Sendable {
     nonisolated(unsafe) let handle: UnsafeMutableRawPointer
+    private let zap = Mutex<ZAPHandler?>(nil)
+    private let monitorCount = Atomic<Int>(0)
 
     /// Creates a context.
     public init() {
         guard let handle = zmq_ctx_new() else { fatalError("zmq_ctx_new failed: out of memory") }
         self.handle = handle
+    }
+
+    /// The process's ZAP handler for CURVE publishers in this context, started on first use.
+    public func zapHandler(logger: Logger) throws(ZMQError) -> ZAPHandler {
+        try self.zap.withLock { (zap: inout ZAPHandler?) throws(ZMQError) -> ZAPHandler in
+            if let zap { return zap }
+            let handler = try ZAPHandler(context: self, logger: logger)
+            zap = handler
+            return handler
+        }
+    }
+
+    /// A fresh inproc endpoint name for a socket monitor.
+    func nextMonitorEndpoint() -> String {
+        "inproc://hapticnav-monitor-\(self.monitorCount.add(1, ordering: .relaxed).newValue)"
     }
 
     /// Wakes every blocking call on every socket of this context, then frees it once they are closed.
@@ -198,6 +217,10 @@ public struct ConnectionLiveness: Sendable, Equatable {
     public var reconnectIntervalMilliseconds: Int32 = 100
     /// See `reconnectIntervalMilliseconds`.
     public var reconnectIntervalMaximumMilliseconds: Int32 = 250
+    /// A connection whose ZMTP/CURVE handshake has not completed after this long is closed and tried again: a
+    /// handshake that failed (an impostor without the expected key) must not hold the connection for libzmq's
+    /// default 30 s once the rightful publisher is back [milliseconds].
+    public var handshakeMilliseconds: Int32 = 2000
 
     /// The defaults.
     public init() {}
@@ -214,6 +237,7 @@ public struct ConnectionLiveness: Sendable, Equatable {
         try socket.setOption(ZMQ_CONNECT_TIMEOUT, self.connectTimeoutMilliseconds)
         try socket.setOption(ZMQ_RECONNECT_IVL, self.reconnectIntervalMilliseconds)
         try socket.setOption(ZMQ_RECONNECT_IVL_MAX, self.reconnectIntervalMaximumMilliseconds)
+        try socket.setOption(ZMQ_HANDSHAKE_IVL, self.handshakeMilliseconds)
     }
 }
 
