@@ -125,7 +125,7 @@ let package = Package(
         .testTarget(
             name: "RuntimeTests",
             dependencies: [
-                "Runtime", "NavCore", "Stages", "SimSource", "Sinks", "Routers", "Parsers",
+                "Runtime", "Bus", "NavCore", "Stages", "SimSource", "Sinks", "Routers", "Parsers",
                 "TestSupport",
             ]),
         .testTarget(

@@ -67,6 +67,10 @@ public final class BusPublisher: MessagePublisher, Sendable {
             for endpoint in endpoints {
                 try prepareEndpoint(endpoint)
                 try socket.bind(endpoint)
+                if endpoint.hasPrefix("ipc://") {
+                    // Only this user may connect: nobody else on the machine reads or drives the pipeline.
+                    _ = chmod(String(endpoint.dropFirst("ipc://".count)), 0o600)
+                }
             }
         } catch {
             socket.close()
@@ -182,5 +186,7 @@ struct IPCSocketFile: Sendable {
 func prepareEndpoint(_ endpoint: String) throws {
     guard endpoint.hasPrefix("ipc://") else { return }
     let path = String(endpoint.dropFirst("ipc://".count))
-    try Paths.createFolders(Paths.folder(of: path))
+    // A run directory this process makes is private (0700); an existing one is left as it is (`config check`
+    // warns when others can write to it).
+    try Paths.createFolders(Paths.folder(of: path), permissions: 0o700)
 }

@@ -44,6 +44,9 @@ public enum CalibrationRunner {
         defer { context.terminate() }
         var subscriberOptions = config.bus.subscriber
         subscriberOptions.topics = ["heading", "attitude", "fix", "smoothed"]
+        // Calibration runs where the sink runs, and reads as the sink.
+        subscriberOptions.curve = try LinkSecurity.subscriberOptions(
+            reading: config.allAdvertisedEndpoints, as: stage.key, in: config)
         let subscriber = try BusSubscriber(
             context: context, connect: config.allAdvertisedEndpoints, options: subscriberOptions, logger: logger)
         defer { subscriber.close() }

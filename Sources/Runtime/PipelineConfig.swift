@@ -46,6 +46,12 @@ public struct StageConfig: Sendable {
     public var topics: [String]
     /// The host group it belongs to (for `hapticnav run --group`), for example "1" for the map logic.
     public var group: String?
+    /// Its key pair's name in the security block's folder: it publishes with CURVE and reads with it.
+    public var key: String? = nil
+    /// Plain TCP beyond loopback, knowingly: allowed, and warned about at every start.
+    public var insecure = false
+    /// For each input endpoint named through a stage, that stage: only its messages are accepted there.
+    public var inputStages: [String: String] = [:]
 }
 
 /// Transport settings shared by every stage of a pipeline.
@@ -99,6 +105,8 @@ public struct PipelineConfig: Sendable {
     public var file: String
     /// Bus settings.
     public var bus: BusConfig
+    /// Key files and extra readers, when the pipeline is encrypted.
+    public var security: SecurityConfig? = nil
     /// The stages in start order: by role, then by name.
     public var stages: [StageConfig]
 
@@ -148,6 +156,7 @@ public struct PipelineConfig: Sendable {
         let name = try top.string("name", default: Paths.lastComponent(of: file))
         _ = try top.string("description", default: "")
         let bus = try self.parseBus(try top.object("bus"))
+        let security = try self.parseSecurity(try top.object("security"))
         guard case let .object(stageValues)? = top.value("stages"), !stageValues.isEmpty else {
             throw ConfigError.missingKey(path: "the config", key: "stages")
         }
@@ -186,12 +195,14 @@ public struct PipelineConfig: Sendable {
                     found: "'\(topic)'")
             }
             let group = try raw.optionalString("group")
+            let key = try raw.optionalString("key")
+            let insecure = try raw.bool("insecure", default: false)
             try raw.finish()
             stages.append(
                 StageConfig(
                     name: stageName, role: role, plugin: plugin, settings: settings, options: stageOptions,
                     publish: publish, advertise: advertise, inputs: inputs, topics: topics,
-                    group: group))
+                    group: group, key: key, insecure: insecure))
         }
         // Resolve inputs that name stages into those stages' advertised endpoints.
         let byName = Dictionary(uniqueKeysWithValues: stages.map { ($0.name, $0) })
@@ -208,6 +219,7 @@ public struct PipelineConfig: Sendable {
                             found: "'\(input)', which has no publish endpoint")
                     }
                     resolved.append(contentsOf: other.advertise)
+                    for endpoint in other.advertise { stages[index].inputStages[endpoint] = other.name }
                 } else {
                     throw ConfigError.unknownStage(
                         path: "stages.\(stages[index].name).inputs", name: input,
@@ -215,6 +227,14 @@ public struct PipelineConfig: Sendable {
                 }
             }
             stages[index].inputs = resolved
+        }
+        // An endpoint given directly that a stage of this config advertises is that stage's too.
+        for index in stages.indices {
+            for endpoint in stages[index].inputs where stages[index].inputStages[endpoint] == nil {
+                if let publisher = stages.first(where: { $0.advertise.contains(endpoint) }) {
+                    stages[index].inputStages[endpoint] = publisher.name
+                }
+            }
         }
         let order = Dictionary(uniqueKeysWithValues: StageRole.allCases.enumerated().map { ($1, $0) })
         stages.sort { (order[$0.role]!, $0.name) < (order[$1.role]!, $1.name) }
@@ -224,7 +244,8 @@ public struct PipelineConfig: Sendable {
             checked[stage.name] = try PluginRegistry.check(stage)
         }
         try RateCheck.check(stages, checked: checked)
-        return PipelineConfig(name: name, file: file, bus: bus, stages: stages)
+        try LinkSecurity.check(stages, security: security)
+        return PipelineConfig(name: name, file: file, bus: bus, security: security, stages: stages)
     }
 
     private static func endpoints(_ raw: inout Settings, _ key: String, stage: String) throws -> [String] {
@@ -257,6 +278,17 @@ public struct PipelineConfig: Sendable {
             }
         }
         return list
+    }
+
+    private static func parseSecurity(_ settings: Settings) throws -> SecurityConfig? {
+        var settings = settings
+        guard let folder = try settings.path("keys") else {
+            try settings.finish()
+            return nil
+        }
+        let readers = try settings.strings("readers")
+        try settings.finish()
+        return SecurityConfig(keysFolder: folder, readers: readers)
     }
 
     private static func parseBus(_ settings: Settings) throws -> BusConfig {

@@ -18,9 +18,10 @@ import Stages
 /// that SIGTERM and SIGINT stop gracefully.
 public enum StageHost {
     /// Runs the stage until its input ends or a signal stops it.
-    public static func run(stage: StageConfig, bus: BusConfig, logger: Logger) async throws {
+    public static func run(stage: StageConfig, in pipeline: PipelineConfig, logger: Logger) async throws {
         var logger = logger
         logger[metadataKey: "stage"] = "\(stage.name)"
+        let bus = pipeline.bus
         let context = ZMQContext()
         var publisher: BusPublisher?
         var subscriber: BusSubscriber?
@@ -30,12 +31,24 @@ public enum StageHost {
             subscriber?.close()
             context.terminate()
         }
+        if stage.insecure {
+            for endpoint in stage.publish + stage.inputs
+            where endpoint.hasPrefix("tcp://") && !LinkSecurity.isLoopback(endpoint) {
+                logger.warning(
+                    "\(endpoint) is plain TCP beyond loopback (insecure: true): anyone on the network can read it, and drive what reads it"
+                )
+            }
+        }
         if !stage.publish.isEmpty {
+            var options = bus.publisher
+            options.curve = try LinkSecurity.publisherOptions(for: stage, in: pipeline)
             publisher = try BusPublisher(
-                context: context, bind: stage.publish, stage: stage.name, options: bus.publisher)
+                context: context, bind: stage.publish, stage: stage.name, options: options, logger: logger)
         }
         if !stage.inputs.isEmpty {
             var options = bus.subscriber
+            options.curve = try LinkSecurity.subscriberOptions(reading: stage.inputs, as: stage.key, in: pipeline)
+            options.expectedStages = stage.inputStages
             options.topics = stage.topics
             subscriber = try BusSubscriber(context: context, connect: stage.inputs, options: options, logger: logger)
         }

@@ -15,7 +15,7 @@ struct HapticNav: AsyncParsableCommand {
         abstract: "Guidance for blind and low-vision walkers, as a pipeline of processes on a ZeroMQ bus.",
         subcommands: [
             Run.self, StageCommand.self, Monitor.self, Calibrate.self, Fixes.self, RouteCommand.self,
-            BandEmulatorCommand.self, ConfigCommand.self, BusCommand.self, Bench.self, Eval.self,
+            BandEmulatorCommand.self, ConfigCommand.self, KeysCommand.self, BusCommand.self, Bench.self, Eval.self,
         ])
 }
 

@@ -5,8 +5,8 @@ import Synchronization
 import Testing
 
 extension ProcessSuites {
-    /// Group 1 and Group 2 on two test hosts (network namespaces joined by a veth pair), the link between them cut
-    /// and healed, and Group 1 restarted during a cut.
+    /// Group 1 and Group 2 on two test hosts (network namespaces joined by a veth pair) over CURVE, the link between
+    /// them cut and healed, and Group 1 restarted during a cut.
     @Suite(.serialized) struct PartitionTests {
         private struct Lab {
             let network: TwoHostNetwork
@@ -24,20 +24,26 @@ extension ProcessSuites {
                 self.log = "\(self.folder)/band.jsonl"
                 let route = repositoryRoot.appendingPathComponent("data/routes/monaco-demo-walk.geojson").path
                 let host = self.network.address1
+                // Over CURVE, as a lab runs it across hosts.
+                let keys = "\(self.folder)/keys"
+                for name in ["group1", "group2", "monitor"] {
+                    try CurveKeyPair.generate().write(name: name, folder: keys)
+                }
                 // Group 1 talks to itself over ipc and publishes to Group 2 over TCP; the walker holds the phone 60° off its
                 // walking direction and the sink assumes none, so a motor runs nearly all the time.
                 let config = """
                     {
                       bus: { joinGraceSeconds: 0.3 },
+                      security: { keys: "\(keys)", readers: ["monitor"] },
                       stages: {
-                        source: { plugin: "sim", publish: ["ipc://\(self.folder)/source.sock", "tcp://\(host):5601"],
+                        source: { plugin: "sim", key: "group1", publish: ["ipc://\(self.folder)/source.sock", "tcp://\(host):5601"],
                                   settings: { route: "\(route)", pace: 1, loop: true, pocketOffsetDegrees: 60, compassNoiseDegrees: 1, seed: 5 } },
-                        smoother: { plugin: "kalman", inputs: ["ipc://\(self.folder)/source.sock"], topics: ["fix"],
+                        smoother: { plugin: "kalman", key: "group1", inputs: ["ipc://\(self.folder)/source.sock"], topics: ["fix"],
                                     publish: "ipc://\(self.folder)/smoother.sock" },
-                        route: { plugin: "file", inputs: ["ipc://\(self.folder)/smoother.sock"], topics: ["smoothed"],
+                        route: { plugin: "file", key: "group1", inputs: ["ipc://\(self.folder)/smoother.sock"], topics: ["smoothed"],
                                  publish: ["ipc://\(self.folder)/route.sock", "tcp://\(host):5603"],
                                  settings: { file: "\(route)" }, options: { destination: [43.72977, 7.416504] } },
-                        haptic: { plugin: "band", inputs: ["tcp://\(host):5601", "tcp://\(host):5603"], topics: ["heading", "target", "progress"],
+                        haptic: { plugin: "band", key: "group2", inputs: ["tcp://\(host):5601", "tcp://\(host):5603"], topics: ["heading", "target", "progress"],
                                   publish: "ipc://\(self.folder)/haptic.sock", settings: { tcp: "127.0.0.1:7800" },
                                   options: { offsetDegrees: 0, staleAfterSeconds: 2.5, headingStaleAfterSeconds: 1.0 } },
                       },
@@ -128,7 +134,13 @@ extension ProcessSuites {
             try lab.startGroup2()
             try lab.startGroup1()
             let context = ZMQContext()
-            let status = try BusSubscriber(context: context, connect: ["ipc://\(lab.folder)/haptic.sock"])
+            // The sink's status, read with the lab's monitor key.
+            let statusEndpoint = "ipc://\(lab.folder)/haptic.sock"
+            var statusOptions = SubscriberOptions()
+            statusOptions.curve = CurveClientOptions(
+                identity: try CurveKeyPair.load(name: "monitor", folder: "\(lab.folder)/keys"),
+                publisherKeys: [statusEndpoint: try CurveKeyPair.loadPublic(file: "\(lab.folder)/keys/group2.pub")])
+            let status = try BusSubscriber(context: context, connect: [statusEndpoint], options: statusOptions)
             defer {
                 status.close()
                 context.terminate()

@@ -22,15 +22,25 @@ extension ProcessSuites {
             let band = try ChildProcess(binary, ["band-emulator", "--tcp", "127.0.0.1:\(port)", "--log", log])
             defer { band.ensureStopped() }
             let config = repositoryRoot.appendingPathComponent("configs/lab-two-hosts.json5").path
+            // The lab config is encrypted: its keys, made as a lab makes them.
+            let keys = "\(folder)/keys"
+            for name in ["group1", "group2", "monitor"] {
+                let keygen = try ChildProcess(binary, ["keys", "generate", name, "--out", keys])
+                #expect(await keygen.wait(seconds: 20) == 0, "\(keygen.stderr)")
+            }
             let run = try ChildProcess(
                 binary, ["run", "--config", config],
                 environment: [
                     "HAPTICNAV_BAND": "127.0.0.1:\(port)", "HAPTICNAV_RECORDING": "\(folder)/recording.jsonl",
-                    "HAPTICNAV_CALIBRATION": calibration,
+                    "HAPTICNAV_CALIBRATION": calibration, "HAPTICNAV_KEYS": keys,
                 ])
             defer { run.ensureStopped() }
             let context = ZMQContext()
-            let subscriber = try BusSubscriber(context: context, connect: ["tcp://127.0.0.1:5604"])
+            var options = SubscriberOptions()
+            options.curve = CurveClientOptions(
+                identity: try CurveKeyPair.load(name: "monitor", folder: keys),
+                publisherKeys: ["tcp://127.0.0.1:5604": try CurveKeyPair.loadPublic(file: "\(keys)/group2.pub")])
+            let subscriber = try BusSubscriber(context: context, connect: ["tcp://127.0.0.1:5604"], options: options)
             defer {
                 subscriber.close()
                 context.terminate()

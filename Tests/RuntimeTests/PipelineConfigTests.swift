@@ -1,7 +1,9 @@
+import Bus
 import Foundation
 import NavCore
 @testable import Runtime
 import Testing
+import TestSupport
 
 @Suite struct PipelineConfigTests {
     private let route = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -15,7 +17,7 @@ import Testing
     }
 
     private func source(_ extra: String = "", settings: String = "") -> String {
-        "source: { plugin: \"sim\", publish: \"tcp://*:5601\", settings: { route: \"\(self.route)\" \(settings) } \(extra) }"
+        "source: { plugin: \"sim\", publish: \"tcp://*:5601\", insecure: true, settings: { route: \"\(self.route)\" \(settings) } \(extra) }"
     }
 
     @Test func theBundledConfigsLoad() throws {
@@ -24,6 +26,11 @@ import Testing
         let files = try FileManager.default.contentsOfDirectory(atPath: root.path).filter { $0.hasSuffix(".json5") }
         #expect(files.contains("demo.json5"))
         #expect(files.contains("lab-two-hosts.json5"))
+        // The lab config is encrypted: it loads once its keys exist (HAPTICNAV_KEYS names their folder).
+        let keys = try scratchFolder() + "/keys"
+        for name in ["group1", "group2", "monitor"] { try CurveKeyPair.generate().write(name: name, folder: keys) }
+        setenv("HAPTICNAV_KEYS", keys, 1)
+        defer { unsetenv("HAPTICNAV_KEYS") }
         for file in files {
             let config = try PipelineConfig.load(file: root.appendingPathComponent(file).path)
             #expect(!config.stages.isEmpty, "\(file)")
@@ -35,8 +42,8 @@ import Testing
         """
         { stages: {
             \(self.source(settings: ", pace: \(pace)")),
-            smoother: { plugin: "kalman", inputs: ["source"], topics: ["fix"], publish: "tcp://*:5602" },
-            route: { plugin: "file", inputs: ["smoother"], topics: ["smoothed"], publish: "tcp://*:5603",
+            smoother: { plugin: "kalman", inputs: ["source"], topics: ["fix"], publish: "tcp://*:5602", insecure: true },
+            route: { plugin: "file", inputs: ["smoother"], topics: ["smoothed"], publish: "tcp://*:5603", insecure: true,
                      settings: { file: "\(self.route)" }, options: { destination: [43.72977, 7.416504] } },
             haptic: { plugin: "console", inputs: ["source", "route"], topics: ["heading", "target"],
                       options: { offsetDegrees: 0, \(sinkOptions) } },
@@ -94,7 +101,7 @@ import Testing
         #expect(
             throws: ConfigError.unknownKey(
                 path: "the config", key: "stagez",
-                valid: ["bus", "description", "name", "stages"])
+                valid: ["bus", "description", "name", "security", "stages"])
         ) {
             try self.parse("{ stagez: {}, stages: { \(self.source()) } }")
         }
@@ -105,7 +112,7 @@ import Testing
             throws: ConfigError.unknownKey(
                 path: "stages.source", key: "publsh",
                 valid: [
-                    "advertise", "group", "inputs", "options", "plugin", "publish", "role",
+                    "advertise", "group", "inputs", "insecure", "key", "options", "plugin", "publish", "role",
                     "settings", "topics",
                 ])
         ) {

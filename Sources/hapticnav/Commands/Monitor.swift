@@ -40,6 +40,9 @@ struct Monitor: AsyncParsableCommand {
     @Option(help: "Stop after this many seconds.")
     var seconds: Double?
 
+    @Option(help: "The key pair (in the config's keys folder) to read encrypted stages with; one of its readers.")
+    var key = "monitor"
+
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
@@ -50,6 +53,7 @@ struct Monitor: AsyncParsableCommand {
             let pipeline = try loadConfig(config)
             endpoints += pipeline.allAdvertisedEndpoints
             options = pipeline.bus.subscriber
+            options.curve = try LinkSecurity.subscriberOptions(reading: endpoints, as: self.key, in: pipeline)
         }
         guard !endpoints.isEmpty else { throw ValidationError("give --config or at least one --connect endpoint") }
         for topic in self.topic where BusMessage.Kind(topic: topic) == nil {

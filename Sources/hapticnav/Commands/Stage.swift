@@ -36,6 +36,6 @@ struct StageCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError("\(error)")
         }
-        try await StageHost.run(stage: stage, bus: pipeline.bus, logger: logger)
+        try await StageHost.run(stage: stage, in: pipeline, logger: logger)
     }
 }
