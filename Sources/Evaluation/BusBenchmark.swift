@@ -71,29 +71,54 @@ public enum BusBenchmark {
         public var rateHz: Double
         /// Bytes of the transport's payload frame.
         public var payloadBytes: Int
+        /// "ipc" or "tcp".
+        public var endpointTransport: String = "ipc"
+        /// The same transport hop over CURVE (encrypted, authenticated), when asked for.
+        public var curve: LatencySummary? = nil
+        /// The median over rounds of each round's CURVE p50 / plain transport p50: the cost of encryption.
+        public var medianRoundCurveRatioP50: Double? = nil
     }
 
-    /// Runs `rounds` alternating blocks of raw and transport hops over `ipc://` in `folder`.
-    public static func run(messages: Int, rateHz: Double, rounds: Int, folder: String) async throws -> Report {
+    /// Runs `rounds` alternating blocks of raw and transport hops over `ipc://` in `folder` or `tcp://` on loopback;
+    /// with `curve`, each round also measures the transport hop over CURVE.
+    public static func run(
+        messages: Int, rateHz: Double, rounds: Int, folder: String, transport: String = "ipc", curve: Bool = false
+    ) async throws -> Report {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let context = ZMQContext()
         defer { context.terminate() }
         let perRound = Swift.max(1, messages / Swift.max(1, rounds))
+        func endpoint(_ name: String) -> String {
+            transport == "tcp" ? "tcp://127.0.0.1:\(Loopback.freePort())" : "ipc://\(folder)/\(name).sock"
+        }
+        let keys: (server: CurveServerOptions, client: CurveKeyPair)? =
+            curve
+            ? try {
+                let publisher = try CurveKeyPair.generate()
+                let reader = try CurveKeyPair.generate()
+                return (CurveServerOptions(identity: publisher, readers: [reader.publicKey]), reader)
+            }() : nil
         var raw: [Double] = []
         var ours: [Double] = []
+        var encrypted: [Double] = []
         var receiveThread: [Double] = []
         var roundRatios: [Double] = []
+        var curveRatios: [Double] = []
         for round in 0..<rounds {
-            let rawRound = try self.rawRound(
-                endpoint: "ipc://\(folder)/raw-\(round).sock",
-                count: perRound, rateHz: rateHz)
+            let rawRound = try self.rawRound(endpoint: endpoint("raw-\(round)"), count: perRound, rateHz: rateHz)
             raw += rawRound
             let hop = try await self.transportRound(
-                context: context, endpoint: "ipc://\(folder)/bus-\(round).sock",
-                count: perRound, rateHz: rateHz)
+                context: context, endpoint: endpoint("bus-\(round)"), count: perRound, rateHz: rateHz)
             ours += hop.consumer
             receiveThread += hop.receiveThread
             roundRatios.append(LatencySummary(hop.consumer).p50 / LatencySummary(rawRound).p50)
+            if let keys {
+                let secured = try await self.transportRound(
+                    context: context, endpoint: endpoint("curve-\(round)"), count: perRound, rateHz: rateHz,
+                    curve: keys)
+                encrypted += secured.consumer
+                curveRatios.append(LatencySummary(secured.consumer).p50 / LatencySummary(hop.consumer).p50)
+            }
         }
         let sample = BusMessage.heading(HeadingSample(timeSeconds: 0, headingDegrees: 0))
         var writer = WireWriter()
@@ -102,7 +127,9 @@ public enum BusBenchmark {
             transport: LatencySummary(ours), receiveThread: LatencySummary(receiveThread),
             raw: LatencySummary(raw), medianRoundRatioP50: roundRatios.sorted()[roundRatios.count / 2],
             rateHz: rateHz,
-            payloadBytes: writer.bytes.count)
+            payloadBytes: writer.bytes.count, endpointTransport: transport,
+            curve: encrypted.isEmpty ? nil : LatencySummary(encrypted),
+            medianRoundCurveRatioP50: curveRatios.isEmpty ? nil : curveRatios.sorted()[curveRatios.count / 2])
     }
 
     /// One raw libzmq hop, for reference beside a measurement through the stages [milliseconds]: `messages` at
@@ -201,12 +228,16 @@ public enum BusBenchmark {
 
     private static func transportRound(
         context: ZMQContext, endpoint: String, count: Int,
-        rateHz: Double
+        rateHz: Double, curve: (server: CurveServerOptions, client: CurveKeyPair)? = nil
     ) async throws -> (consumer: [Double], receiveThread: [Double]) {
-        let publisher = try BusPublisher(context: context, bind: [endpoint], stage: "bench")
-        let subscriber = try BusSubscriber(
-            context: context, connect: [endpoint],
-            options: SubscriberOptions(topics: ["heading"]))
+        var publisherOptions = PublisherOptions()
+        publisherOptions.curve = curve?.server
+        let publisher = try BusPublisher(context: context, bind: [endpoint], stage: "bench", options: publisherOptions)
+        var subscriberOptions = SubscriberOptions(topics: ["heading"])
+        subscriberOptions.curve = curve.map {
+            CurveClientOptions(identity: $0.client, publisherKeys: [endpoint: $0.server.identity.publicKey])
+        }
+        let subscriber = try BusSubscriber(context: context, connect: [endpoint], options: subscriberOptions)
         defer {
             publisher.close()
             subscriber.close()

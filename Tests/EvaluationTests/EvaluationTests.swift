@@ -1,4 +1,5 @@
 import Evaluation
+import Glibc
 import NavCore
 import Testing
 
@@ -32,5 +33,20 @@ import Testing
             if sigma == 10 { #expect(abs(metrics.meanLagMeters) <= 2) }
             #expect(abs(metrics.rawRMSMeters - sigma * 2.0.squareRoot()) < sigma * 0.1, "raw noise is what was asked")
         }
+    }
+}
+
+@Suite struct BusBenchmarkTests {
+    /// A short run measures raw libzmq, the transport and the transport over CURVE, each hop delivered.
+    @Test func aShortRunOverTCPMeasuresPlainAndEncryptedHops() async throws {
+        var template = Array("/tmp/hapticnav-busbench-XXXXXX".utf8CString)
+        let folder = String(cString: mkdtemp(&template)!)
+        let report = try await BusBenchmark.run(
+            messages: 400, rateHz: 1000, rounds: 2, folder: folder, transport: "tcp", curve: true)
+        #expect(report.raw.count == 400 && report.transport.count == 400)
+        let curve = try #require(report.curve)
+        #expect(curve.count == 400 && curve.p50 > 0)
+        #expect((report.medianRoundCurveRatioP50 ?? 0) > 0)
+        #expect(report.endpointTransport == "tcp")
     }
 }

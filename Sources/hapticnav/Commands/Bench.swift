@@ -98,6 +98,16 @@ struct Bench: AsyncParsableCommand {
         @Option(help: "Alternating blocks of raw and transport hops.")
         var rounds = 20
 
+        @Option(help: "ipc (a socket file) or tcp (loopback).")
+        var transport = "ipc"
+
+        @Flag(help: "Also measure the transport hop over CURVE (encrypted and authenticated) in each round.")
+        var curve = false
+
+        func validate() throws {
+            guard ["ipc", "tcp"].contains(self.transport) else { throw ValidationError("--transport: ipc or tcp") }
+        }
+
         @Flag(help: "Print the figures as JSON.")
         var json = false
 
@@ -106,7 +116,7 @@ struct Bench: AsyncParsableCommand {
             defer { try? FileManager.default.removeItem(atPath: folder) }
             let report = try await BusBenchmark.run(
                 messages: self.messages, rateHz: self.rate, rounds: self.rounds,
-                folder: folder)
+                folder: folder, transport: self.transport, curve: self.curve)
             if self.json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys]
@@ -118,17 +128,24 @@ struct Bench: AsyncParsableCommand {
                     + String(cFormat: "%8d %10.1f %10.1f %10.1f", s.count, s.p50, s.p99, s.max)
             }
             print(
-                "bus latency, one hop over ipc:// at \(Int(self.rate)) Hz, libzmq \(zmqVersion()), "
+                "bus latency, one hop over \(self.transport):// at \(Int(self.rate)) Hz, libzmq \(zmqVersion()), "
                     + "payload \(report.payloadBytes) bytes, \(self.rounds) alternating rounds")
             print("series                    count    p50 µs     p99 µs     max µs")
             print(row("raw libzmq PUB→SUB", report.raw))
             print(row("hapticnav transport", report.transport))
             print(row("  of which to decode", report.receiveThread))
+            if let curve = report.curve { print(row("hapticnav over CURVE", curve)) }
             print(
                 String(
                     cFormat:
                         "ratio transport/raw p50: %.2f over all samples; median of the %d paired rounds: %.2f (target ≤ 1.30, release build)",
                     report.ratioP50, self.rounds, report.medianRoundRatioP50))
+            if let ratio = report.medianRoundCurveRatioP50, let curve = report.curve {
+                print(
+                    String(
+                        cFormat: "cost of encryption: CURVE/plain p50 %.2f (median of the paired rounds), +%.1f µs",
+                        ratio, curve.p50 - report.transport.p50))
+            }
         }
     }
 }
