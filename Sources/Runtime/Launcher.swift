@@ -11,7 +11,9 @@ import Dispatch
 public import Logging
 
 /// Starts each stage of a pipeline as its own child process (`hapticnav stage NAME --config FILE`),
-/// forwards SIGTERM and SIGINT to them, and stops them all when one ends or a signal arrives.
+/// forwards SIGTERM and SIGINT to them, and stops them all when one ends cleanly or a signal arrives. A stage that
+/// fails (a non-zero exit, a crash) is started again after 1, 2, 4 … 30 s; after `restartLimit` failures in a row
+/// (each within `healthySeconds` of its start) the launcher gives up and stops everything.
 ///
 /// No orphans: children get SIGTERM, then SIGKILL after the stop timeout; and each child's
 /// ``ParentWatchdog`` stops it should this process die without a chance to clean up.
@@ -29,6 +31,12 @@ public struct Launcher {
     public var stopTimeoutSeconds = 1.5
     /// Extra arguments for every child, before the stage name (for example a log level).
     public var childArguments: [String] = []
+    /// Failures in a row after which a stage is not started again and the pipeline stops.
+    public var restartLimit = 5
+    /// Longest wait before a restart [seconds]; the waits double from 1 s up to it.
+    public var maximumBackoffSeconds = 30.0
+    /// A stage that ran this long before it failed starts its count of failures afresh [seconds].
+    public var healthySeconds = 30.0
     private let logger: Logger
 
     /// Creates a launcher.
@@ -51,6 +59,11 @@ public struct Launcher {
         var name: String
         var pid: pid_t
         var exitStatus: Int32?
+        var startedAt = Date()
+        /// When a failed stage is due to start again.
+        var restartAt: Date?
+        var failuresInARow = 0
+        var restarts = 0
     }
 
     /// Runs the pipeline to its end; returns 0 when every stage ended cleanly.
@@ -72,10 +85,28 @@ public struct Launcher {
         var stopDeadline: Date?
         var drainDeadline: Date?
         var failed = false
-        while children.contains(where: { $0.exitStatus == nil }) {
+        while children.contains(where: { $0.exitStatus == nil || ($0.restartAt != nil && stopDeadline == nil) }) {
             if let signal = signals.take(), stopDeadline == nil {
                 self.logger.info("received signal \(signal); stopping \(children.count) stage(s)")
                 stopDeadline = self.signalAll(&children, SIGTERM)
+            }
+            for index in children.indices {
+                guard stopDeadline == nil, drainDeadline == nil, let due = children[index].restartAt, Date() >= due
+                else { continue }
+                children[index].restartAt = nil
+                do {
+                    children[index].pid = try self.spawn(stage: children[index].name)
+                    children[index].exitStatus = nil
+                    children[index].startedAt = Date()
+                    children[index].restarts += 1
+                    self.logger.warning(
+                        "restarted stage '\(children[index].name)' (pid \(children[index].pid), restart \(children[index].restarts))"
+                    )
+                } catch {
+                    self.logger.error("cannot restart stage '\(children[index].name)': \(error); stopping the pipeline")
+                    failed = true
+                    stopDeadline = self.signalAll(&children, SIGTERM)
+                }
             }
             for index in children.indices where children[index].exitStatus == nil {
                 var status: Int32 = 0
@@ -90,9 +121,24 @@ public struct Launcher {
                     self.logger.info("stage '\(name)' finished; stopping the pipeline in \(self.drainSeconds) s")
                     drainDeadline = drainDeadline ?? Date().addingTimeInterval(self.drainSeconds)
                 } else {
-                    self.logger.error("stage '\(name)' failed (status \(code)); stopping the pipeline")
-                    failed = true
-                    stopDeadline = self.signalAll(&children, SIGTERM)
+                    if Date().timeIntervalSince(children[index].startedAt) >= self.healthySeconds {
+                        children[index].failuresInARow = 0
+                    }
+                    children[index].failuresInARow += 1
+                    let failures = children[index].failuresInARow
+                    if failures > self.restartLimit {
+                        self.logger.error(
+                            "stage '\(name)' failed \(failures) times in a row (status \(code)); giving up: stopping the pipeline"
+                        )
+                        failed = true
+                        stopDeadline = self.signalAll(&children, SIGTERM)
+                    } else {
+                        let wait = min(self.maximumBackoffSeconds, pow(2, Double(failures - 1)))
+                        self.logger.error(
+                            "stage '\(name)' failed (status \(code)); starting it again in \(wait) s (failure \(failures) of at most \(self.restartLimit) in a row)"
+                        )
+                        children[index].restartAt = Date().addingTimeInterval(wait)
+                    }
                 }
             }
             if let drain = drainDeadline, stopDeadline == nil, Date() >= drain {
