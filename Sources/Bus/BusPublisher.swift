@@ -182,11 +182,42 @@ struct IPCSocketFile: Sendable {
     }
 }
 
-/// Makes sure an `ipc://` endpoint's folder exists; other transports need nothing.
+/// An endpoint another process already serves.
+public struct EndpointInUse: Error, CustomStringConvertible, Sendable {
+    public let endpoint: String
+    public var description: String {
+        "\(self.endpoint) is in use: another process listens there (a second copy of this stage, or an impostor); refusing to take it over"
+    }
+}
+
+/// Makes sure an `ipc://` endpoint's folder exists, and that no live process listens at its path: libzmq would
+/// silently replace that socket file, and the subscribers connecting there would hear this process instead.
+/// A file nobody listens on (left by a crash) is taken over. Other transports need nothing: a TCP port in use
+/// fails to bind by itself.
 func prepareEndpoint(_ endpoint: String) throws {
     guard endpoint.hasPrefix("ipc://") else { return }
     let path = String(endpoint.dropFirst("ipc://".count))
     // A run directory this process makes is private (0700); an existing one is left as it is (`config check`
     // warns when others can write to it).
     try Paths.createFolders(Paths.folder(of: path), permissions: 0o700)
+    if isListening(unixSocket: path) { throw EndpointInUse(endpoint: endpoint) }
+}
+
+/// True when a process accepts connections on the Unix socket at `path`.
+func isListening(unixSocket path: String) -> Bool {
+    guard !path.hasPrefix("@"), path.utf8.count < 108 else { return false }
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+        for (index, byte) in path.utf8.enumerated() { buffer[index] = byte }
+    }
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+    }
+    return connected == 0
 }

@@ -179,3 +179,34 @@ import TestSupport
         #expect(!Curve.isKey("too short") && Curve.isKey(self.route.publicKey))
     }
 }
+
+@Suite struct IPCEndpointTests {
+    @Test func aSecondProcessCannotTakeOverALiveIPCEndpointButMayReuseADeadOne() throws {
+        let context = ZMQContext()
+        defer { context.terminate() }
+        let endpoint = uniqueEndpoint("ipc")
+        let path = String(endpoint.dropFirst("ipc://".count))
+        let first = try BusPublisher(context: context, bind: [endpoint], stage: "route")
+        var info = stat()
+        #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o600, "only this user may connect")
+        #expect(throws: EndpointInUse.self) {
+            try BusPublisher(context: context, bind: [endpoint], stage: "impostor")
+        }
+        first.close()
+        // A socket file left behind by a process that died (nobody listens) is taken over.
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in path.utf8.enumerated() { buffer[index] = byte }
+        }
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        close(listener)  // bound, never listened: a stale file
+        let second = try BusPublisher(context: context, bind: [endpoint], stage: "route")
+        second.close()
+    }
+}

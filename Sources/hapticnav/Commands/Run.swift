@@ -22,7 +22,11 @@ struct Run: ParsableCommand {
     @Option(name: .shortAndLong, help: "The pipeline config (JSON or JSON5).")
     var config: String
 
-    @Option(help: "Start only the stages of this host group (for example 1 for the map logic, 2 for the haptic logic).")
+    @Option(
+        name: [.customLong("host"), .customLong("group")],
+        help:
+            "Start only the stages of this host (the stages' `group`: for example 1 for the map logic, 2 for the haptic logic)."
+    )
     var group: String?
 
     @OptionGroup var logging: LoggingOptions
