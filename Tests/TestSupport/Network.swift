@@ -111,6 +111,46 @@ public final class TwoHostNetwork: @unchecked Sendable {
     }
 }
 
+/// Three test hosts on one shared segment, as on a lab's network: network namespaces whose veth links meet at a
+/// bridge in a fourth namespace (the switch). Needs root.
+public final class LabNetwork: @unchecked Sendable {
+    /// The hosts' namespaces and their addresses on the segment.
+    public let hosts: [String]
+    public let addresses: [String]
+    private let switchHost: String
+
+    public init(hostCount: Int = 3) throws {
+        let token = UUID().uuidString.prefix(5).lowercased()
+        self.switchHost = "hnsw-\(token)"
+        self.hosts = (1...hostCount).map { "hnl\($0)-\(token)" }
+        let subnet = Int.random(in: 0...250)
+        self.addresses = (1...hostCount).map { "10.232.\(subnet).\($0)" }
+        try TwoHostNetwork.ip(["netns", "add", self.switchHost])
+        try TwoHostNetwork.ip(["-n", self.switchHost, "link", "add", "br0", "type", "bridge"])
+        try TwoHostNetwork.ip(["-n", self.switchHost, "link", "set", "br0", "up"])
+        for (index, host) in self.hosts.enumerated() {
+            let hostSide = "hl\(index)\(token)"
+            let switchSide = "hs\(index)\(token)"
+            try TwoHostNetwork.ip(["netns", "add", host])
+            try TwoHostNetwork.ip(["link", "add", hostSide, "type", "veth", "peer", "name", switchSide])
+            try TwoHostNetwork.ip(["link", "set", hostSide, "netns", host])
+            try TwoHostNetwork.ip(["link", "set", switchSide, "netns", self.switchHost])
+            try TwoHostNetwork.ip(["-n", self.switchHost, "link", "set", switchSide, "master", "br0"])
+            try TwoHostNetwork.ip(["-n", self.switchHost, "link", "set", switchSide, "up"])
+            try TwoHostNetwork.ip(["-n", host, "link", "set", "lo", "up"])
+            try TwoHostNetwork.ip(["-n", host, "addr", "add", "\(self.addresses[index])/24", "dev", hostSide])
+            try TwoHostNetwork.ip(["-n", host, "link", "set", hostSide, "up"])
+        }
+    }
+
+    /// The arguments that run a command inside `host`.
+    public func inside(_ host: String, _ command: [String]) -> [String] { ["netns", "exec", host] + command }
+
+    public func remove() {
+        for host in self.hosts + [self.switchHost] { _ = try? TwoHostNetwork.ip(["netns", "del", host]) }
+    }
+}
+
 public struct NetworkSetupError: Error, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
