@@ -39,9 +39,11 @@ public enum StageHost {
                 )
             }
         }
+        var zap: ZAPHandler?
         if !stage.publish.isEmpty {
             var options = bus.publisher
             options.curve = try LinkSecurity.publisherOptions(for: stage, in: pipeline)
+            if options.curve != nil { zap = try context.zapHandler(logger: logger) }
             publisher = try BusPublisher(
                 context: context, bind: stage.publish, stage: stage.name, options: options, logger: logger)
         }
@@ -51,6 +53,17 @@ public enum StageHost {
             options.expectedStages = stage.inputStages
             options.topics = stage.topics
             subscriber = try BusSubscriber(context: context, connect: stage.inputs, options: options, logger: logger)
+        }
+        // The bus's counters in the stage's status: what its input dropped, and the readers its publisher refused.
+        let stageName = stage.name
+        let refusedReaders = zap
+        func inputCounters(_ subscriber: BusSubscriber) -> @Sendable () -> [StatusCounter] {
+            {
+                subscriber.snapshot.busStatusCounters
+                    + (refusedReaders.map {
+                        [StatusCounter(name: "bus.refusedReaders", value: $0.refused(domain: stageName))]
+                    } ?? [])
+            }
         }
         let watchdog = ParentWatchdog.startIfLaunched(logger: logger)
         defer { watchdog?.stop() }
@@ -73,7 +86,7 @@ public enum StageHost {
             service = SmootherStage(
                 name: stage.name, input: fixes, output: publisher,
                 filter: try PluginRegistry.makeSmoother(stage), logger: logger,
-                inputCounters: { subscriber.snapshot.busStatusCounters })
+                inputCounters: inputCounters(subscriber))
         case .route:
             guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
@@ -85,7 +98,7 @@ public enum StageHost {
                 name: stage.name, input: fixes, output: publisher,
                 provider: try PluginRegistry.makeRouter(stage, logger: logger),
                 options: try RouteStageOptions.parse(stage.options), logger: logger,
-                inputCounters: { subscriber.snapshot.busStatusCounters })
+                inputCounters: inputCounters(subscriber))
         case .haptic:
             guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
@@ -109,7 +122,7 @@ public enum StageHost {
             let (devices, options) = try HapticStageOptions.parse(stage, logger: logger, check: false)
             service = HapticSinkStage(
                 name: stage.name, input: inputs, output: publisher, devices: devices, options: options,
-                logger: logger, inputCounters: { subscriber.snapshot.busStatusCounters })
+                logger: logger, inputCounters: inputCounters(subscriber))
         case .recorder:
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
             let records = subscriber.messages.map { received in

@@ -90,6 +90,19 @@ extension ProcessSuites {
             #expect(withKey.stdout.isEmpty, "a stranger's key reads nothing: \(withKey.stdout.prefix(300))")
             #expect(withoutKey.stdout.isEmpty, "no key reads nothing: \(withoutKey.stdout.prefix(300))")
 
+            // The sink counted the stranger's key among the readers it refused, in its status.
+            let status = try inside(
+                group1Host,
+                ["monitor", "--config", lab, "--key", "monitor", "--topic", "status", "--json", "--seconds", "3"])
+            #expect(await status.wait(seconds: 30) == 0)
+            let sinkStatus = status.stdout.split(separator: "\n").last { $0.contains("\"stage\":\"haptic\"") }
+            let refused = sinkStatus.flatMap { line in
+                line.firstRange(of: "\"bus.refusedReaders\",\"value\":").map {
+                    Int(line[$0.upperBound...].prefix { $0.isNumber }) ?? 0
+                }
+            }
+            #expect((refused ?? 0) >= 1, "the sink counts the refused reader: \(sinkStatus ?? "no status")")
+
             // The walk arrives; Group 1 logged the stranger's key once.
             #expect(
                 await eventually(within: 80) { watcher.stdout.contains("arrival") },
