@@ -1,4 +1,5 @@
 import Evaluation
+import Foundation
 import Glibc
 import NavCore
 import Testing
@@ -41,6 +42,7 @@ import Testing
     @Test func aShortRunOverTCPMeasuresPlainAndEncryptedHops() async throws {
         var template = Array("/tmp/hapticnav-busbench-XXXXXX".utf8CString)
         let folder = String(cString: mkdtemp(&template)!)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
         let report = try await BusBenchmark.run(
             messages: 400, rateHz: 1000, rounds: 2, folder: folder, transport: "tcp", curve: true)
         #expect(report.raw.count == 400 && report.transport.count == 400)
