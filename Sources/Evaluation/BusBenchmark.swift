@@ -28,6 +28,12 @@ private struct RawZMQError: Error, CustomStringConvertible {
     var description: String { "\(self.operation): \(String(cString: zmq_strerror(self.code)))" }
 }
 
+/// A benchmark hop whose connection never came up.
+private struct NoConnection: Error, CustomStringConvertible {
+    let endpoint: String
+    var description: String { "no heartbeat from the publisher at \(self.endpoint) within 10 s" }
+}
+
 /// Latency statistics of one series [microseconds].
 public struct LatencySummary: Sendable, Codable {
     /// Samples measured [count].
@@ -242,10 +248,22 @@ public enum BusBenchmark {
             publisher.close()
             subscriber.close()
         }
-        // The heartbeat tells the subscriber that the connection is up before timing starts.
+        // The heartbeat tells the subscriber that the connection is up before timing starts; a connection that does
+        // not come up within 10 s ends the run with an error instead of waiting for ever.
+        let joined = Atomic<Bool>(false)
+        SystemThread.start(name: "bench-join") {
+            for _ in 0..<1000 where !joined.load(ordering: .relaxed) { SystemThread.sleep(seconds: 0.01) }
+            if !joined.load(ordering: .relaxed) { subscriber.close() }
+        }
         var iterator = subscriber.makeAsyncIterator()
         while let event = await iterator.next() {
-            if case .publisherUp = event { break }
+            if case .publisherUp = event {
+                joined.store(true, ordering: .relaxed)
+                break
+            }
+        }
+        guard joined.load(ordering: .relaxed) else {
+            throw NoConnection(endpoint: endpoint)
         }
         let finished = DispatchSemaphore(value: 0)
         SystemThread.start(name: "bench-send") {
