@@ -120,5 +120,50 @@ extension ProcessSuites {
             // give turn cues nearly all the time. The restarted sink guides as the first did.
             #expect(after < 0.6 && after < before + 0.25, "the restarted sink uses the same calibration")
         }
+
+        @Test func aStageThatKeepsFailingMakesRunGiveUpAndStopEverything() async throws {
+            let folder = try scratchFolder()
+            let route = repositoryRoot.appendingPathComponent("data/routes/monaco-demo-walk.geojson").path
+            let config = """
+                {
+                  bus: { joinGraceSeconds: 0.3 },
+                  stages: {
+                    source: { plugin: "sim", publish: "ipc://\(folder)/source.sock", settings: { route: "\(route)", pace: 1, loop: true } },
+                    smoother: { plugin: "kalman", inputs: ["source"], topics: ["fix"], publish: "ipc://\(folder)/smoother.sock" },
+                  },
+                }
+                """
+            let file = "\(folder)/pipeline.json5"
+            try config.write(toFile: file, atomically: true, encoding: .utf8)
+            let run = try ChildProcess(
+                try hapticnavExecutable(),
+                ["run", "--config", file, "--restart-limit", "2", "--restart-backoff-max", "0.2"])
+            defer { run.ensureStopped() }
+            // The smoother dies three times in a row, each time right after it started: twice it is started again,
+            // the third time run gives up, stops the source too and exits with failure.
+            var sourcePID: pid_t?
+            #expect(
+                await eventually(within: 20) {
+                    sourcePID = self.child(of: run, stage: "source"); return sourcePID != nil
+                })
+            var killed: Set<pid_t> = []
+            for round in 1...3 {
+                var pid: pid_t?
+                #expect(
+                    await eventually(within: 20) {
+                        pid = self.child(of: run, stage: "smoother").flatMap { killed.contains($0) ? nil : $0 }
+                        return pid != nil
+                    }, "smoother running (round \(round)): \(run.stderr.suffix(800))")
+                guard let pid else { return }
+                kill(pid, SIGKILL)
+                killed.insert(pid)
+            }
+            #expect(await run.wait(seconds: 20) == 1, "run gives up with failure: \(run.stderr.suffix(800))")
+            #expect(run.stderr.contains("failed 3 times in a row"), "\(run.stderr.suffix(800))")
+            #expect(run.stderr.contains("restarted stage 'smoother' (pid"))
+            if let sourcePID {
+                #expect(await eventually(within: 5) { !isAlive(sourcePID) }, "the source was stopped too")
+            }
+        }
     }
 }

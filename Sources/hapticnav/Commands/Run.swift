@@ -29,7 +29,20 @@ struct Run: ParsableCommand {
     )
     var group: String?
 
+    @Option(help: "Failures in a row after which a stage is not started again and the pipeline stops.")
+    var restartLimit = 5
+
+    @Option(help: "Longest wait before starting a failed stage again [seconds]; the waits double from 1 s up to it.")
+    var restartBackoffMax = 30.0
+
     @OptionGroup var logging: LoggingOptions
+
+    func validate() throws {
+        guard (0...100).contains(self.restartLimit) else { throw ValidationError("--restart-limit: 0 to 100") }
+        guard self.restartBackoffMax > 0, self.restartBackoffMax <= 3600 else {
+            throw ValidationError("--restart-backoff-max: more than 0, at most 3600 s")
+        }
+    }
 
     func run() throws {
         let logger = self.logging.bootstrap()
@@ -42,6 +55,8 @@ struct Run: ParsableCommand {
         }
         var launcher = Launcher(configFile: self.config, stages: stages.map(\.name), logger: logger)
         launcher.childArguments = ["--log-level", "\(self.logging.logLevel)"]
+        launcher.restartLimit = self.restartLimit
+        launcher.maximumBackoffSeconds = self.restartBackoffMax
         logger.info("pipeline '\(pipeline.name)': starting \(stages.map(\.name).joined(separator: ", "))")
         let status = try launcher.run()
         throw ExitCode(status)
