@@ -286,3 +286,44 @@ private actor MessageBox {
     var messages: [BusMessage] = []
     func add(_ message: BusMessage) { self.messages.append(message) }
 }
+
+/// NMEA recognised by what it is: any talker, valid checksums, binary frames skipped.
+@Suite struct NMEADetectionTests {
+    private let gpsd = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "Fixtures/gpsd")
+
+    @Test func aRealLogThatBeginsWithDepthSounderSentencesIsNMEA() throws {
+        // bundg_zeus_9.log (gpsd's test suite) starts with $SDDPT, $SDHDG, $SDMTW from a boat's instruments.
+        let path = self.gpsd.appendingPathComponent("bundg_zeus_9.log").path
+        #expect(try LogReader.format(of: path) == .nmea)
+        #expect(try LogReader().read(path).entries.contains { $0.message.kind == .fix })
+    }
+
+    @Test func unknownTalkersAISAndUBXFramesBeforeTheFixesAreSkipped() throws {
+        // Sentences this decoder does not know (wind, AIS, a proprietary one) and a u-blox binary frame first; then
+        // the fixes of a real receiver log (garmin15x.log, gpsd's test suite).
+        let real = try String(
+            contentsOf: self.gpsd.appendingPathComponent("garmin15x.log"), encoding: .isoLatin1)
+        let ubx = String(decoding: [0xB5, 0x62, 0x01, 0x07, 0x5C, 0x00, 0x24, 0x2A, 0x0A, 0x99, 0x00], as: UTF8.self)
+        let head = [
+            nmea("WIMWV,214.8,R,0.1,K,A"),
+            "!" + String(nmea("AIVDM,1,1,,A,13aEOK?P00PD2wVMdLDRhgvL289?,0").dropFirst()),
+            nmea("PGRMZ,1494,f,3"), ubx, nmea("IIXDR,C,19.5,C,AIRTEMP"), nmea("YXMTW,17.2,C"),
+        ].joined(separator: "\r\n")
+        let path = try temporaryFile("mixed.nmea", head + "\r\n" + real)
+        #expect(try LogReader.format(of: path) == .nmea)
+        let fixes = try LogReader().read(path).entries.filter { $0.message.kind == .fix }.count
+        let alone = try LogReader().read(self.gpsd.appendingPathComponent("garmin15x.log").path).entries
+            .filter { $0.message.kind == .fix }.count
+        #expect(fixes == alone && fixes > 0, "\(fixes) fixes, \(alone) without the unknown head")
+    }
+
+    @Test func textWithADollarSignIsNotNMEA() {
+        let prose = Array("Prices: $5, $12.50, $GPS receivers cost $100\nline two\n$ABCDE no comma\n".utf8)
+        #expect(!NMEADetection.isNMEA(prose))
+        #expect(NMEADetection.isNMEA(Array((nmea("GNGGA,1,2") + "\n" + nmea("GNRMC,1,2") + "\n").utf8)))
+        // A bad checksum does not count; a well-formed sentence without a checksum does.
+        #expect(!NMEADetection.isNMEA(Array("$GPGGA,1,2*00\n$GPRMC,1,2*00\n".utf8)))
+        #expect(NMEADetection.isNMEA(Array("$GPGGA,1,2\n".utf8)))
+    }
+}

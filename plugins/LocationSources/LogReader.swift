@@ -95,16 +95,19 @@ public struct LogReader: Sendable {
         let lower = path.lowercased()
         if lower.hasSuffix(".gpx") { return .gpx }
         let head: String
+        let headBytes: [UInt8]
         do {
             let handle = try InputFile(path: path)
             defer { handle.close() }
-            head = String(decoding: try handle.read(upTo: 64 * 1024), as: UTF8.self)
+            headBytes = try handle.read(upTo: 64 * 1024)
+            head = String(decoding: headBytes, as: UTF8.self)
         } catch {
             throw LogError.unreadable(reason: "\(path): cannot be read (\(error.reason))")
         }
         if head.contains("<gpx") { return .gpx }
-        if head.contains("$G") || head.contains("\nNMEA,") || head.hasPrefix("NMEA,") || head.contains("\nFix,")
-            || head.contains("$P") || head.contains("$B") || head.contains("$S")
+        // NMEA by what it is (any talker, valid checksums, binary frames skipped), or GnssLogger's records.
+        if NMEADetection.isNMEA(headBytes) || head.contains("\nNMEA,") || head.hasPrefix("NMEA,")
+            || head.contains("\nFix,") || head.hasPrefix("Fix,")
         {
             return .nmea
         }
