@@ -244,6 +244,7 @@ public struct PipelineConfig: Sendable {
             checked[stage.name] = try PluginRegistry.check(stage)
         }
         try RateCheck.check(stages, checked: checked)
+        try Self.checkDistinctBinds(stages)
         try LinkSecurity.check(stages, security: security)
         return PipelineConfig(name: name, file: file, bus: bus, security: security, stages: stages)
     }
@@ -276,8 +277,69 @@ public struct PipelineConfig: Sendable {
                     expected: "an endpoint starting with \(schemes.joined(separator: ", "))",
                     found: "'\(endpoint)'")
             }
+            if let problem = Self.endpointProblem(endpoint) {
+                throw ConfigError.invalidValue(
+                    path: "stages.\(stage).\(key)", expected: problem, found: "'\(endpoint)'")
+            }
         }
         return list
+    }
+
+    /// What is wrong with a `tcp://` or `ipc://` endpoint, or nil: a host that is `*`, an IPv4 address, `[IPv6]`
+    /// or a name, and a port from 1 to 65535; an ipc path that is not empty and fits Linux's 107 bytes.
+    static func endpointProblem(_ endpoint: String) -> String? {
+        if endpoint.hasPrefix("ipc://") {
+            let path = endpoint.dropFirst("ipc://".count)
+            if path.isEmpty { return "a socket path after ipc://" }
+            if path.utf8.count > 107 {
+                return "an ipc path of at most 107 bytes (Linux's limit), not \(path.utf8.count)"
+            }
+            return nil
+        }
+        guard endpoint.hasPrefix("tcp://") else { return nil }
+        let rest = endpoint.dropFirst("tcp://".count)
+        guard let colon = rest.lastIndex(of: ":") else { return "tcp://HOST:PORT" }
+        let host = rest[..<colon]
+        let portText = rest[rest.index(after: colon)...]
+        guard let port = Int(portText), (1...65535).contains(port) else {
+            return "a port from 1 to 65535 in tcp://HOST:PORT"
+        }
+        if host == "*" || (host.hasPrefix("[") && host.hasSuffix("]") && host.count > 2) { return nil }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        if parts.count == 4, parts.allSatisfy({ $0.allSatisfy(\.isNumber) && !$0.isEmpty }) {
+            return parts.allSatisfy({ Int($0).map { $0 <= 255 } ?? false })
+                ? nil : "an IPv4 address with each part from 0 to 255 in tcp://HOST:PORT"
+        }
+        let isName =
+            !host.isEmpty && !host.allSatisfy({ $0.isNumber || $0 == "." })
+            && host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") })
+        return isName ? nil : "a host (*, an IPv4 address, [IPv6] or a name) in tcp://HOST:PORT"
+    }
+
+    /// Two stages that would bind the same endpoint (the same ipc path, or the same TCP port where one of them
+    /// binds every interface).
+    static func checkDistinctBinds(_ stages: [StageConfig]) throws {
+        var seen: [(stage: String, endpoint: String)] = []
+        for stage in stages {
+            for endpoint in stage.publish {
+                for earlier in seen where earlier.stage != stage.name && Self.sameBind(earlier.endpoint, endpoint) {
+                    throw ConfigError.invalidValue(
+                        path: "stages.\(stage.name).publish",
+                        expected: "an endpoint no other stage binds",
+                        found: "'\(endpoint)', which stages.\(earlier.stage) binds too ('\(earlier.endpoint)')")
+                }
+                seen.append((stage.name, endpoint))
+            }
+        }
+    }
+
+    private static func sameBind(_ a: String, _ b: String) -> Bool {
+        guard a != b else { return true }
+        guard a.hasPrefix("tcp://"), b.hasPrefix("tcp://"), let colonA = a.lastIndex(of: ":"),
+            let colonB = b.lastIndex(of: ":"), a[colonA...] == b[colonB...]
+        else { return false }
+        return a.hasPrefix("tcp://*:") || b.hasPrefix("tcp://*:") || a.hasPrefix("tcp://0.0.0.0:")
+            || b.hasPrefix("tcp://0.0.0.0:")
     }
 
     private static func parseSecurity(_ settings: Settings) throws -> SecurityConfig? {

@@ -172,5 +172,14 @@ extension ProcessSuites {
             #expect(await route.wait(seconds: 60) != 0)
             #expect(route.stderr.contains("no walkable way within 250 m of the start"))
         }
+
+        @Test func southernAndWesternCoordinatesAreValuesNotOptions() async throws {
+            let map = repositoryRoot.appendingPathComponent("data/maps/monaco-highways.osm").path
+            let route = try ChildProcess(
+                try hapticnavExecutable(), ["route", "--from", "-33.8,151.2", "--to", "-33.81,-70.5", "--map", map])
+            #expect(await route.wait(seconds: 60) == 1, "a runtime failure, not a usage error: \(route.stderr)")
+            #expect(route.stderr.contains("of the start (-33.8, 151.2)"), "\(route.stderr)")
+            #expect(!route.stderr.contains("Usage:"))
+        }
     }
 }

@@ -198,3 +198,44 @@ import TestSupport
         }
     }
 }
+
+@Suite struct EndpointCheckTests {
+    @Test(arguments: [
+        ("tcp://999.1.1.1:5601", "IPv4"), ("tcp://127.0.0.1:99999", "port"), ("tcp://127.0.0.1:", "port"),
+        ("tcp://:5601", "host"), ("tcp://exa mple:5601", "host"), ("ipc://", "socket path"),
+        ("ipc:///tmp/" + String(repeating: "x", count: 100) + ".sock", "107 bytes"),
+    ])
+    func badEndpointsAreNamed(_ endpoint: String, _ expected: String) {
+        let problem = PipelineConfig.endpointProblem(endpoint)
+        #expect(problem?.contains(expected) == true, "\(endpoint): \(problem ?? "accepted")")
+    }
+
+    @Test func twoStagesBindingOneEndpointAreRefused() throws {
+        let route = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("data/routes/monaco-demo-walk.geojson").path
+        let text = """
+            { stages: {
+                source: { plugin: "sim", publish: "tcp://*:5601", insecure: true, settings: { route: "\(route)" } },
+                smoother: { plugin: "kalman", inputs: ["source"], topics: ["fix"], publish: "tcp://127.0.0.1:5601" },
+            } }
+            """
+        let decoder = JSONDecoder()
+        decoder.allowsJSON5 = true
+        let root = try decoder.decode(SettingValue.self, from: Data(text.utf8))
+        #expect(throws: ConfigError.self) {
+            try PipelineConfig.parse(root, file: "/configs/test.json5", baseDirectory: "/configs")
+        }
+        do {
+            _ = try PipelineConfig.parse(root, file: "/configs/test.json5", baseDirectory: "/configs")
+        } catch {
+            #expect("\(error)".contains("which stages.source binds too"), "\(error)")
+        }
+    }
+
+    @Test(arguments: [
+        "tcp://*:5601", "tcp://10.0.0.5:1", "tcp://[::1]:5601", "tcp://laptop.lab:65535", "ipc:///tmp/a.sock",
+    ])
+    func goodEndpointsPass(_ endpoint: String) {
+        #expect(PipelineConfig.endpointProblem(endpoint) == nil, "\(endpoint)")
+    }
+}

@@ -25,10 +25,11 @@ struct RouteCommand: AsyncParsableCommand {
         case text, json, geojson, gpx
     }
 
-    @Option(help: "Start, as LAT,LON.")
+    // Unconditional: a southern latitude ("-33.8,151.2") is the option's value, not another option.
+    @Option(parsing: .unconditional, help: "Start, as LAT,LON (southern and western ones negative).")
     var from: String
 
-    @Option(help: "Destination, as LAT,LON.")
+    @Option(parsing: .unconditional, help: "Destination, as LAT,LON.")
     var to: String
 
     @Option(help: "An OpenStreetMap XML extract to route over offline.")
