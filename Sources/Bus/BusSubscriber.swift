@@ -183,7 +183,7 @@ public final class BusSubscriber: AsyncSequence, Sendable {
                 if let curve = options.curve {
                     guard Curve.isAvailable else { throw CurveError.unavailable }
                     guard let key = curve.publisherKeys[endpoint] else {
-                        throw CurveError.invalidKey("no publisher key for \(endpoint): the key")
+                        throw CurveError.noPublisherKey(endpoint: endpoint)
                     }
                     try socket.makeCurveClient(identity: curve.identity, serverKey: key)
                 }
@@ -306,6 +306,8 @@ private final class Receiver: @unchecked Sendable {
     /// Per socket: the current connection completed its handshake, or its failure was already counted.
     private var handshakeSettled: [Bool]
     private let endpoints: [String]
+    /// Per socket, the stage whose messages alone are accepted there (looked up once, not per message).
+    private let expectedStages: [String?]
     private let options: SubscriberOptions
     private let executor: ReceiveExecutor
     private let logger: Logger
@@ -333,6 +335,7 @@ private final class Receiver: @unchecked Sendable {
         self.sockets = sockets
         self.monitors = monitors
         self.endpoints = endpoints
+        self.expectedStages = endpoints.map { options.expectedStages[$0] }
         self.options = options
         self.logger = logger
         self.liveness = Array(repeating: Liveness(), count: sockets.count)
@@ -428,7 +431,7 @@ private final class Receiver: @unchecked Sendable {
                 continue
             }
             let isHeartbeat = topic == EnvelopeHeader.heartbeatTopic
-            guard frameCount == (isHeartbeat ? 3 : 3) else {
+            guard frameCount == 3 else {
                 self.drop(
                     .init(reason: .malformed, detail: "\(frameCount) frames, expected 3"),
                     topic: topic, endpoint: endpoint)
@@ -438,7 +441,7 @@ private final class Receiver: @unchecked Sendable {
                 let header = try self.headerFrame.withBytes { bytes throws(DecodeFailure) in
                     try Envelope.decodeHeader(bytes)
                 }
-                if let expected = self.options.expectedStages[endpoint], header.stage != expected {
+                if let expected = self.expectedStages[socketIndex], header.stage != expected {
                     throw DecodeFailure(
                         reason: .unexpectedSender,
                         detail: "sent by stage '\(header.stage.prefix(64))', where only '\(expected)' publishes")

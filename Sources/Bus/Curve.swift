@@ -100,6 +100,8 @@ public enum CurveError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidKey(String)
     /// A key file that is missing, unreadable, not private or not a key.
     case file(String)
+    /// An encrypted subscriber given an endpoint without the key of the publisher expected there.
+    case noPublisherKey(endpoint: String)
 
     public var description: String {
         switch self {
@@ -107,6 +109,7 @@ public enum CurveError: Error, Equatable, Sendable, CustomStringConvertible {
             "this libzmq has no CURVE (zmq_has(\"curve\") is false): install a libzmq built with libsodium (Debian's libzmq5 is)"
         case let .invalidKey(what): "\(what) is not a CURVE key (40 characters of Z85)"
         case let .file(detail): detail
+        case let .noPublisherKey(endpoint): "no publisher key for \(endpoint): whose messages are expected there?"
         }
     }
 }
@@ -207,8 +210,6 @@ public final class ZAPHandler: Sendable {
     }
 
     private let state = Mutex(State())
-    private let stopFlag = Atomic<Bool>(false)
-    private let finished = Atomic<Bool>(false)
     private let logger: Logger
 
     /// Binds the handler's socket in `context` and serves on a thread of its own until the context terminates.
