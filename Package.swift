@@ -119,7 +119,7 @@ let package = Package(
 
         .target(name: "TestSupport", dependencies: ["NavCore", "Links"], path: "Tests/TestSupport"),
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"], exclude: ["Fixtures"]),
-        .testTarget(name: "LinksTests", dependencies: ["Links", "SystemIO", "NavCore"]),
+        .testTarget(name: "LinksTests", dependencies: ["Links", "SystemIO", "NavCore", "TestSupport"]),
         .testTarget(name: "EvaluationTests", dependencies: ["Evaluation", "NavCore"]),
         .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore", "Links", "TestSupport"]),
         .testTarget(
@@ -139,7 +139,7 @@ let package = Package(
         .testTarget(
             name: "LocationSourcesTests",
             dependencies: [
-                "LocationSources", "Parsers", "NavCore", "TestSupport",
+                "LocationSources", "Parsers", "NavCore", "Links", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Fixtures"]),

@@ -3,6 +3,7 @@ import Links
 import Synchronization
 import SystemIO
 import Testing
+import TestSupport
 
 /// A real HTTP server on loopback that answers each request with the next scripted reply (raw bytes, so that a
 /// test can send chunked, cut, malformed or no answers), and counts the connections it accepted.
@@ -142,7 +143,7 @@ func json(_ body: String, status: String = "200 OK", extra: String = "") -> Stri
         defer { server.stop() }
         let client = HTTPClient(host: "127.0.0.1", port: server.port)
         _ = try await client.send(method: "GET", path: "/", timeoutSeconds: 2)
-        #expect(await eventuallyTrue { server.connections.load(ordering: .relaxed) == 1 })
+        #expect(await eventually(within: 30) { server.connections.load(ordering: .relaxed) == 1 })
         let second = try await client.send(method: "GET", path: "/", timeoutSeconds: 2)
         #expect(String(decoding: second.body, as: UTF8.self) == "{\"again\":true}")
         #expect(server.connections.load(ordering: .relaxed) == 2)
@@ -160,7 +161,7 @@ func json(_ body: String, status: String = "200 OK", extra: String = "") -> Stri
             #expect(error.description.contains("GET /route"), "\(error)")
         }
         // The client gave up and closed the connection 0.3 s after it sent the request.
-        try #require(await eventuallyTrue { server.heldOpen.withLock { !$0.isEmpty } })
+        try #require(await eventually(within: 30) { server.heldOpen.withLock { !$0.isEmpty } })
         let held = try #require(server.heldOpen.withLock { $0.first })
         #expect(held >= 0.25 && held < 1.0, "\(held) s")
     }
@@ -179,12 +180,12 @@ func json(_ body: String, status: String = "200 OK", extra: String = "") -> Stri
                 return nil
             }
         }
-        try #require(await eventuallyTrue { server.requests.withLock { !$0.isEmpty } })
+        try #require(await eventually(within: 30) { server.requests.withLock { !$0.isEmpty } })
         task.cancel()
         let reason = await task.value
         #expect(reason == .cancelled)
         // Cancelled, the client closed the connection at once, not after its 30 s deadline.
-        try #require(await eventuallyTrue { server.heldOpen.withLock { !$0.isEmpty } })
+        try #require(await eventually(within: 30) { server.heldOpen.withLock { !$0.isEmpty } })
         #expect(try #require(server.heldOpen.withLock { $0.first }) < 5)
     }
 
@@ -218,15 +219,4 @@ func json(_ body: String, status: String = "200 OK", extra: String = "") -> Stri
         #expect(HTTPClient.split(url: "http://host:99999") == nil)
         #expect(HTTPClient.split(url: "http://:80") == nil)
     }
-}
-
-/// Waits for `condition` with a bound generous enough for a loaded machine, where a task may wait seconds for the
-/// cooperative pool.
-func eventuallyTrue(within seconds: Double = 30, _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
 }

@@ -3,15 +3,11 @@ import Glibc
 import NavCore
 import SystemIO
 import Testing
+import TestSupport
 
 @Suite struct SystemIOTests {
-    private func folder() -> String {
-        var template = Array("/tmp/hapticnav-systemio-XXXXXX".utf8CString)
-        return String(cString: mkdtemp(&template)!)
-    }
-
     @Test func outputFileWritesCreatesFoldersAndUpdatesInPlace() throws {
-        let path = self.folder() + "/a/b/out.bin"
+        let path = try scratchFolder() + "/a/b/out.bin"
         let file = try OutputFile(path: path, mode: .truncate)
         #expect(file.write("hello world"))
         #expect(file.write(Array("J".utf8), at: 6))

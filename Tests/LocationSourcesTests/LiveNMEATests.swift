@@ -1,4 +1,5 @@
 import Foundation
+import Links
 @testable import LocationSources
 import Logging
 import NavCore
@@ -8,17 +9,7 @@ import Testing
 
 /// A one-connection TCP server on loopback that sends `lines` and closes.
 private func serve(_ lines: [String]) throws -> (port: UInt16, thread: Thread) {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-    }
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-    }
+    let (fd, port) = Loopback.boundSocket()
     listen(fd, 1)
     let thread = Thread {
         let client = accept(fd, nil, nil)
@@ -31,7 +22,7 @@ private func serve(_ lines: [String]) throws -> (port: UInt16, thread: Thread) {
         close(fd)
     }
     thread.start()
-    return (UInt16(bigEndian: address.sin_port), thread)
+    return (port, thread)
 }
 
 @Suite struct LiveNMEATests {
