@@ -40,12 +40,12 @@ public enum PipelineBenchmark {
 
         /// The machine-readable last line.
         public var line: String {
-            func f(_ value: Double) -> String { String(cFormat: "%.3f", value) }
+            func f(_ value: Double) -> String { fixedDecimal(value, digits: 3) }
             let rss = self.stages.map(\.residentMegabytesMax).max() ?? .nan
             let cpu = self.stages.map(\.cpuPercent).max() ?? .nan
             return "PIPELINE transport=\(self.transport) p50_ms=\(f(self.latencyMilliseconds.p50)) "
                 + "p99_ms=\(f(self.latencyMilliseconds.p99)) max_ms=\(f(self.latencyMilliseconds.max)) lost=\(self.lost) "
-                + "rss_mb_max=\(String(cFormat: "%.1f", rss)) cpu_pct_max=\(String(cFormat: "%.2f", cpu))"
+                + "rss_mb_max=\(fixedDecimal(rss, digits: 1)) cpu_pct_max=\(fixedDecimal(cpu, digits: 2))"
         }
     }
 

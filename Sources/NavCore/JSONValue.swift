@@ -90,19 +90,3 @@ extension SettingValue {
         return nil
     }
 }
-
-extension StringProtocol {
-    /// The text cut or padded with spaces to `width` characters, for columns.
-    public func padded(to width: Int) -> String {
-        self.count >= width
-            ? String(self.prefix(width)) : String(self) + String(repeating: " ", count: width - self.count)
-    }
-
-    /// The text without leading and trailing white space (spaces, tabs, line breaks).
-    public func trimmed() -> String {
-        let isSpace: (Character) -> Bool = { $0.isWhitespace || $0.isNewline }
-        guard let first = self.firstIndex(where: { !isSpace($0) }), let last = self.lastIndex(where: { !isSpace($0) })
-        else { return "" }
-        return String(self[first...last])
-    }
-}

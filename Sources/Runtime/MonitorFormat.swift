@@ -86,7 +86,7 @@ public struct MonitorFormat: Sendable {
                 "\(Self.clock(now)) \(stage.padded(to: 10)) -- publisher up at \(endpoint)"
         case let .publisherLost(endpoint, stage, silence):
             return
-                "\(Self.clock(now)) \(stage.padded(to: 10)) -- publisher LOST at \(endpoint) (silent \(String(cFormat: "%.2f", silence)) s)"
+                "\(Self.clock(now)) \(stage.padded(to: 10)) -- publisher LOST at \(endpoint) (silent \(fixedDecimal(silence, digits: 2)) s)"
         }
     }
 

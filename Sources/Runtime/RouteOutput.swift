@@ -76,7 +76,7 @@ public enum RouteOutput {
                     : ""
                 text += String(cFormat: "%6.0f m  ", waypoint.distanceAlongMeters) + waypoint.instruction + leg + "\n"
             }
-            return String(text.drop { $0.isNewline }.reversed().drop { $0.isNewline }.reversed())
+            return text.trimming(where: \.isNewline)
         }
     }
 

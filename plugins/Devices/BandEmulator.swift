@@ -4,11 +4,11 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import SystemIO
 #if canImport(Glibc)
 import Glibc
 #endif
 import Links
+import NavCore
 public import Synchronization
 
 /// The band's side of ``BandProtocol``, for tests and for trying a pipeline without the hardware
@@ -164,7 +164,7 @@ public final class BandEmulator: Sendable {
                     }
                     let payload = frame.payload.map(String.init).joined(separator: ",")
                     self.log(
-                        "{\"receiveTimeSeconds\":\(String(cFormat: "%.6f", received)),\"type\":\"\(frame.type.name)\",\"sequence\":\(frame.sequence),\"payload\":[\(payload)],\"motors\":{\"left\":\(motors.0),\"right\":\(motors.1)}}"
+                        "{\"receiveTimeSeconds\":\(fixedDecimal(received, digits: 6)),\"type\":\"\(frame.type.name)\",\"sequence\":\(frame.sequence),\"payload\":[\(payload)],\"motors\":{\"left\":\(motors.0),\"right\":\(motors.1)}}"
                     )
                     if !self.muted.load(ordering: .relaxed) {
                         sequence &+= 1
@@ -176,7 +176,7 @@ public final class BandEmulator: Sendable {
                     }
                 case let .failure(problem):
                     self.log(
-                        "{\"receiveTimeSeconds\":\(String(cFormat: "%.6f", received)),\"error\":\"\(problem.problem)\"}"
+                        "{\"receiveTimeSeconds\":\(fixedDecimal(received, digits: 6)),\"error\":\"\(problem.problem)\"}"
                     )
                     if case .badChecksum = problem.problem {
                         sequence &+= 1
@@ -194,7 +194,7 @@ public final class BandEmulator: Sendable {
             return (state.left, state.right)
         }
         self.log(
-            "{\"event\":\"\(event)\",\"timeSeconds\":\(String(cFormat: "%.6f", Date().timeIntervalSince1970)),\"silenceSeconds\":\(String(cFormat: "%.3f", silenceSeconds)),\"motorsBefore\":{\"left\":\(before.0),\"right\":\(before.1)},\"motors\":{\"left\":0,\"right\":0}}"
+            "{\"event\":\"\(event)\",\"timeSeconds\":\(fixedDecimal(Date().timeIntervalSince1970, digits: 6)),\"silenceSeconds\":\(fixedDecimal(silenceSeconds, digits: 3)),\"motorsBefore\":{\"left\":\(before.0),\"right\":\(before.1)},\"motors\":{\"left\":0,\"right\":0}}"
         )
     }
 

@@ -3,12 +3,12 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import SystemIO
 #if canImport(Glibc)
 import Glibc
 #endif
 public import Logging
 public import NavCore
+import SystemIO
 
 /// The `speaker` device: stereo sound. Tone pulses panned to the side to turn, louder with intensity; distinct
 /// sounds for turn around, arrival and signal lost; silence on course; spoken prompts through espeak-ng. Plays
@@ -207,7 +207,7 @@ public actor SpeakerDevice: OutputDevice {
     public func summary() -> String {
         let seconds = Double(self.frames) / Double(Self.sampleRate)
         return "\(self.sounds) sound(s), \(self.prompts) spoken prompt(s), "
-            + String(cFormat: "%.1f s of audio", seconds)
+            + fixedDecimal(seconds, digits: 1) + " s of audio"
             + (self.wavFile.map { " in \($0)" } ?? " through ALSA")
     }
 }

@@ -78,7 +78,7 @@ public enum SensorLog {
         let separator: Character =
             line.contains(",") ? "," : (line.contains(";") ? ";" : (line.contains("\t") ? "\t" : " "))
         return line.split(separator: separator, omittingEmptySubsequences: separator == " ")
-            .map { String($0.drop { $0 == "\"" || $0 == " " }.reversed().drop { $0 == "\"" || $0 == " " }.reversed()) }
+            .map { $0.trimming { $0 == "\"" || $0 == " " } }
     }
 
     private static func column(_ header: [String], _ names: [String]) -> Int? {
