@@ -54,6 +54,13 @@ public struct StageConfig: Sendable {
     public var inputStages: [String: String] = [:]
 }
 
+extension Collection<StageConfig> {
+    /// The stage that advertises `endpoint`, if one of these does.
+    public func publisher(at endpoint: String) -> StageConfig? {
+        self.first { $0.advertise.contains(endpoint) }
+    }
+}
+
 /// Transport settings shared by every stage of a pipeline.
 public struct BusConfig: Sendable {
     /// The settings a config's `bus` may give, each with its key, unit, default and range.
@@ -231,7 +238,7 @@ public struct PipelineConfig: Sendable {
         // An endpoint given directly that a stage of this config advertises is that stage's too.
         for index in stages.indices {
             for endpoint in stages[index].inputs where stages[index].inputStages[endpoint] == nil {
-                if let publisher = stages.first(where: { $0.advertise.contains(endpoint) }) {
+                if let publisher = stages.publisher(at: endpoint) {
                     stages[index].inputStages[endpoint] = publisher.name
                 }
             }

@@ -35,13 +35,21 @@ public struct SecurityConfig: Sendable, Equatable {
 
 /// How a stage's links are secured, resolved from the config: what it publishes with and what it expects.
 public enum LinkSecurity {
-    /// True for a TCP endpoint on the loopback interface (127.0.0.0/8, ::1, localhost).
-    public static func isLoopback(_ endpoint: String) -> Bool {
-        guard endpoint.hasPrefix("tcp://") else { return endpoint.hasPrefix("ipc://") }
+    /// True for a TCP endpoint beyond the loopback interface (anything but 127.0.0.0/8, ::1 and localhost):
+    /// one that other hosts can reach, so in plain text only with `insecure: true`.
+    public static func leavesHost(_ endpoint: String) -> Bool {
+        guard endpoint.hasPrefix("tcp://") else { return false }
         var host = endpoint.dropFirst("tcp://".count)
         if let colon = host.lastIndex(of: ":") { host = host[..<colon] }
         if host.hasPrefix("[") { host = host.dropFirst().dropLast() }
-        return host.hasPrefix("127.") || host == "::1" || host == "localhost"
+        return !(host.hasPrefix("127.") || host == "::1" || host == "localhost")
+    }
+
+    /// How a link to or from `endpoint` is protected, with `curve` describing it when it is encrypted.
+    private static func protection(of endpoint: String, curve: String?) -> String {
+        if let curve { return curve }
+        if endpoint.hasPrefix("ipc://") { return "ipc (local, file permissions)" }
+        return self.leavesHost(endpoint) ? "PLAIN TCP, NOT ENCRYPTED" : "plain TCP on loopback"
     }
 
     /// The publisher's CURVE options: its own pair, and as readers the keys of every stage reading it plus the
@@ -65,8 +73,7 @@ public enum LinkSecurity {
         guard let security = pipeline.security else { return nil }
         var keys: [String: String] = [:]
         for endpoint in endpoints {
-            guard let publisher = pipeline.stages.first(where: { $0.advertise.contains(endpoint) }),
-                let publisherKey = publisher.key
+            guard let publisherKey = pipeline.stages.publisher(at: endpoint)?.key
             else { continue }
             keys[endpoint] = try security.publicKey(publisherKey)
         }
@@ -83,23 +90,13 @@ public enum LinkSecurity {
     public static func describe(_ stage: StageConfig, in pipeline: PipelineConfig) -> [String] {
         var lines: [String] = []
         for endpoint in stage.publish {
-            let how =
-                stage.key != nil
-                ? "CURVE (key '\(stage.key!)')"
-                : endpoint.hasPrefix("ipc://")
-                    ? "ipc (local, file permissions)"
-                    : self.isLoopback(endpoint) ? "plain TCP on loopback" : "PLAIN TCP, NOT ENCRYPTED"
+            let how = self.protection(of: endpoint, curve: stage.key.map { "CURVE (key '\($0)')" })
             lines.append("binds \(endpoint): \(how)")
         }
         for endpoint in stage.inputs {
             let from = stage.inputStages[endpoint].map { "'\($0)' at " } ?? ""
-            let publisher = pipeline.stages.first { $0.advertise.contains(endpoint) }
-            let how =
-                publisher?.key != nil
-                ? "CURVE, only key '\(publisher!.key!)' is heard"
-                : endpoint.hasPrefix("ipc://")
-                    ? "ipc (local, file permissions)"
-                    : self.isLoopback(endpoint) ? "plain TCP on loopback" : "PLAIN TCP, NOT ENCRYPTED"
+            let key = pipeline.stages.publisher(at: endpoint)?.key
+            let how = self.protection(of: endpoint, curve: key.map { "CURVE, only key '\($0)' is heard" })
             lines.append("reads \(from)\(endpoint): \(how)")
         }
         return lines
@@ -135,16 +132,15 @@ public enum LinkSecurity {
                     found: "none")
             }
             guard stage.key == nil, !stage.insecure else { continue }
-            for endpoint in stage.publish where endpoint.hasPrefix("tcp://") && !self.isLoopback(endpoint) {
+            for endpoint in stage.publish where self.leavesHost(endpoint) {
                 throw ConfigError.invalidValue(
                     path: "stages.\(stage.name).publish",
                     expected:
                         "a key (CURVE) for TCP beyond loopback, or `insecure: true` on the stage to send it in plain text knowingly",
                     found: "'\(endpoint)'")
             }
-            for endpoint in stage.inputs where endpoint.hasPrefix("tcp://") && !self.isLoopback(endpoint) {
-                let publisher = stages.first { $0.advertise.contains(endpoint) }
-                guard publisher?.key == nil else { continue }
+            for endpoint in stage.inputs where self.leavesHost(endpoint) {
+                guard stages.publisher(at: endpoint)?.key == nil else { continue }
                 throw ConfigError.invalidValue(
                     path: "stages.\(stage.name).inputs",
                     expected:

@@ -33,7 +33,7 @@ public enum StageHost {
         }
         if stage.insecure {
             for endpoint in stage.publish + stage.inputs
-            where endpoint.hasPrefix("tcp://") && !LinkSecurity.isLoopback(endpoint) {
+            where LinkSecurity.leavesHost(endpoint) {
                 logger.warning(
                     "\(endpoint) is plain TCP beyond loopback (insecure: true): anyone on the network can read it, and drive what reads it"
                 )
