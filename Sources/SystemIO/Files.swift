@@ -50,8 +50,29 @@ public enum Paths {
     }
 }
 
+/// An open file descriptor this object owns: closed on `close()` or when the object goes.
+public class OwnedDescriptor: @unchecked Sendable {
+    /// The path it was opened with (or a name for it).
+    public let path: String
+    var descriptor: Int32
+
+    /// Wraps a descriptor this object now owns.
+    public init(descriptor: Int32, path: String) {
+        self.descriptor = descriptor
+        self.path = path
+    }
+
+    deinit { self.close() }
+
+    /// Closes the descriptor (again is harmless).
+    public func close() {
+        if self.descriptor >= 0 { systemClose(self.descriptor) }
+        self.descriptor = -1
+    }
+}
+
 /// A file written with plain `write(2)`: no buffering in the process, so what was written survives a crash.
-public final class OutputFile: @unchecked Sendable {
+public final class OutputFile: OwnedDescriptor, @unchecked Sendable {
     /// How the file is opened.
     public enum Mode: Sendable {
         /// Created or emptied.
@@ -61,10 +82,6 @@ public final class OutputFile: @unchecked Sendable {
         /// Opened for writing at any offset, created when missing.
         case update
     }
-
-    /// The path it was opened with.
-    public let path: String
-    private var descriptor: Int32
 
     /// Opens `path`; its folder is created first when `createFolders`.
     public init(
@@ -79,17 +96,13 @@ public final class OutputFile: @unchecked Sendable {
         }
         let descriptor = open(path, flags, mode_t(permissions))
         guard descriptor >= 0 else { throw SystemError("open", path: path) }
-        self.path = path
-        self.descriptor = descriptor
+        super.init(descriptor: descriptor, path: path)
     }
 
     /// Wraps a descriptor this object now owns (closing it when closed).
-    public init(descriptor: Int32, path: String) {
-        self.descriptor = descriptor
-        self.path = path
+    public override init(descriptor: Int32, path: String) {
+        super.init(descriptor: descriptor, path: path)
     }
-
-    deinit { self.close() }
 
     /// Writes all of `bytes` at the current offset (or the end, when appending). False when the write failed.
     @discardableResult
@@ -131,38 +144,21 @@ public final class OutputFile: @unchecked Sendable {
         return true
     }
 
-    /// Flushes the file to the disk.
-    public func sync() {
-        if self.descriptor >= 0 { _ = fsync(self.descriptor) }
-    }
-
-    /// Closes the file (again is harmless).
-    public func close() {
-        if self.descriptor >= 0 { systemClose(self.descriptor) }
-        self.descriptor = -1
-    }
 }
 
 /// A file read in chunks with plain `read(2)`.
-public final class InputFile: @unchecked Sendable {
-    public let path: String
-    private var descriptor: Int32
-
+public final class InputFile: OwnedDescriptor, @unchecked Sendable {
     /// Opens `path` for reading.
     public init(path: String) throws(SystemError) {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw SystemError("open", path: path) }
-        self.path = path
-        self.descriptor = descriptor
+        super.init(descriptor: descriptor, path: path)
     }
 
     /// Wraps a descriptor this object now owns (closing it when closed).
-    public init(descriptor: Int32, path: String) {
-        self.descriptor = descriptor
-        self.path = path
+    public override init(descriptor: Int32, path: String) {
+        super.init(descriptor: descriptor, path: path)
     }
-
-    deinit { self.close() }
 
     /// The whole content of the file at `path`.
     public static func contents(of path: String) throws(SystemError) -> [UInt8] {
@@ -193,12 +189,6 @@ public final class InputFile: @unchecked Sendable {
             if chunk.isEmpty { return all }
             all += chunk
         }
-    }
-
-    /// Closes the file (again is harmless).
-    public func close() {
-        if self.descriptor >= 0 { systemClose(self.descriptor) }
-        self.descriptor = -1
     }
 }
 
