@@ -1,14 +1,5 @@
 public import Bus
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-#if canImport(Glibc)
-import Glibc
-#endif
 public import NavCore
-import SystemIO
 
 /// A config's `security` block: where key files are, and which extra keys may read every encrypted stage.
 public struct SecurityConfig: Sendable, Equatable {
