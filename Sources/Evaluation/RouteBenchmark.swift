@@ -4,9 +4,6 @@ import FoundationEssentials
 import Foundation
 #endif
 import SystemIO
-#if canImport(Glibc)
-import Glibc
-#endif
 public import NavCore
 public import Routers
 

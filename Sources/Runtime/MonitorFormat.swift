@@ -5,9 +5,6 @@ import FoundationEssentials
 import Foundation
 #endif
 import SystemIO
-#if canImport(Glibc)
-import Glibc
-#endif
 import NavCore
 
 /// Turns bus events into `monitor` lines: one short human line each, or one JSON object each.

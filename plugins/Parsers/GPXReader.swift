@@ -3,9 +3,6 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#endif
 public import NavCore
 
 /// A point of a GPX track or route.

@@ -6,9 +6,6 @@ import FoundationEssentials
 import Foundation
 #endif
 import SystemIO
-#if canImport(Glibc)
-import Glibc
-#endif
 import Devices
 import LocationSources
 import Routers

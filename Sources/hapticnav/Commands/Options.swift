@@ -5,9 +5,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#endif
 import Devices
 import LocationSources
 import Routers
