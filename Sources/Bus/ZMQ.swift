@@ -1,11 +1,6 @@
 internal import CZeroMQ
 public import Logging
 import Synchronization
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,9 +1,4 @@
 internal import CEmergencyStop
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Links
 public import Logging
 public import NavCore

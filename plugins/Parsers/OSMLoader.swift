@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 public import NavCore
 
 /// Reads an OpenStreetMap XML extract into a ``WalkingGraph``.

@@ -1,10 +1,5 @@
 import ArgumentParser
 import Bus
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import SystemIO
 import Devices
 import Evaluation

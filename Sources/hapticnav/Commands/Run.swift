@@ -1,10 +1,5 @@
 import ArgumentParser
 import Bus
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Devices
 import LocationSources
 import Routers
