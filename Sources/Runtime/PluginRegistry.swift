@@ -87,10 +87,15 @@ public enum PluginRegistry {
                 stage, logger: Logger(label: "hapticnav.config-check"), check: true
             ).1
         case .route:
-            _ = try RouteStageOptions.parse(stage.options)
+            let (_, fallbacks) = try RouteStageOptions.parse(stage.options)
             // Loading a map takes a moment and the settings are the plugin's to check: check the keys only.
+            let logger = Logger(label: "hapticnav.config-check")
             if stage.plugin != OSMRouteProvider.id {
-                _ = try self.makeRouter(stage, logger: Logger(label: "hapticnav.config-check"))
+                _ = try self.makeRouter(stage, logger: logger)
+            }
+            for fallback in fallbacks where fallback.plugin != OSMRouteProvider.id {
+                _ = try self.makeRouter(
+                    id: fallback.plugin, settings: fallback.settings, path: fallback.path, logger: logger)
             }
         case .recorder: try self.sinks[stage.plugin]!.check(stage.settings)
         }
@@ -119,11 +124,22 @@ public enum PluginRegistry {
 
     /// Builds a stage's route provider.
     public static func makeRouter(_ stage: StageConfig, logger: Logger) throws -> any RouteProvider {
-        guard let make = self.routers[stage.plugin] else {
-            throw ConfigError.unknownPlugin(
-                path: "stages.\(stage.name).plugin", id: stage.plugin, known: self.pluginIDs(for: .route))
+        try self.makeRouter(id: stage.plugin, settings: stage.settings, path: "stages.\(stage.name)", logger: logger)
+    }
+
+    /// Builds a route provider; `path` is where its entry sits in the config, for errors.
+    static func makeRouter(id: String, settings: Settings, path: String, logger: Logger) throws -> any RouteProvider {
+        guard let make = self.routers[id] else {
+            throw ConfigError.unknownPlugin(path: path + ".plugin", id: id, known: self.pluginIDs(for: .route))
         }
-        return try make(stage.settings, logger)
+        return try make(settings, logger)
+    }
+
+    /// Builds a route stage's providers in the order it asks them: its own plugin, then its `options.fallback`.
+    public static func makeRouters(_ stage: StageConfig, logger: Logger) throws -> [any RouteProvider] {
+        let (_, fallbacks) = try RouteStageOptions.parse(stage.options)
+        return try [self.makeRouter(stage, logger: logger)]
+            + fallbacks.map { try self.makeRouter(id: $0.plugin, settings: $0.settings, path: $0.path, logger: logger) }
     }
 
     /// Builds a stage's sink plugin.

@@ -1,10 +1,33 @@
 import NavCore
 import Stages
 
-/// Reads a route stage's `options`: where to go and how to track.
+/// Reads a route stage's `options`: where to go, how to track, and which providers to ask after the stage's own.
 enum RouteStageOptions {
-    static func parse(_ settings: Settings) throws -> RouteControllerOptions {
+    /// A provider after the stage's own plugin: its plugin id, its settings, and where it sits in the config.
+    struct Fallback {
+        var plugin: String
+        var settings: Settings
+        var path: String
+    }
+
+    static func parse(_ settings: Settings) throws -> (RouteControllerOptions, [Fallback]) {
         var settings = settings
+        var fallbacks: [Fallback] = []
+        if let list = settings.value("fallback") {
+            guard case let .array(items) = list else {
+                throw ConfigError.invalidValue(
+                    path: "\(settings.path).fallback", expected: "a list of { plugin, settings }",
+                    found: "\(list)")
+            }
+            for (index, item) in items.enumerated() {
+                var entry = try Settings(
+                    item, path: "\(settings.path).fallback[\(index)]", baseDirectory: settings.baseDirectory)
+                let plugin = try entry.string("plugin")
+                let providerSettings = try entry.object("settings")
+                try entry.finish()
+                fallbacks.append(Fallback(plugin: plugin, settings: providerSettings, path: entry.path))
+            }
+        }
         guard let destination = try settings.coordinate("destination") else {
             throw ConfigError.missingKey(path: settings.path, key: "destination ([latitude, longitude])")
         }
@@ -27,7 +50,11 @@ enum RouteStageOptions {
         options.tracker = tracker
         options.turnThresholdDegrees = try settings.value(RouteControllerOptions.Setting.turnThresholdDegrees)
         options.republishSeconds = try settings.value(RouteControllerOptions.Setting.republishSeconds)
+        options.providerTimeoutSeconds = try settings.value(RouteControllerOptions.Setting.providerTimeoutSeconds)
+        options.providerBackoff = ProviderSchedule.Options(
+            backoffSeconds: try settings.value(RouteControllerOptions.Setting.providerBackoffSeconds),
+            maximumBackoffSeconds: try settings.value(RouteControllerOptions.Setting.providerBackoffMaxSeconds))
         try settings.finish()
-        return options
+        return (options, fallbacks)
     }
 }

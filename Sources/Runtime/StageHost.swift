@@ -96,8 +96,8 @@ public enum StageHost {
             }
             service = RouteControllerStage(
                 name: stage.name, input: fixes, output: publisher,
-                provider: try PluginRegistry.makeRouter(stage, logger: logger),
-                options: try RouteStageOptions.parse(stage.options), logger: logger,
+                providers: try PluginRegistry.makeRouters(stage, logger: logger),
+                options: try RouteStageOptions.parse(stage.options).0, logger: logger,
                 inputCounters: inputCounters(subscriber))
         case .haptic:
             guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }

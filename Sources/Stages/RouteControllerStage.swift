@@ -17,6 +17,19 @@ public struct RouteControllerOptions: Sendable {
         public static let republishSeconds = SettingSpec(
             "republishSeconds", unit: "s", default: 5.0, in: 0.5...3600,
             "the route is published again this often (fix time), for late joiners")
+        public static let providerTimeoutSeconds = SettingSpec(
+            "providerTimeoutSeconds", unit: "s", default: 10.0, in: 0.1...600,
+            "a provider's answer (its own retries included) is awaited this long before the next is asked")
+        public static let providerBackoffSeconds = SettingSpec(
+            "providerBackoffSeconds", unit: "s", default: 5.0, in: 0...3600,
+            "a provider that failed is asked first again after this, doubling with each failure in a row")
+        public static let providerBackoffMaxSeconds = SettingSpec(
+            "providerBackoffMaxSeconds", unit: "s", default: 300.0, in: 0...86_400,
+            "the longest such wait")
+        /// The providers after the first, documented beside the numbers.
+        public static let fallback = SettingDoc(
+            key: "fallback", defaultText: "[]", rangeText: "[{ plugin, settings }]",
+            summary: "route providers asked in this order when the stage's own plugin fails or times out")
         /// Where to go, documented beside the numbers.
         public static let destination = SettingDoc(
             key: "destination", defaultText: "required", rangeText: "[latitude, longitude]",
@@ -24,7 +37,10 @@ public struct RouteControllerOptions: Sendable {
 
         /// Every setting of a route stage's `options`, the tracker's among them, in documentation order.
         public static let all: [SettingDoc] =
-            [destination] + RouteTracker.Options.Setting.all + [turnThresholdDegrees.doc, republishSeconds.doc]
+            [destination] + RouteTracker.Options.Setting.all + [
+                turnThresholdDegrees.doc, republishSeconds.doc, fallback, providerTimeoutSeconds.doc,
+                providerBackoffSeconds.doc, providerBackoffMaxSeconds.doc,
+            ]
     }
 
     /// A waypoint goes where the route turns by more than this [degrees].
@@ -33,6 +49,15 @@ public struct RouteControllerOptions: Sendable {
     public var republishSeconds = Setting.republishSeconds.defaultValue
     /// After a failed first route, try again this often, in fix time [seconds].
     public var retrySeconds = 5.0
+    /// A provider's answer, its own retries included, is awaited this long before the next is asked
+    /// [seconds, wall clock].
+    public var providerTimeoutSeconds = Setting.providerTimeoutSeconds.defaultValue
+    /// When a failed provider is asked first again [seconds, receive time].
+    public var providerBackoff = ProviderSchedule.Options(
+        backoffSeconds: Setting.providerBackoffSeconds.defaultValue,
+        maximumBackoffSeconds: Setting.providerBackoffMaxSeconds.defaultValue)
+    /// While a route is awaited, the status says so this often [seconds, receive time].
+    public var waitingStatusIntervalSeconds = 1.0
     /// Each new guidance target is sent again this many times, `targetRepeatIntervalSeconds` apart, so that a sink
     /// that has just (re)connected has a target within a fraction of the fix interval [count].
     public var targetRepeats = 3
@@ -48,17 +73,37 @@ public struct RouteControllerOptions: Sendable {
 /// The route controller ("Group 1"): smoothed fixes in; route, progress and guidance target out.
 ///
 /// Routes from the first good fix to the destination, republishes the route periodically so that a late
-/// joiner catches up, tracks progress and waypoints, and reroutes when the walker leaves the route. When the
-/// provider fails (an engine down or slow), the last good route stays in use and the status says so.
+/// joiner catches up, tracks progress and waypoints, and reroutes when the walker leaves the route.
+///
+/// Route requests (the first route and every reroute) run beside the fix path: while an engine is slow or silent,
+/// every fix is still tracked against the current route and its progress and target published, and the status
+/// says what is awaited and for how long. The providers form an ordered list (the stage's own plugin, then its
+/// `fallback`): each is given `providerTimeoutSeconds`, then the next is asked; one that failed backs off before it
+/// is asked first again (``ProviderSchedule``). An answer is checked against where the walker is by then before it
+/// is followed. When every provider fails, the last good route stays in use and the status says so.
 public actor RouteControllerStage<Input: AsyncSequence & Sendable, Output: MessagePublisher>: Service
 where Input.Element == Arrival<SmoothedFix> {
+    /// One route asked for.
+    struct Request: Sendable {
+        /// Later requests supersede earlier ones [count].
+        var serial: Int
+        var start: Coordinate
+        /// "route" or "reroute".
+        var reason: String
+        /// The fix time of the fix that asked [seconds].
+        var fixTimeSeconds: Double
+        /// Its receive time [seconds, monotonic].
+        var receivedSeconds: Double
+    }
+
     private let name: String
     private let input: Input
     private let output: Output
-    private let provider: any RouteProvider
+    private let providers: [any RouteProvider]
     private let options: RouteControllerOptions
     private let logger: Logger
     private var tracker: RouteTracker
+    private var schedule: ProviderSchedule
     private var routeID: UInt32 = 0
     private var lastPublished = -Double.infinity
     private var lastAttempt = -Double.infinity
@@ -66,26 +111,56 @@ where Input.Element == Arrival<SmoothedFix> {
     private var lastTarget: GuidanceTarget?
     private var repeatsLeft = 0
     private var timeCheck: InputTimeCheck
+    /// The newest fix: where the walker is, for checking late answers, and the time base of backoffs.
+    private var latest: Arrival<SmoothedFix>?
+    /// The request awaited, if any, and the provider being asked.
+    private var awaited: Request?
+    private var asking = ""
+    private var lastWaitingStatus = -Double.infinity
+    private var serial = 0
+    /// Answers not followed because the walker had moved away from them by the time they came [count].
+    private var staleAnswers = 0
+    /// Provider failures and timeouts [count].
+    private var providerFailures = 0
+    private let requests: AsyncStream<Request>
+    private let requestSink: AsyncStream<Request>.Continuation
     /// The transport's counters for this stage's input (bad frames, gaps), for status.
     private let inputCounters: @Sendable () -> [StatusCounter]
 
-    /// Creates the stage.
+    /// Creates the stage with an ordered list of providers: the first is asked first.
     public init(
-        name: String, input: Input, output: Output, provider: any RouteProvider, options: RouteControllerOptions,
+        name: String, input: Input, output: Output, providers: [any RouteProvider], options: RouteControllerOptions,
         logger: Logger,
         inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }
     ) {
+        precondition(!providers.isEmpty, "a route stage needs a provider")
         self.inputCounters = inputCounters
         self.name = name
         self.input = input
         self.output = output
-        self.provider = provider
+        self.providers = providers
         self.options = options
         self.logger = logger
         self.timeCheck = InputTimeCheck(
             owner: "route '\(name)'", options: .init(latenessLimitSeconds: nil), logger: logger)
         self.tracker = RouteTracker(options: options.tracker)
+        self.schedule = ProviderSchedule(names: providers.map(\.name), options: options.providerBackoff)
+        (self.requests, self.requestSink) = AsyncStream.makeStream(
+            of: Request.self, bufferingPolicy: .bufferingNewest(1))
     }
+
+    /// Creates the stage with one provider.
+    public init(
+        name: String, input: Input, output: Output, provider: any RouteProvider, options: RouteControllerOptions,
+        logger: Logger,
+        inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }
+    ) {
+        self.init(
+            name: name, input: input, output: output, providers: [provider], options: options, logger: logger,
+            inputCounters: inputCounters)
+    }
+
+    private var providerList: String { self.providers.map(\.name).joined(separator: ", then ") }
 
     private func status(_ health: StageHealth, _ message: String) async throws {
         try await self.output.publish(
@@ -95,12 +170,14 @@ where Input.Element == Arrival<SmoothedFix> {
                     counters: [
                         StatusCounter(name: "routes", value: UInt64(self.routeID)),
                         StatusCounter(name: "reroutes", value: UInt64(self.tracker.reroutes)),
+                        StatusCounter(name: "provider_failures", value: UInt64(self.providerFailures)),
+                        StatusCounter(name: "stale_answers", value: UInt64(self.staleAnswers)),
                     ]
                         + self.timeCheck.statusCounters + self.inputCounters())))
     }
 
     public func run() async throws {
-        try await self.status(.running, "waiting for a fix to route from (\(self.provider.name))")
+        try await self.status(.running, "waiting for a fix to route from (\(self.providerList))")
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -114,8 +191,14 @@ where Input.Element == Arrival<SmoothedFix> {
                         try await self.repeatTarget()
                     }
                 }
+                group.addTask {
+                    for await request in self.requests {
+                        try await self.serve(request)
+                    }
+                }
                 // The input's end ends the stage.
                 try await group.next()
+                self.requestSink.finish()
                 group.cancelAll()
             }
         } catch is CancellationError {}
@@ -138,18 +221,21 @@ where Input.Element == Arrival<SmoothedFix> {
             return
         }
         guard fix.latitude.isFinite, fix.longitude.isFinite else { return }
+        self.latest = arrival
         let here = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
         if self.tracker.route == nil {
-            guard fix.timeSeconds - self.lastAttempt >= self.options.retrySeconds else { return }
-            self.lastAttempt = fix.timeSeconds
-            guard try await self.makeRoute(from: here, at: fix.timeSeconds, reason: "route") else {
-                try await self.output.publish(
-                    .target(
-                        GuidanceTarget(
-                            timeSeconds: fix.timeSeconds, routeID: 0, coordinate: here,
-                            bearingDegrees: 0, distanceMeters: 0, kind: .none)))
-                return
+            if self.awaited == nil, fix.timeSeconds - self.lastAttempt >= self.options.retrySeconds {
+                self.lastAttempt = fix.timeSeconds
+                self.ask(from: here, reason: "route", arrival: arrival)
             }
+            // No route yet: say so to the sink on every fix (quiet, not stale).
+            try await self.output.publish(
+                .target(
+                    GuidanceTarget(
+                        timeSeconds: fix.timeSeconds, routeID: 0, coordinate: here,
+                        bearingDegrees: 0, distanceMeters: 0, kind: .none)))
+            try await self.reportWaiting(at: arrival.receivedSeconds)
+            return
         }
         guard let update = self.tracker.update(with: fix), let route = self.tracker.route else { return }
         if fix.timeSeconds - self.lastPublished >= self.options.republishSeconds {
@@ -169,10 +255,10 @@ where Input.Element == Arrival<SmoothedFix> {
             try await self.status(.running, "arrived")
         }
         if let from = update.rerouteFrom {
-            try await self.status(.running, "off route: recalculating")
-            if try await !self.makeRoute(from: from, at: fix.timeSeconds, reason: "reroute") {
-                self.tracker.rerouteFailed()
-            }
+            self.ask(from: from, reason: "reroute", arrival: arrival)
+            try await self.status(.running, "off route: recalculating (asking \(self.providerList))")
+        } else {
+            try await self.reportWaiting(at: arrival.receivedSeconds)
         }
     }
 
@@ -183,29 +269,124 @@ where Input.Element == Arrival<SmoothedFix> {
         try await self.output.publish(.target(target))
     }
 
-    /// Asks the provider; on success follows and publishes the new route. Returns whether it worked.
-    private func makeRoute(from start: Coordinate, at time: Double, reason: String) async throws -> Bool {
-        do {
-            let plan = try await self.provider.route(from: start, to: self.options.destination)
-            self.routeID += 1
-            let route = RouteBuilder.route(
-                from: plan, routeID: self.routeID, timeSeconds: time, provider: self.provider.name,
-                turnThresholdDegrees: self.options.turnThresholdDegrees)
-            self.tracker.setRoute(route)
-            self.lastPublished = time
-            try await self.output.publish(.route(route))
-            self.logger.info(
-                "\(reason) \(route.routeID) by \(self.provider.name): \(Int(route.lengthMeters)) m, \(route.waypoints.count) waypoints"
-            )
-            try await self.status(.running, "\(reason) \(route.routeID): \(Int(route.lengthMeters)) m")
-            return true
-        } catch is CancellationError {
-            throw CancellationError()
-        } catch {
-            self.logger.warning("\(reason) failed: \(error)")
-            try await self.status(
-                .degraded, "\(reason) failed: \(error)" + (self.tracker.route != nil ? "; keeping the last route" : ""))
-            return false
+    /// Queues a request; it supersedes any earlier one.
+    private func ask(from start: Coordinate, reason: String, arrival: Arrival<SmoothedFix>) {
+        self.serial += 1
+        let request = Request(
+            serial: self.serial, start: start, reason: reason, fixTimeSeconds: arrival.value.timeSeconds,
+            receivedSeconds: arrival.receivedSeconds)
+        self.awaited = request
+        self.lastWaitingStatus = arrival.receivedSeconds
+        self.requestSink.yield(request)
+    }
+
+    /// While a route is awaited, the status says what for and how long, every `waitingStatusIntervalSeconds`.
+    private func reportWaiting(at now: Double) async throws {
+        guard let request = self.awaited, now - self.lastWaitingStatus >= self.options.waitingStatusIntervalSeconds
+        else { return }
+        self.lastWaitingStatus = now
+        let waited = fixedDecimal(now - request.receivedSeconds, digits: 1)
+        let verb = request.reason == "route" ? "routing" : "rerouting"
+        try await self.status(
+            .running, "\(verb): waited \(waited) s for \(self.asking.isEmpty ? "a provider" : self.asking)")
+    }
+
+    /// Asks the providers in turn for one request (the routing task; the fix path goes on meanwhile).
+    private func serve(_ request: Request) async throws {
+        var failures: [String] = []
+        for index in self.schedule.order(at: self.latest?.receivedSeconds ?? request.receivedSeconds) {
+            guard self.awaited?.serial == request.serial else { return }  // superseded
+            let provider = self.providers[index]
+            self.asking = provider.name
+            do {
+                let plan = try await Self.plan(
+                    provider, from: request.start, to: self.options.destination,
+                    timeoutSeconds: self.options.providerTimeoutSeconds)
+                self.schedule.succeeded(index)
+                try await self.follow(plan, by: provider.name, for: request, after: failures)
+                return
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                self.providerFailures += 1
+                let wait = self.schedule.failed(index, at: self.latest?.receivedSeconds ?? request.receivedSeconds)
+                let reason = "\(error)"
+                failures.append(reason.hasPrefix(provider.name) ? reason : "\(provider.name): \(reason)")
+                self.logger.warning(
+                    "\(request.reason) by \(provider.name) failed: \(error); asked first again in \(fixedDecimal(wait, digits: 0)) s"
+                )
+            }
         }
+        guard self.awaited?.serial == request.serial else { return }
+        self.awaited = nil
+        self.asking = ""
+        if request.reason == "reroute" { self.tracker.rerouteFailed() }
+        let summary = failures.joined(separator: "; ")
+        self.logger.warning("\(request.reason) failed: \(summary)")
+        try await self.status(
+            .degraded,
+            "\(request.reason) failed: \(summary)" + (self.tracker.route != nil ? "; keeping the last route" : ""))
+    }
+
+    /// One provider's answer within a deadline (wall clock); the provider's call is cancelled at the deadline.
+    private static func plan(
+        _ provider: any RouteProvider, from start: Coordinate, to destination: Coordinate, timeoutSeconds: Double
+    ) async throws -> RoutePlan {
+        try await withThrowingTaskGroup(of: RoutePlan?.self) { group in
+            group.addTask { try await provider.route(from: start, to: destination) }
+            group.addTask {
+                try await Task.sleep(for: .seconds(timeoutSeconds))
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let plan = first else {
+                throw RoutingError.providerFailed(
+                    reason: "\(provider.name) did not answer within \(fixedDecimal(timeoutSeconds, digits: 1)) s")
+            }
+            return plan
+        }
+    }
+
+    /// Follows an answer, unless the walker has since moved away from it (then asks again from where they are).
+    private func follow(
+        _ plan: RoutePlan, by provider: String, for request: Request, after failures: [String]
+    ) async throws {
+        guard self.awaited?.serial == request.serial else { return }  // superseded while it was asked
+        self.awaited = nil
+        self.asking = ""
+        if let latest = self.latest, self.movedAway(from: plan, since: request, now: latest.value) {
+            self.staleAnswers += 1
+            let here = Coordinate(latitude: latest.value.latitude, longitude: latest.value.longitude)
+            self.logger.info("\(request.reason) by \(provider) came after the walker moved away from it: asking again")
+            self.ask(from: here, reason: request.reason, arrival: latest)
+            return
+        }
+        let time = self.latest?.value.timeSeconds ?? request.fixTimeSeconds
+        self.routeID += 1
+        let route = RouteBuilder.route(
+            from: plan, routeID: self.routeID, timeSeconds: time, provider: provider,
+            turnThresholdDegrees: self.options.turnThresholdDegrees)
+        self.tracker.setRoute(route)
+        self.lastPublished = time
+        try await self.output.publish(.route(route))
+        let fellBack = failures.isEmpty ? "" : " (after \(failures.joined(separator: "; ")))"
+        self.logger.info(
+            "\(request.reason) \(route.routeID) by \(provider): \(Int(route.lengthMeters)) m, \(route.waypoints.count) waypoints\(fellBack)"
+        )
+        try await self.status(
+            failures.isEmpty ? .running : .degraded,
+            "\(request.reason) \(route.routeID) by \(provider): \(Int(route.lengthMeters)) m\(fellBack)")
+    }
+
+    /// Whether the walker is now further from a new route than where it was asked from, by more than the off-route
+    /// distance: a route that came too late to be followed from here.
+    private func movedAway(from plan: RoutePlan, since request: Request, now fix: SmoothedFix) -> Bool {
+        let line = Polyline(plan.points)
+        let here = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
+        guard let now = line.project(here), let then = line.project(request.start) else { return false }
+        let threshold = max(
+            self.options.tracker.offRouteMinimumMeters,
+            self.options.tracker.offRouteAccuracyFactor * fix.horizontalAccuracyMeters)
+        return now.distanceMeters > then.distanceMeters + threshold
     }
 }

@@ -1,0 +1,246 @@
+import Glibc
+import Links
+import Logging
+import NavCore
+import Routers
+import Stages
+import TestSupport
+import Testing
+
+/// A walker's smoothed fix at `position`, with fix time and receive time `time`.
+private func fix(_ position: Coordinate, at time: Double, course: Double = 90) -> Arrival<SmoothedFix> {
+    Arrival(
+        SmoothedFix(
+            timeSeconds: time, latitude: position.latitude, longitude: position.longitude,
+            horizontalAccuracyMeters: 3, speedMetersPerSecond: 1.4, courseDegrees: course, reset: false),
+        sender: "smoother", receivedSeconds: time)
+}
+
+private func moved(_ from: Coordinate, _ bearing: Double, _ meters: Double) -> Coordinate {
+    Geodesic.wgs84.direct(from: from, azimuthDegrees: bearing, distanceMeters: meters).coordinate
+}
+
+/// A routing engine that accepts connections and never answers: a real listening TCP socket on loopback whose
+/// connections the kernel completes and nobody reads.
+private final class SilentEngine: Sendable {
+    let descriptor: Int32
+    let url: String
+
+    init() throws {
+        let (fd, port) = Loopback.boundSocket()
+        guard fd >= 0, listen(fd, 64) == 0 else { throw TestProcessError("listen on 127.0.0.1 failed") }
+        self.descriptor = fd
+        self.url = "http://127.0.0.1:\(port)"
+    }
+
+    deinit { close(self.descriptor) }
+}
+
+/// A provider whose first answer waits until the test opens its gate; later answers come at once. Routes are
+/// straight lines from the start to the destination.
+private final class GatedProvider: RouteProvider, @unchecked Sendable {
+    static let id = "gated"
+    let name = "gated"
+    private let gate: AsyncStream<Void>
+    let open: AsyncStream<Void>.Continuation
+    private let firstCall = FirstCall()
+
+    init() {
+        (self.gate, self.open) = AsyncStream.makeStream(of: Void.self)
+    }
+
+    func route(from start: Coordinate, to destination: Coordinate) async throws -> RoutePlan {
+        if self.firstCall.takeFirst() {
+            for await _ in self.gate { break }
+        }
+        return RoutePlan(points: [start, destination])
+    }
+}
+
+/// True once, then false: which call is the first.
+private final class FirstCall: @unchecked Sendable {
+    private var taken = false
+    private var mutex = pthread_mutex_t()
+    init() { pthread_mutex_init(&self.mutex, nil) }
+    func takeFirst() -> Bool {
+        pthread_mutex_lock(&self.mutex)
+        defer { pthread_mutex_unlock(&self.mutex) }
+        let first = !self.taken
+        self.taken = true
+        return first
+    }
+}
+
+@Suite struct RouteControllerStageTests {
+    private static func routes(_ messages: [BusMessage]) -> [Route] {
+        messages.compactMap { if case let .route(r) = $0 { r } else { nil } }
+    }
+    private static func statuses(_ messages: [BusMessage]) -> [StageStatus] {
+        messages.compactMap { if case let .status(s) = $0 { s } else { nil } }
+    }
+    private static func targets(_ messages: [BusMessage]) -> [GuidanceTarget] {
+        messages.compactMap { if case let .target(g) = $0 { g } else { nil } }
+    }
+
+    @Test func routesFromTheFirstFixTracksProgressAndArrivesOnce() async throws {
+        let start = Coordinate(latitude: 43.7300, longitude: 7.4200)
+        let corner = moved(start, 90, 120)
+        let end = moved(corner, 0, 80)
+        let provider = FileRouteProvider(plan: RoutePlan(points: [start, corner, end]))
+        var fixes: [Arrival<SmoothedFix>] = []
+        var t = 0.0
+        var position = start
+        for (bearing, meters) in [(90.0, 120.0), (0.0, 85.0)] {
+            for _ in 0..<Int(meters / 1.4) {
+                position = moved(position, bearing, 1.4)
+                t += 1
+                fixes.append(fix(position, at: t, course: bearing))
+            }
+        }
+        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SmoothedFix>.self)
+        let output = MemoryPublisher()
+        let stage = RouteControllerStage(
+            name: "route", input: stream, output: output, provider: provider,
+            options: RouteControllerOptions(destination: end), logger: Logger(label: "test"))
+        async let running: Void = stage.run()
+        // The route is asked for beside the fix path: the first fix asks, the route comes a moment later.
+        continuation.yield(fixes[0])
+        #expect(await eventually(within: 10) { !Self.routes(await output.messages).isEmpty })
+        for arrival in fixes.dropFirst() { continuation.yield(arrival) }
+        continuation.finish()
+        try await running
+        let messages = await output.messages
+        let routes = Self.routes(messages)
+        let progress = messages.compactMap { if case let .progress(p) = $0 { p } else { nil } }
+        #expect(!routes.isEmpty && routes.allSatisfy { $0.routeID == 1 }, "one route, republished")
+        #expect(routes.count >= 2, "republished for late joiners")
+        #expect(progress.count == fixes.count - 1)
+        #expect(progress.filter { $0.state == .arrived }.count >= 1)
+        #expect(progress.first { $0.state == .arrived }.map { $0.distanceRemainingMeters < 6 } == true)
+        #expect(Self.targets(messages).last?.kind == .arrived)
+        #expect(Self.statuses(messages).filter { $0.message == "arrived" }.count == 1)
+    }
+
+    @Test func anEngineThatIsDownLeavesAClearStatusAndNoTarget() async throws {
+        // Nothing listens on this port: the client retries, then gives up with a clear status.
+        let provider = try ValhallaRouteProvider(url: "http://127.0.0.1:9", timeoutSeconds: 0.5, retries: 1)
+        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SmoothedFix>.self)
+        let output = MemoryPublisher()
+        let stage = RouteControllerStage(
+            name: "route", input: stream, output: output, provider: provider,
+            options: RouteControllerOptions(destination: Coordinate(latitude: 43.74, longitude: 7.42)),
+            logger: Logger(label: "test"))
+        async let running: Void = stage.run()
+        continuation.yield(fix(Coordinate(latitude: 43.73, longitude: 7.42), at: 1))
+        let failed = await eventually(within: 20) {
+            Self.statuses(await output.messages).contains { $0.health == .degraded }
+        }
+        continuation.finish()
+        try await running
+        let messages = await output.messages
+        let degraded = Self.statuses(messages).filter { $0.health == .degraded }
+        #expect(failed)
+        #expect(degraded.first?.message.contains("did not answer") == true, "\(degraded)")
+        #expect(degraded.first?.message.contains("valhalla") == true, "names the engine: \(degraded)")
+        #expect(Self.targets(messages).allSatisfy { $0.kind == .none })
+    }
+
+    /// The walk of the silent-engine tests: east along the route for 3 s, then 40 m to its north, walking east.
+    private static func silentEngineWalk(start: Coordinate, time: Double) -> Coordinate {
+        time < 3 ? moved(start, 90, 1.4 * time) : moved(moved(start, 90, 1.4 * time), 0, 40)
+    }
+
+    @Test func aSilentEngineNeverStallsTheFixPathAndTheNextProviderAnswersWithinItsTimeout() async throws {
+        let engine = try SilentEngine()
+        let start = Coordinate(latitude: 43.7300, longitude: 7.4200)
+        let destination = moved(start, 90, 400)
+        // The fallback: a saved route straight east (a reroute joins the walker to it).
+        let providers: [any RouteProvider] = [
+            try ValhallaRouteProvider(url: engine.url, timeoutSeconds: 30, retries: 0),
+            FileRouteProvider(plan: RoutePlan(points: [start, destination])),
+        ]
+        var options = RouteControllerOptions(destination: destination)
+        options.providerTimeoutSeconds = 2
+        options.providerBackoff = .init(backoffSeconds: 0, maximumBackoffSeconds: 0)  // the engine is asked every time
+        options.tracker.rerouteMinimumSeconds = 0
+        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SmoothedFix>.self)
+        let output = MemoryPublisher()
+        let stage = RouteControllerStage(
+            name: "route", input: stream, output: output, providers: providers, options: options,
+            logger: Logger(label: "test"))
+        async let running: Void = stage.run()
+        // Fixes at 10 Hz in real time, fix time = receive time, until the reroute's answer came (or 20 s).
+        let epoch = MonotonicClock.nowSeconds()
+        var fed: [Double] = []
+        while MonotonicClock.nowSeconds() - epoch < 20 {
+            let now = MonotonicClock.nowSeconds()
+            continuation.yield(fix(Self.silentEngineWalk(start: start, time: now - epoch), at: now))
+            fed.append(now)
+            if Self.routes(await output.messages).contains(where: { $0.routeID == 2 }) { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        continuation.finish()
+        try await running
+        let messages = await output.messages
+        let routes = Self.routes(messages)
+        let first = try #require(routes.first { $0.routeID == 1 }, "the first route, from the fallback")
+        let second = try #require(routes.first { $0.routeID == 2 }, "the reroute, from the fallback")
+        #expect(first.provider == "file" && second.provider == "file")
+        let progress = messages.compactMap { if case let .progress(p) = $0 { p } else { nil } }
+        let askedAt = try #require(progress.first { $0.state == .rerouting }?.timeSeconds)
+        let waited = second.timeSeconds - askedAt
+        print("silent engine: reroute answered by the fallback \(fixedDecimal(waited, digits: 2)) s after it was asked")
+        // The route carries the time of the newest fix when it came: fixes are 0.1 s apart.
+        #expect(waited >= 1.85 && waited < 5, "the fallback answered once the 2 s timeout passed (plus scheduling)")
+        // Every fix while the engine was silent got its progress and target, on the old route.
+        let fixesMeanwhile = fed.filter { $0 > askedAt && $0 < second.timeSeconds }.count
+        let targetsMeanwhile = Set(
+            Self.targets(messages).filter { $0.timeSeconds > askedAt && $0.timeSeconds < second.timeSeconds }
+                .map(\.timeSeconds))
+        #expect(fixesMeanwhile >= 5)
+        #expect(
+            targetsMeanwhile.count == fixesMeanwhile, "\(targetsMeanwhile.count) targets for \(fixesMeanwhile) fixes")
+        let progressMeanwhile = progress.filter { $0.timeSeconds > askedAt && $0.timeSeconds < second.timeSeconds }
+        #expect(progressMeanwhile.count == fixesMeanwhile && progressMeanwhile.allSatisfy { $0.routeID == 1 })
+        // The status said what it waited for, and the route said where it came from.
+        let statuses = Self.statuses(messages).map(\.message)
+        #expect(statuses.contains { $0.hasPrefix("rerouting: waited") && $0.hasSuffix("for valhalla") }, "\(statuses)")
+        #expect(
+            statuses.contains {
+                $0.hasPrefix("reroute 2 by file") && $0.contains("valhalla did not answer within 2.0 s")
+            },
+            "\(statuses)")
+    }
+
+    @Test func anAnswerThatComesAfterTheWalkerMovedAwayIsNotFollowed() async throws {
+        let provider = GatedProvider()
+        let start = Coordinate(latitude: 43.7300, longitude: 7.4200)
+        let destination = moved(start, 90, 500)
+        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SmoothedFix>.self)
+        let output = MemoryPublisher()
+        let stage = RouteControllerStage(
+            name: "route", input: stream, output: output, provider: provider,
+            options: RouteControllerOptions(destination: destination), logger: Logger(label: "test"))
+        async let running: Void = stage.run()
+        // The first route is asked from here; while it is awaited the walker goes 100 m south.
+        for second in 0..<10 {
+            continuation.yield(fix(moved(start, 180, Double(second) * 10), at: Double(second + 1), course: 180))
+        }
+        let waiting = await eventually(within: 10) {
+            Self.statuses(await output.messages).contains { $0.message.hasPrefix("routing: waited") }
+        }
+        provider.open.yield()
+        let routed = await eventually(within: 10) { !Self.routes(await output.messages).isEmpty }
+        continuation.finish()
+        try await running
+        #expect(waiting && routed)
+        let routes = Self.routes(await output.messages)
+        let route = try #require(routes.first)
+        // The answer from the old start was dropped; the route followed starts where the walker is now.
+        #expect(route.routeID == 1)
+        let here = moved(start, 180, 90)
+        #expect(FlatProjection.distance(route.points[0], here) < 1, "the route starts where the walker is now")
+        let counters = Self.statuses(await output.messages).last?.counters ?? []
+        #expect(counters.first { $0.name == "stale_answers" }?.value == 1)
+    }
+}
