@@ -2,10 +2,6 @@ import Foundation
 import Testing
 @_exported import TestSupport
 
-/// The repository's root folder.
-let repositoryRoot: URL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent()
-
 /// The built `hapticnav` executable: `HAPTICNAV_BIN`, or the one beside the test bundle.
 func hapticnavExecutable() throws -> String {
     if let path = ProcessInfo.processInfo.environment["HAPTICNAV_BIN"] { return path }

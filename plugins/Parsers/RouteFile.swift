@@ -68,6 +68,7 @@ public enum RouteFile {
                 }
                 return RoutePlan(points: best, reportedLengthMeters: distance)
             }
+            if let plan = try self.stepsPlan(route: first, file: file) { return plan }
             if let geometry = first["geometry"], let line = self.firstLine(in: geometry) {
                 return RoutePlan(
                     points: try self.coordinates(line, file: file), reportedLengthMeters: first["distance"]?.doubleValue
@@ -79,6 +80,28 @@ public enum RouteFile {
         }
         throw RoutingError.providerFailed(
             reason: "\(file): no route in it (GeoJSON LineString, Valhalla trip, OSRM/Mapbox/Google routes)")
+    }
+
+    /// OSRM / Mapbox with `steps=true&geometries=geojson`: the steps' own lines joined, each segment named by its
+    /// step (nil where a step has no name); nil when a step lacks a GeoJSON line, so that the overview is used.
+    static func stepsPlan(route: JSONValue, file: String) throws -> RoutePlan? {
+        var points: [Coordinate] = []
+        var names: [String?] = []
+        for leg in route["legs"]?.arrayValue ?? [] {
+            for step in leg["steps"]?.arrayValue ?? [] {
+                guard let geometry = step["geometry"], let line = self.firstLine(in: geometry) else { return nil }
+                let name = step["name"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
+                for point in try self.coordinates(line, file: file) {
+                    if let last = points.last {
+                        if last == point { continue }
+                        names.append(name)
+                    }
+                    points.append(point)
+                }
+            }
+        }
+        guard points.count >= 2 else { return nil }
+        return RoutePlan(points: points, segmentNames: names, reportedLengthMeters: route["distance"]?.doubleValue)
     }
 
     public static func valhallaPlan(legs: [JSONValue], file: String) throws -> RoutePlan {
