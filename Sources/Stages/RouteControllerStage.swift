@@ -298,6 +298,12 @@ where Input.Element == Arrival<SmoothedFix> {
             guard self.awaited?.serial == request.serial else { return }  // superseded
             let provider = self.providers[index]
             self.asking = provider.name
+            let waited = fixedDecimal(
+                max(0, (self.latest?.receivedSeconds ?? request.receivedSeconds) - request.receivedSeconds), digits: 1)
+            try await self.status(
+                failures.isEmpty ? .running : .degraded,
+                "\(request.reason == "route" ? "routing" : "rerouting"): asking \(provider.name), waited \(waited) s"
+                    + (failures.isEmpty ? "" : " (\(failures.joined(separator: "; ")))"))
             do {
                 let plan = try await Self.plan(
                     provider, from: request.start, to: self.options.destination,
