@@ -38,31 +38,34 @@ public enum RouteBenchmark {
         }
     }
 
-    /// Runs the benchmark and returns its report as text.
+    /// Runs the benchmark and returns its report as text: `live` are the engines to time beside `osm` (a live
+    /// Valhalla, a live OSRM), each asked every pair in turn so that all see the same machine.
     public static func run(
-        pairs: [Pair], osm: OSMRouteProvider, valhalla: ValhallaRouteProvider?, repeats: Int
+        pairs: [Pair], osm: OSMRouteProvider, live: [any RouteProvider], repeats: Int
     ) async throws -> String {
         var lines: [String] = []
         var differences: [Double] = []
-        var osmTimes: [Double] = [], valhallaTimes: [Double] = []
+        var osmTimes: [Double] = []
+        var liveTimes = Array(repeating: [Double](), count: live.count)
         let clock = ContinuousClock()
         func milliseconds(_ duration: Duration) -> Double {
             Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
         }
         lines.append(
-            "pair   osm m   Valhalla m   diff    OSRM m   diff" + (valhalla != nil ? "   live Valhalla m" : ""))
+            "pair   osm m   Valhalla m   diff    OSRM m   diff"
+                + live.map { "   live \($0.name) m".padded(to: 18) }.joined())
         for (index, pair) in pairs.enumerated() {
             var osmPlan: RoutePlan?
-            var livePlan: RoutePlan?
-            // Alternate the two engines, round by round, so that both see the same machine.
+            var livePlans = [RoutePlan?](repeating: nil, count: live.count)
+            // Alternate the engines, round by round, so that all see the same machine.
             for _ in 0..<max(1, repeats) {
                 let start = clock.now
                 osmPlan = try await osm.route(from: pair.origin, to: pair.destination)
                 osmTimes.append(milliseconds(clock.now - start))
-                if let valhalla {
+                for (engine, provider) in live.enumerated() {
                     let start = clock.now
-                    livePlan = try await valhalla.route(from: pair.origin, to: pair.destination)
-                    valhallaTimes.append(milliseconds(clock.now - start))
+                    livePlans[engine] = try await provider.route(from: pair.origin, to: pair.destination)
+                    liveTimes[engine].append(milliseconds(clock.now - start))
                 }
             }
             let length = Polyline(osmPlan!.points).lengthMeters
@@ -72,7 +75,10 @@ public enum RouteBenchmark {
             var line = String(
                 cFormat: "%4d %7.0f %12.0f %+6.1f%% %8.0f %+6.1f%%", index, length, pair.valhallaMeters,
                 versusValhalla * 100, pair.osrmMeters, versusOSRM * 100)
-            if let livePlan { line += String(cFormat: " %17.0f", Polyline(livePlan.points).lengthMeters) }
+            for plan in livePlans {
+                let meters = plan.map { $0.reportedLengthMeters ?? Polyline($0.points).lengthMeters } ?? .nan
+                line += String(cFormat: " %17.0f", meters)
+            }
             if abs(versusValhalla) > 0.15 {
                 line += abs(versusOSRM) <= 0.01 ? "   (OSRM finds our path: the engines disagree)" : "   (!)"
             }
@@ -85,21 +91,28 @@ public enum RouteBenchmark {
                     "length vs Valhalla: median |diff| %.2f %%, largest %.1f %%, beyond 15 %%: %d of %d (target: median ≤ 2 %%)",
                 absolute[absolute.count / 2] * 100, (absolute.last ?? 0) * 100,
                 absolute.filter { $0 > 0.15 }.count, absolute.count))
+        func median(_ times: [Double]) -> Double { times.sorted()[times.count / 2] }
         func summary(_ name: String, _ times: [Double]) -> String {
             let sorted = times.sorted()
-            let p50 = sorted[sorted.count / 2],
-                p99 = sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * 0.99))]
+            let p99 = sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * 0.99))]
             return name.padded(to: 24)
-                + String(cFormat: "%6d queries   p50 %8.2f ms   p99 %8.2f ms", sorted.count, p50, p99)
+                + String(cFormat: "%6d queries   p50 %8.2f ms   p99 %8.2f ms", sorted.count, median(sorted), p99)
         }
-        lines.append("query times (same run, engines alternating):")
+        lines.append("query times per provider (same run, engines alternating):")
         lines.append(summary("osm (this process)", osmTimes))
-        if !valhallaTimes.isEmpty {
-            lines.append(summary("Valhalla (HTTP, local)", valhallaTimes))
-            let ratio = osmTimes.sorted()[osmTimes.count / 2] / valhallaTimes.sorted()[valhallaTimes.count / 2]
-            lines.append(String(cFormat: "osm p50 / Valhalla p50: %.2f (target ≤ 1.00)", ratio))
-        } else {
-            lines.append("(no --valhalla-url: start one with scripts/valhalla-serve, or run scripts/bench-routes)")
+        for (engine, provider) in live.enumerated() {
+            lines.append(summary("\(provider.name) (HTTP, local)", liveTimes[engine]))
+        }
+        for (engine, provider) in live.enumerated() {
+            lines.append(
+                "osm p50 / \(provider.name) p50: "
+                    + String(cFormat: "%.2f", median(osmTimes) / median(liveTimes[engine]))
+                    + (provider.name == "valhalla" ? " (target ≤ 1.00)" : ""))
+        }
+        if live.isEmpty {
+            lines.append(
+                "(no --valhalla-url or --osrm-url: start them with scripts/valhalla-serve and scripts/osrm-serve, or run scripts/bench-routes)"
+            )
         }
         return lines.joined(separator: "\n")
     }

@@ -155,7 +155,8 @@ extension Bench {
         static let configuration = CommandConfiguration(
             commandName: "routes",
             abstract:
-                "The osm router against the 25 Monaco reference routes, and its query times against a live Valhalla's.")
+                "The osm router against the 25 Monaco reference routes, and each provider's query times (osm, a live Valhalla, a live OSRM) in one run."
+        )
 
         @Option(help: "The OSM extract.")
         var map = "data/maps/monaco-highways.osm"
@@ -166,21 +167,28 @@ extension Bench {
         @Option(help: "A running Valhalla to time in the same run (scripts/valhalla-serve starts one).")
         var valhallaURL: String?
 
+        @Option(help: "A running OSRM to time in the same run (scripts/osrm-serve starts one).")
+        var osrmURL: String?
+
         @Option(help: "Queries per pair and engine.")
         var repeats = 5
 
         func run() async throws {
             let osm = try OSMRouteProvider(map: self.map, logger: Logger(label: "bench"))
-            let valhalla = try self.valhallaURL.map { text -> ValhallaRouteProvider in
-                do {
-                    return try ValhallaRouteProvider(url: text, timeoutSeconds: 10, retries: 0)
-                } catch {
-                    throw ValidationError("--valhalla-url: \(error)")
+            var live: [any RouteProvider] = []
+            do {
+                if let url = self.valhallaURL {
+                    live.append(try ValhallaRouteProvider(url: url, timeoutSeconds: 10, retries: 0))
                 }
-            }
+            } catch { throw ValidationError("--valhalla-url: \(error)") }
+            do {
+                if let url = self.osrmURL {
+                    live.append(try OSRMRouteProvider(url: url, timeoutSeconds: 10, retries: 0))
+                }
+            } catch { throw ValidationError("--osrm-url: \(error)") }
             print(
                 try await RouteBenchmark.run(
-                    pairs: try RouteBenchmark.pairs(file: self.pairs), osm: osm, valhalla: valhalla,
+                    pairs: try RouteBenchmark.pairs(file: self.pairs), osm: osm, live: live,
                     repeats: self.repeats))
         }
     }
