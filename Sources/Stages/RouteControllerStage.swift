@@ -319,7 +319,7 @@ where Input.Element == Arrival<SmoothedFix> {
                 let reason = "\(error)"
                 failures.append(reason.hasPrefix(provider.name) ? reason : "\(provider.name): \(reason)")
                 self.logger.warning(
-                    "\(request.reason) by \(provider.name) failed: \(error); asked first again in \(fixedDecimal(wait, digits: 0)) s"
+                    "\(request.reason) from \(request.start.latitude), \(request.start.longitude) by \(provider.name) failed: \(error); asked first again in \(fixedDecimal(wait, digits: 0)) s"
                 )
             }
         }

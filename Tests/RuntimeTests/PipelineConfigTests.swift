@@ -135,6 +135,53 @@ import TestSupport
         }
     }
 
+    private func routeStage(fallback: String) -> String {
+        """
+        route: { plugin: "valhalla", settings: { url: "http://127.0.0.1:8002" }, inputs: ["tcp://127.0.0.1:5602"],
+                 topics: ["smoothed"], publish: "tcp://*:5603", insecure: true,
+                 options: { destination: [43.73, 7.42], providerTimeoutSeconds: 4, fallback: \(fallback) } }
+        """
+    }
+
+    @Test func aRouteStageAsksItsPluginThenItsFallbacksInOrder() throws {
+        let config = try self.parse(
+            "{ stages: { \(self.routeStage(fallback: "[{ plugin: \"osrm\", settings: {} }, { plugin: \"file\", settings: { file: \"\(self.route)\" } }]")) } }"
+        )
+        let stage = try #require(config.stages.first { $0.name == "route" })
+        let providers = try PluginRegistry.makeRouters(stage, logger: .init(label: "test"))
+        #expect(providers.map(\.name) == ["valhalla", "osrm", "file"])
+        let (options, _) = try RouteStageOptions.parse(stage.options)
+        #expect(options.providerTimeoutSeconds == 4)
+        #expect(options.providerBackoff == .init(backoffSeconds: 5, maximumBackoffSeconds: 300))
+    }
+
+    @Test func aFallbackProviderIsCheckedLikeTheStagesOwn() {
+        #expect(
+            throws: ConfigError.unknownPlugin(
+                path: "stages.route.options.fallback[0].plugin", id: "osmm",
+                known: PluginRegistry.pluginIDs(for: .route))
+        ) {
+            try self.parse("{ stages: { \(self.routeStage(fallback: "[{ plugin: \"osmm\", settings: {} }]")) } }")
+        }
+        do {
+            _ = try self.parse(
+                "{ stages: { \(self.routeStage(fallback: "[{ plugin: \"osrm\", settings: { urll: \"http://x\" } }]")) } }"
+            )
+            Issue.record("accepted a misspelt key in a fallback's settings")
+        } catch let error as ConfigError {
+            guard case let .unknownKey(path, key, _) = error else {
+                Issue.record("wrong error: \(error)")
+                return
+            }
+            #expect(path == "stages.route.options.fallback[0].settings" && key == "urll")
+        } catch {
+            Issue.record("wrong error: \(error)")
+        }
+        #expect(throws: ConfigError.self) {
+            try self.parse("{ stages: { \(self.routeStage(fallback: "\"osm\"")) } }")
+        }
+    }
+
     @Test func anUnknownPluginListsTheKnownOnes() {
         #expect(
             throws: ConfigError.unknownPlugin(
