@@ -141,6 +141,20 @@ public struct SubscriberCounters: Sendable, Equatable, Codable {
     }
 }
 
+/// Whether the publisher behind one of a subscriber's endpoints is heard, and since when.
+public struct PublisherPresence: Sendable, Equatable {
+    /// The endpoint connected to.
+    public var endpoint: String
+    /// The stage expected there (from the config), else the last one heard there, else "".
+    public var stage: String
+    /// Heard within the liveness timeout.
+    public var alive: Bool
+    /// Ever heard since the subscriber started.
+    public var everHeard: Bool
+    /// Since when it has been alive, or silent (the subscriber's start when never heard) [nanoseconds, monotonic].
+    public var sinceNanoseconds: Int64
+}
+
 /// Receives bus messages on its own thread and yields them as an `AsyncSequence` of ``BusEvent``.
 ///
 /// One SUB socket per endpoint, so that each publisher's liveness is known. Bad frames are counted,
@@ -152,6 +166,7 @@ public final class BusSubscriber: AsyncSequence, Sendable {
     public let endpoints: [String]
     private let queue: EventQueue
     private let counters = Mutex(SubscriberCounters())
+    private let presenceState: Mutex<[PublisherPresence]>
     private let stopFlag = Atomic<Bool>(false)
     private let finishedFlag = Mutex(false)
     private let threadDone = DispatchSemaphore(value: 0)
@@ -206,6 +221,13 @@ public final class BusSubscriber: AsyncSequence, Sendable {
             throw error
         }
         self.endpoints = endpoints
+        let started = monotonicNanoseconds()
+        self.presenceState = Mutex(
+            endpoints.map {
+                PublisherPresence(
+                    endpoint: $0, stage: options.expectedStages[$0] ?? "", alive: false, everHeard: false,
+                    sinceNanoseconds: started)
+            })
         self.queue = EventQueue(
             defaultLimits: .init(
                 highWaterMark: Swift.max(1, options.defaultTopicOptions.highWaterMark),
@@ -221,6 +243,20 @@ public final class BusSubscriber: AsyncSequence, Sendable {
 
     deinit {
         self.stopFlag.store(true, ordering: .relaxed)
+    }
+
+    /// Each endpoint's publisher: heard or not, and since when.
+    public var presence: [PublisherPresence] {
+        self.presenceState.withLock { $0 }
+    }
+
+    fileprivate func notePresence(socketIndex: Int, stage: String, alive: Bool, at nanoseconds: Int64) {
+        self.presenceState.withLock {
+            $0[socketIndex].alive = alive
+            $0[socketIndex].sinceNanoseconds = nanoseconds
+            if alive { $0[socketIndex].everHeard = true }
+            if !stage.isEmpty { $0[socketIndex].stage = stage }
+        }
     }
 
     /// A snapshot of the counters.
@@ -381,6 +417,9 @@ private final class Receiver: @unchecked Sendable {
                 let silence = now - self.liveness[index].lastSeenNanoseconds
                 if silence > timeout {
                     self.liveness[index].alive = false
+                    self.subscriber.notePresence(
+                        socketIndex: index, stage: self.liveness[index].stage, alive: false,
+                        at: self.liveness[index].lastSeenNanoseconds)
                     self.subscriber.deliver(
                         .publisherLost(
                             endpoint: self.endpoints[index], stage: self.liveness[index].stage,
@@ -516,6 +555,9 @@ private final class Receiver: @unchecked Sendable {
         if !self.liveness[socketIndex].alive || self.liveness[socketIndex].stage != stage {
             self.liveness[socketIndex].alive = true
             self.liveness[socketIndex].stage = stage
+            self.subscriber.notePresence(
+                socketIndex: socketIndex, stage: stage, alive: true,
+                at: self.liveness[socketIndex].lastSeenNanoseconds)
             self.subscriber.deliver(.publisherUp(endpoint: self.endpoints[socketIndex], stage: stage), topic: nil)
         }
     }

@@ -65,6 +65,8 @@ public enum StageHost {
                     } ?? [])
             }
         }
+        // What the input waits for, in every status the stage publishes and on its own while the stage says nothing.
+        let watch = subscriber.map { InputWatch(subscriber: $0) }
         let watchdog = ParentWatchdog.startIfLaunched(logger: logger)
         defer { watchdog?.stop() }
 
@@ -84,7 +86,7 @@ public enum StageHost {
                 return nil
             }
             service = SmootherStage(
-                name: stage.name, input: fixes, output: publisher,
+                name: stage.name, input: fixes, output: WatchedPublisher(base: publisher, watch: watch),
                 filter: try PluginRegistry.makeSmoother(stage), logger: logger,
                 inputCounters: inputCounters(subscriber))
         case .route:
@@ -95,7 +97,7 @@ public enum StageHost {
                 return nil
             }
             service = RouteControllerStage(
-                name: stage.name, input: fixes, output: publisher,
+                name: stage.name, input: fixes, output: WatchedPublisher(base: publisher, watch: watch),
                 providers: try PluginRegistry.makeRouters(stage, logger: logger),
                 options: try RouteStageOptions.parse(stage.options).0, logger: logger,
                 inputCounters: inputCounters(subscriber))
@@ -121,7 +123,8 @@ public enum StageHost {
             }
             let (devices, options) = try HapticStageOptions.parse(stage, logger: logger, check: false)
             service = HapticSinkStage(
-                name: stage.name, input: inputs, output: publisher, devices: devices, options: options,
+                name: stage.name, input: inputs, output: WatchedPublisher(base: publisher, watch: watch),
+                devices: devices, options: options,
                 logger: logger, inputCounters: inputCounters(subscriber))
         case .recorder:
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
@@ -135,9 +138,20 @@ public enum StageHost {
                 name: stage.name, input: records, sink: try PluginRegistry.makeSink(stage),
                 logger: logger)
         }
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)
+        ]
+        if let watch, let subscriber {
+            services.append(
+                .init(
+                    service: InputWatchReporter(
+                        stage: stage.name, watch: watch, publisher: publisher, counters: inputCounters(subscriber),
+                        logger: logger),
+                    successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore))
+        }
         let group = ServiceGroup(
             configuration: .init(
-                services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+                services: services,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 cancellationSignals: [],
                 logger: logger))
