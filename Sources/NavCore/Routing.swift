@@ -23,6 +23,10 @@ public enum RoutingError: Error, Equatable, Sendable, CustomStringConvertible {
     case noWayNear(point: Coordinate, withinMeters: Double, which: String)
     /// Start and destination are not connected by walkable ways.
     case unreachable
+    /// No connected piece of the network has a way within `withinMeters` of both ends; the way nearest the start
+    /// that is connected to the destination's is `nearestConnectedMeters` away (nil: none within 5 km), where the
+    /// nearest way of all is `startWayMeters` away.
+    case notConnected(withinMeters: Double, nearestConnectedMeters: Double?, startWayMeters: Double)
     /// The engine or file failed; the reason says how.
     case providerFailed(reason: String)
 
@@ -32,6 +36,14 @@ public enum RoutingError: Error, Equatable, Sendable, CustomStringConvertible {
             return "no walkable way within \(Int(within)) m of the \(which) (\(point.latitude), \(point.longitude))"
         case .unreachable:
             return "start and destination are not connected by walkable ways"
+        case let .notConnected(within, nearest, startWay):
+            let nearestText =
+                nearest.map {
+                    "the nearest way connected to the destination's is \(Int($0.rounded())) m from the start"
+                }
+                ?? "no way connected to the destination's is within 5 km of the start"
+            return
+                "start and destination are not connected by walkable ways within \(Int(within)) m: \(nearestText) (the nearest way, \(Int(startWay.rounded())) m away, leads elsewhere)"
         case let .providerFailed(reason):
             return reason
         }

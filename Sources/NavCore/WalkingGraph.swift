@@ -14,6 +14,10 @@ public struct WalkingGraph: Sendable {
     let segments: [(a: Int32, b: Int32, name: Int32)]
     private let grid: [Int64: [Int32]]
     private static let cellDegrees = 0.002
+    /// The connected piece of the network each node belongs to (an index; equal indices are connected).
+    let component: [Int32]
+    /// Each piece's size [segments].
+    let componentSize: [Int32: Int]
 
     /// What loading found wrong and worked around.
     public let warnings: [String]
@@ -52,12 +56,36 @@ public struct WalkingGraph: Sendable {
                 grid[cell, default: []].append(Int32(index))
             }
         }
+        let component = Self.components(nodeCount: nodes.count, edges: edges)
+        self.component = component
+        self.componentSize = edges.reduce(into: [:]) { $0[component[Int($1.a)], default: 0] += 1 }
         self.edgeStart = start
         self.edgeTargets = targets
         self.edgeLengths = lengths
         self.edgeNames = edgeNames
         self.grid = grid
     }
+
+    /// Connected pieces by union–find: each node's representative.
+    private static func components(nodeCount: Int, edges: [(a: Int32, b: Int32, name: Int32)]) -> [Int32] {
+        var parent = (0..<Int32(nodeCount)).map { $0 }
+        func root(_ node: Int32) -> Int32 {
+            var node = node
+            while parent[Int(node)] != node {
+                parent[Int(node)] = parent[Int(parent[Int(node)])]
+                node = parent[Int(node)]
+            }
+            return node
+        }
+        for edge in edges {
+            let a = root(edge.a), b = root(edge.b)
+            if a != b { parent[Int(max(a, b))] = min(a, b) }
+        }
+        return (0..<Int32(nodeCount)).map { root($0) }
+    }
+
+    /// The connected piece of the network a segment belongs to.
+    func component(ofSegment index: Int) -> Int32 { self.component[Int(self.segments[index].a)] }
 
     private static func cell(_ latitude: Double, _ longitude: Double) -> (Int64, Int64) {
         (Int64((latitude / self.cellDegrees).rounded(.down)), Int64((longitude / self.cellDegrees).rounded(.down)))
@@ -74,10 +102,14 @@ public struct WalkingGraph: Sendable {
         return keys
     }
 
-    /// The nearest point on any edge to `point`, within `maximumMeters`.
+    /// A point attached to the network: the segment, how far along it (0 at its first node, 1 at its second), how
+    /// far the point was from it [metres], and the attached point.
+    public typealias Snap = (segment: Int, fraction: Double, distance: Double, point: Coordinate)
+
+    /// The nearest point on any edge to `point` (on an edge that `accepts`, when given), within `maximumMeters`.
     public func snap(
-        _ point: Coordinate, maximumMeters: Double
-    ) -> (segment: Int, fraction: Double, distance: Double, point: Coordinate)? {
+        _ point: Coordinate, maximumMeters: Double, where accepts: ((Int) -> Bool)? = nil
+    ) -> Snap? {
         let plane = FlatProjection(origin: point)
         let (row, column) = Self.cell(point.latitude, point.longitude)
         let rings = Int((maximumMeters / (Self.cellDegrees * 111_000 * 0.5)).rounded(.up)) + 1
@@ -87,7 +119,8 @@ public struct WalkingGraph: Sendable {
             for r in (row - Int64(ring))...(row + Int64(ring)) {
                 for c in (column - Int64(ring))...(column + Int64(ring))
                 where max(abs(r - row), abs(c - column)) == Int64(ring) {
-                    for index in self.grid[Self.key(r, c)] ?? [] where seen.insert(index).inserted {
+                    for index in self.grid[Self.key(r, c)] ?? []
+                    where seen.insert(index).inserted && accepts?(Int(index)) ?? true {
                         let segment = self.segments[Int(index)]
                         let a = plane.project(self.nodes[Int(segment.a)]), b = plane.project(self.nodes[Int(segment.b)])
                         let de = b.east - a.east, dn = b.north - a.north
@@ -107,16 +140,48 @@ public struct WalkingGraph: Sendable {
         return best
     }
 
-    /// The shortest walking route between two points (A*, with straight-line distance as the heuristic).
-    public func shortestRoute(
-        from start: Coordinate, to destination: Coordinate, snapMeters: Double = 250
-    ) throws(RoutingError) -> RoutePlan {
+    /// Where to attach the start and the destination so that one is reachable from the other: the nearest ways
+    /// when they are connected. When they are not (a footway whose link is missing from the map, a courtyard's
+    /// paths), one end moves to a way of the other end's piece of network, within `connectMeters` farther than its
+    /// nearest way: the end on the smaller piece moves (pieces cut off from the rest are small), the nearer move when
+    /// both pieces are the same size. So a small piece next to the start does not strand the walker.
+    public func attach(
+        _ start: Coordinate, _ destination: Coordinate, snapMeters: Double = 250, connectMeters: Double = 50
+    ) throws(RoutingError) -> (from: Snap, to: Snap) {
         guard let from = self.snap(start, maximumMeters: snapMeters) else {
             throw .noWayNear(point: start, withinMeters: snapMeters, which: "start")
         }
         guard let to = self.snap(destination, maximumMeters: snapMeters) else {
             throw .noWayNear(point: destination, withinMeters: snapMeters, which: "destination")
         }
+        let startPiece = self.component(ofSegment: from.segment), endPiece = self.component(ofSegment: to.segment)
+        if startPiece == endPiece { return (from, to) }
+        // The start moved onto the destination's piece, or the destination onto the start's.
+        let moveStart = self.snap(
+            start, maximumMeters: from.distance + connectMeters, where: { self.component(ofSegment: $0) == endPiece })
+        let moveEnd = self.snap(
+            destination, maximumMeters: to.distance + connectMeters,
+            where: { self.component(ofSegment: $0) == startPiece })
+        switch (moveStart, moveEnd) {
+        case let (start?, end?):
+            let startSize = self.componentSize[startPiece] ?? 0, endSize = self.componentSize[endPiece] ?? 0
+            if startSize != endSize { return startSize < endSize ? (start, to) : (from, end) }
+            return start.distance - from.distance <= end.distance - to.distance ? (start, to) : (from, end)
+        case let (start?, nil): return (start, to)
+        case let (nil, end?): return (from, end)
+        case (nil, nil):
+            let nearest = self.snap(start, maximumMeters: 5000, where: { self.component(ofSegment: $0) == endPiece })
+            throw .notConnected(
+                withinMeters: connectMeters, nearestConnectedMeters: nearest?.distance, startWayMeters: from.distance)
+        }
+    }
+
+    /// The shortest walking route between two points (A*, with straight-line distance as the heuristic), from and
+    /// to the nearest ways that connect them (``attach(_:_:snapMeters:connectMeters:)``).
+    public func shortestRoute(
+        from start: Coordinate, to destination: Coordinate, snapMeters: Double = 250, connectMeters: Double = 50
+    ) throws(RoutingError) -> RoutePlan {
+        let (from, to) = try self.attach(start, destination, snapMeters: snapMeters, connectMeters: connectMeters)
         let source = Int32(self.nodes.count), target = Int32(self.nodes.count + 1)
         let fromSegment = self.segments[from.segment], toSegment = self.segments[to.segment]
         func segmentLength(_ s: (a: Int32, b: Int32, name: Int32)) -> Double {

@@ -19,27 +19,36 @@ public struct OSMRouteProvider: RouteProvider {
     public let graph: WalkingGraph
     /// How far from a way the start or destination may be [metres].
     public let snapMeters: Double
+    /// How much farther than the nearest way a way may be to connect the start and the destination, when the
+    /// nearest ways do not [metres].
+    public let connectMeters: Double
 
     /// Loads a map.
-    public init(map: String, options: OSMLoader.Options = .init(), snapMeters: Double = 250, logger: Logger) throws {
+    public init(
+        map: String, options: OSMLoader.Options = .init(), snapMeters: Double = 250, connectMeters: Double = 50,
+        logger: Logger
+    ) throws {
         self.graph = try OSMLoader.load(file: map, options: options)
         self.snapMeters = snapMeters
+        self.connectMeters = connectMeters
         for warning in self.graph.warnings { logger.warning("\(warning)") }
     }
 
-    /// Reads a config's settings: `map` (OSM XML), `avoidSteps`, `snapMeters`.
+    /// Reads a config's settings: `map` (OSM XML), `avoidSteps`, `snapMeters`, `connectMeters`.
     public init(settings: Settings, logger: Logger) throws {
         var settings = settings
         guard let map = try settings.path("map") else { throw ConfigError.missingKey(path: settings.path, key: "map") }
         var options = OSMLoader.Options()
         options.avoidSteps = try settings.bool("avoidSteps", default: false)
         let snap = try settings.double("snapMeters", default: 250, in: 1...5000)
+        let connect = try settings.double("connectMeters", default: 50, in: 0...5000)
         try settings.finish()
-        try self.init(map: map, options: options, snapMeters: snap, logger: logger)
+        try self.init(map: map, options: options, snapMeters: snap, connectMeters: connect, logger: logger)
     }
 
     public func route(from start: Coordinate, to destination: Coordinate) async throws -> RoutePlan {
-        try self.graph.shortestRoute(from: start, to: destination, snapMeters: self.snapMeters)
+        try self.graph.shortestRoute(
+            from: start, to: destination, snapMeters: self.snapMeters, connectMeters: self.connectMeters)
     }
 }
 
