@@ -97,7 +97,7 @@ let package = Package(
             name: "Runtime",
             dependencies: [
                 "NavCore", "Bus", "SystemIO", "Stages", "SimSource", "LocationSources", "Smoothers", "Routers",
-                "Devices", "Sinks",
+                "Devices", "Sinks", "Parsers",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -36,6 +36,10 @@ public enum ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
     case unknownStage(path: String, name: String, known: [String])
     /// The file could not be read or parsed.
     case unreadable(file: String, reason: String)
+    /// A key given twice in one object [line numbers].
+    case duplicateKey(path: String, key: String, firstLine: Int, line: Int)
+    /// A file a setting names is missing or cannot be read (the reason says which).
+    case missingFile(path: String, file: String, reason: String)
 
     public var description: String {
         switch self {
@@ -54,6 +58,11 @@ public enum ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
                 "\(path) names stage '\(name)', which is not in the config; stages: \(known.sorted().joined(separator: ", "))"
         case let .unreadable(file, reason):
             return "cannot read config \(file): \(reason)"
+        case let .duplicateKey(path, key, firstLine, line):
+            return
+                "\(path): key '\(key)' given twice (lines \(firstLine) and \(line)); the second would silently replace the first"
+        case let .missingFile(path, file, reason):
+            return "\(path): \(file) \(reason)"
         }
     }
 }

@@ -5,6 +5,7 @@ import Foundation
 #endif
 import Logging
 import NavCore
+import Parsers
 import Stages
 
 /// Reads a haptic stage: its primary device (`plugin`, `settings`), the fallback devices and the guidance options.
@@ -18,7 +19,7 @@ enum HapticStageOptions {
     }
 
     static func parse(
-        _ stage: StageConfig, logger: Logger, check: Bool
+        _ stage: StageConfig, logger: Logger, check: Bool, calibrationMayBeMissing: Bool = false
     ) throws -> ([any OutputDevice], HapticSinkOptions) {
         var settings = stage.options
         var options = HapticSinkOptions()
@@ -26,6 +27,11 @@ enum HapticStageOptions {
         let explicitOffset = try settings.optionalDouble("offsetDegrees")
         switch (calibrationFile, explicitOffset) {
         case let (file?, nil):
+            if let reason = Settings.unreadableReason(file), !(check && calibrationMayBeMissing) {
+                throw ConfigError.missingFile(
+                    path: "stages.\(stage.name).options.calibrationFile", file: file,
+                    reason: "\(reason): run `hapticnav calibrate --config …` first, or give offsetDegrees")
+            }
             if !check || FileManager.default.fileExists(atPath: file) {
                 do {
                     let saved = try JSONDecoder().decode(

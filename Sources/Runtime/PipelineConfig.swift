@@ -128,8 +128,10 @@ public struct PipelineConfig: Sendable {
         return self.stages.flatMap(\.advertise).filter { seen.insert($0).inserted }
     }
 
-    /// Reads and checks a config file (JSON, or JSON5 with comments and trailing commas).
-    public static func load(file: String) throws -> PipelineConfig {
+    /// Reads and checks a config file (JSON, or JSON5 with comments and trailing commas). A haptic stage's
+    /// calibration file must exist unless `calibrationMayBeMissing` (for `calibrate`, which writes it, `monitor`, and `stage`, which runs one stage: a haptic stage
+    /// started without its calibration still refuses to start).
+    public static func load(file: String, calibrationMayBeMissing: Bool = false) throws -> PipelineConfig {
         let data: Data
         do {
             data = Data(try InputFile.contents(of: file))
@@ -139,6 +141,10 @@ public struct PipelineConfig: Sendable {
         // Foundation's JSON5 decoder traps on invalid UTF-8 in an unquoted key: refuse such a file first.
         if let line = TextChecks.firstLineNotUTF8(Array(data)) {
             throw ConfigError.unreadable(file: file, reason: "line \(line) is not UTF-8 text")
+        }
+        if let duplicate = TextChecks.firstDuplicateKey(Array(data)) {
+            throw ConfigError.duplicateKey(
+                path: duplicate.path, key: duplicate.key, firstLine: duplicate.firstLine, line: duplicate.line)
         }
         let decoder = JSONDecoder()
         decoder.allowsJSON5 = true
@@ -151,11 +157,15 @@ public struct PipelineConfig: Sendable {
         let base = Paths.folder(of: file)
         let expanded = try Self.expandVariables(
             root, environment: ProcessInfo.processInfo.environment, path: "the config")
-        return try self.parse(expanded, file: file, baseDirectory: base.isEmpty ? "." : base)
+        return try self.parse(
+            expanded, file: file, baseDirectory: base.isEmpty ? "." : base,
+            calibrationMayBeMissing: calibrationMayBeMissing)
     }
 
     /// Checks a parsed config tree.
-    public static func parse(_ root: SettingValue, file: String, baseDirectory: String) throws -> PipelineConfig {
+    public static func parse(
+        _ root: SettingValue, file: String, baseDirectory: String, calibrationMayBeMissing: Bool = false
+    ) throws -> PipelineConfig {
         var top = try Settings(root, path: "the config", baseDirectory: baseDirectory)
         let name = try top.string("name", default: Paths.lastComponent(of: file))
         _ = try top.string("description", default: "")
@@ -245,7 +255,7 @@ public struct PipelineConfig: Sendable {
         // Check every plugin's settings now, so that `run` fails before it starts anything.
         var checked: [String: CheckedStage] = [:]
         for stage in stages {
-            checked[stage.name] = try PluginRegistry.check(stage)
+            checked[stage.name] = try PluginRegistry.check(stage, calibrationMayBeMissing: calibrationMayBeMissing)
         }
         try RateCheck.check(stages, checked: checked)
         try Self.checkDistinctBinds(stages)

@@ -75,7 +75,7 @@ public enum PluginRegistry {
     /// Checks a stage's plugin settings without side effects on files or devices.
     /// Returns what later checks need of the stage (a source's rates, a sink's options), so that nothing is built twice.
     @discardableResult
-    public static func check(_ stage: StageConfig) throws -> CheckedStage {
+    public static func check(_ stage: StageConfig, calibrationMayBeMissing: Bool = false) throws -> CheckedStage {
         var checked = CheckedStage()
         switch stage.role {
         case .source:
@@ -84,18 +84,23 @@ public enum PluginRegistry {
         case .smoother: _ = try self.makeSmoother(stage)
         case .haptic:
             checked.sink = try HapticStageOptions.parse(
-                stage, logger: Logger(label: "hapticnav.config-check"), check: true
+                stage, logger: Logger(label: "hapticnav.config-check"), check: true,
+                calibrationMayBeMissing: calibrationMayBeMissing
             ).1
         case .route:
             let (_, fallbacks) = try RouteStageOptions.parse(stage.options)
-            // Loading a map takes a moment and the settings are the plugin's to check: check the keys only.
+            // Loading a map takes a moment: check its keys and that it is there only.
             let logger = Logger(label: "hapticnav.config-check")
-            if stage.plugin != OSMRouteProvider.id {
-                _ = try self.makeRouter(stage, logger: logger)
-            }
-            for fallback in fallbacks where fallback.plugin != OSMRouteProvider.id {
-                _ = try self.makeRouter(
-                    id: fallback.plugin, settings: fallback.settings, path: fallback.path, logger: logger)
+            let providers =
+                [(plugin: stage.plugin, settings: stage.settings, path: "stages.\(stage.name)")]
+                + fallbacks.map { (plugin: $0.plugin, settings: $0.settings, path: $0.path) }
+            for provider in providers {
+                if provider.plugin == OSMRouteProvider.id {
+                    try OSMRouteProvider.check(settings: provider.settings)
+                } else {
+                    _ = try self.makeRouter(
+                        id: provider.plugin, settings: provider.settings, path: provider.path, logger: logger)
+                }
             }
         case .recorder: try self.sinks[stage.plugin]!.check(stage.settings)
         }

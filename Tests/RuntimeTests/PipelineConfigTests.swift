@@ -31,6 +31,12 @@ import TestSupport
         for name in ["group1", "group2", "monitor"] { try CurveKeyPair.generate().write(name: name, folder: keys) }
         setenv("HAPTICNAV_KEYS", keys, 1)
         defer { unsetenv("HAPTICNAV_KEYS") }
+        // Its sink needs a calibration (`hapticnav calibrate` writes one).
+        let calibration = try scratchFolder() + "/calibration.json"
+        try #"{"offsetDegrees": 70, "spreadDegrees": 3, "sampleCount": 200, "calibratedAt": "2026-11-24T00:00:00Z"}"#
+            .write(toFile: calibration, atomically: true, encoding: .utf8)
+        setenv("HAPTICNAV_CALIBRATION", calibration, 1)
+        defer { unsetenv("HAPTICNAV_CALIBRATION") }
         for file in files {
             let config = try PipelineConfig.load(file: root.appendingPathComponent(file).path)
             #expect(!config.stages.isEmpty, "\(file)")
@@ -179,6 +185,77 @@ import TestSupport
         }
         #expect(throws: ConfigError.self) {
             try self.parse("{ stages: { \(self.routeStage(fallback: "\"osm\"")) } }")
+        }
+    }
+
+    /// Writes `text` as a config file and loads it as `config check` does.
+    private func load(_ text: String) throws -> PipelineConfig {
+        let file = try scratchFolder() + "/config.json5"
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        return try PipelineConfig.load(file: file)
+    }
+
+    @Test func aStageGivenTwiceIsRefusedWithBothLines() {
+        let text = """
+            {
+              stages: {
+                \(self.source()),
+                \(self.source()),
+              },
+            }
+            """
+        #expect(throws: ConfigError.duplicateKey(path: "stages", key: "source", firstLine: 3, line: 4)) {
+            try self.load(text)
+        }
+        // Deeper, in quotes, with comments in the way: the path says where.
+        let nested = """
+            { "stages": { \(self.source(settings: ", /* pace */ 'seed': 1, \"seed\": 2")) } }
+            """
+        #expect(throws: ConfigError.duplicateKey(path: "stages.source.settings", key: "seed", firstLine: 1, line: 1)) {
+            try self.load(nested)
+        }
+        // The same key in two objects is no duplicate.
+        #expect(
+            TextChecks.firstDuplicateKey(Array("{ a: { x: 1 }, b: { x: 2 }, c: [{ x: 1 }, { x: 2 }] }".utf8)) == nil)
+        #expect(
+            TextChecks.firstDuplicateKey(Array("{ a: [{ x: 1, y: 'x: 1,', x: 3 }] }".utf8))
+                == DuplicateKey(path: "a[0]", key: "x", firstLine: 1, line: 1))
+    }
+
+    @Test func aFileASettingNamesMustExistWithTheKeysPath() throws {
+        #expect(
+            throws: ConfigError.missingFile(
+                path: "stages.source.settings.route", file: "/configs/nope.geojson", reason: "does not exist")
+        ) {
+            try self.parse(
+                "{ stages: { source: { plugin: \"sim\", publish: \"tcp://*:5601\", insecure: true, settings: { route: \"nope.geojson\" } } } }"
+            )
+        }
+        let route = """
+            route: { plugin: "osm", inputs: ["tcp://127.0.0.1:5602"], topics: ["smoothed"], publish: "tcp://*:5603",
+                     insecure: true, settings: { map: "/nowhere/map.osm" }, options: { destination: [43.73, 7.42] } }
+            """
+        #expect(
+            throws: ConfigError.missingFile(
+                path: "stages.route.settings.map", file: "/nowhere/map.osm", reason: "does not exist")
+        ) { try self.parse("{ stages: { \(route) } }") }
+        let haptic = """
+            haptic: { plugin: "console", inputs: ["tcp://127.0.0.1:5603"], topics: ["target"],
+                      options: { calibrationFile: "/nowhere/calibration.json" } }
+            """
+        do {
+            _ = try self.parse("{ stages: { \(haptic) } }")
+            Issue.record("accepted a calibration file that does not exist")
+        } catch {
+            #expect(
+                "\(error)".hasPrefix("stages.haptic.options.calibrationFile: /nowhere/calibration.json does not exist"))
+        }
+        // `calibrate` writes it, and `monitor` does not need it.
+        let decoder = JSONDecoder()
+        decoder.allowsJSON5 = true
+        let root = try #require(try? decoder.decode(SettingValue.self, from: Data("{ stages: { \(haptic) } }".utf8)))
+        #expect(throws: Never.self) {
+            try PipelineConfig.parse(root, file: "/c", baseDirectory: "/", calibrationMayBeMissing: true)
         }
     }
 

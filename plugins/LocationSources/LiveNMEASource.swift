@@ -1,6 +1,7 @@
 import Links
 public import Logging
 public import NavCore
+import Parsers
 import Synchronization
 
 /// NMEA from a live serial device or a TCP stream (for example a phone app or `gpsfake -t`), decoded as it arrives.
@@ -41,7 +42,7 @@ public struct LiveNMEASource: MessageSource {
     /// Reads a config's settings: one of `file` (with `pace`), `device` (with `baud`) or `tcp` ("host:port").
     public init(settings: Settings, logger: Logger) throws {
         var settings = settings
-        let file = try settings.path("file")
+        let file = try settings.inputFile("file")
         let device = try settings.optionalString("device")
         let tcp = try settings.optionalString("tcp")
         let pace = try settings.double("pace", default: 1, in: 0...100_000)

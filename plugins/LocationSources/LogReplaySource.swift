@@ -1,6 +1,7 @@
 import Links
 public import Logging
 public import NavCore
+import Parsers
 import Synchronization
 
 /// Replays a recorded log (NMEA, GPX or a sensor CSV/phyphox recording) at its own pace, scaled, or as
@@ -28,7 +29,7 @@ public struct LogReplaySource: MessageSource {
     /// one of those (the `gpx` and `sensorlog` plugins).
     public init(settings: Settings, logger: Logger, formats: Set<LogFormat> = Set(LogFormat.allCases)) throws {
         var settings = settings
-        guard let file = try settings.path("file") else {
+        guard let file = try settings.inputFile("file") else {
             throw ConfigError.missingKey(path: settings.path, key: "file")
         }
         let pace = try settings.double("pace", default: 1, in: 0...100_000)

@@ -5,6 +5,7 @@ import Foundation
 #endif
 public import Logging
 public import NavCore
+import Parsers
 
 /// The `replay` source: plays back a recording made by the `jsonl` recorder, at the pace it was received
 /// (scaled, or as fast as possible), optionally only some topics — for example the route controller's targets
@@ -32,7 +33,7 @@ public struct RecordingReplaySource: MessageSource {
     /// Reads a config's settings: `file`, `pace`, `topics`.
     public init(settings: Settings, logger: Logger) throws {
         var settings = settings
-        guard let file = try settings.path("file") else {
+        guard let file = try settings.inputFile("file") else {
             throw ConfigError.missingKey(path: settings.path, key: "file")
         }
         let pace = try settings.double("pace", default: 1, in: 0...100_000)

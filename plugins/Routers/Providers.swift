@@ -36,14 +36,28 @@ public struct OSMRouteProvider: RouteProvider {
 
     /// Reads a config's settings: `map` (OSM XML), `avoidSteps`, `snapMeters`, `connectMeters`.
     public init(settings: Settings, logger: Logger) throws {
+        let (map, options, snap, connect) = try Self.read(settings)
+        try self.init(map: map, options: options, snapMeters: snap, connectMeters: connect, logger: logger)
+    }
+
+    /// Checks a config's settings, and that the map is there, without loading it.
+    public static func check(settings: Settings) throws {
+        _ = try self.read(settings)
+    }
+
+    private static func read(
+        _ settings: Settings
+    ) throws -> (map: String, options: OSMLoader.Options, snap: Double, connect: Double) {
         var settings = settings
-        guard let map = try settings.path("map") else { throw ConfigError.missingKey(path: settings.path, key: "map") }
+        guard let map = try settings.inputFile("map") else {
+            throw ConfigError.missingKey(path: settings.path, key: "map")
+        }
         var options = OSMLoader.Options()
         options.avoidSteps = try settings.bool("avoidSteps", default: false)
         let snap = try settings.double("snapMeters", default: 250, in: 1...5000)
         let connect = try settings.double("connectMeters", default: 50, in: 0...5000)
         try settings.finish()
-        try self.init(map: map, options: options, snapMeters: snap, connectMeters: connect, logger: logger)
+        return (map, options, snap, connect)
     }
 
     public func route(from start: Coordinate, to destination: Coordinate) async throws -> RoutePlan {
@@ -63,7 +77,7 @@ public struct FileRouteProvider: RouteProvider {
     /// Reads a config's settings: `file`, and `precision` for bare polylines.
     public init(settings: Settings) throws {
         var settings = settings
-        guard let file = try settings.path("file") else {
+        guard let file = try settings.inputFile("file") else {
             throw ConfigError.missingKey(path: settings.path, key: "file")
         }
         let precision = try settings.int("precision", default: 5, in: 5...6)

@@ -87,8 +87,8 @@ public struct SimulatedWalker: MessageSource {
     public init(settings: Settings) throws {
         var settings = settings
         let path: [Coordinate]
-        let map = try settings.path("map")
-        if let file = try settings.path("route") {
+        let map = try settings.inputFile("map")
+        if let file = try settings.inputFile("route") {
             path = try RouteFile.load(file: file).points
         } else if let map {
             // A walk from `from` to `to` along the shortest walking route over an OSM extract.

@@ -35,7 +35,7 @@ struct Calibrate: AsyncParsableCommand {
 
     func run() async throws {
         let logger = self.logging.bootstrap()
-        let pipeline = try loadConfig(self.config)
+        let pipeline = try loadConfig(self.config, calibrationMayBeMissing: true)
         let outcome = try await CalibrationRunner.run(
             config: pipeline, stageName: self.stage, output: self.output,
             timeoutSeconds: self.timeout,

@@ -50,7 +50,7 @@ struct Monitor: AsyncParsableCommand {
         var endpoints = self.endpoints
         var options = SubscriberOptions()
         if let config = self.config {
-            let pipeline = try loadConfig(config)
+            let pipeline = try loadConfig(config, calibrationMayBeMissing: true)
             endpoints += pipeline.allAdvertisedEndpoints
             options = pipeline.bus.subscriber
             options.curve = try LinkSecurity.subscriberOptions(reading: endpoints, as: self.key, in: pipeline)

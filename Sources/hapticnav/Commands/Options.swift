@@ -32,9 +32,9 @@ struct CommandFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-func loadConfig(_ file: String) throws -> PipelineConfig {
+func loadConfig(_ file: String, calibrationMayBeMissing: Bool = false) throws -> PipelineConfig {
     do {
-        return try PipelineConfig.load(file: file)
+        return try PipelineConfig.load(file: file, calibrationMayBeMissing: calibrationMayBeMissing)
     } catch let error as ConfigError {
         throw CommandFailure("\(error)")
     }

@@ -1,0 +1,27 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+public import NavCore
+
+extension Settings {
+    /// A file the plugin reads, resolved against the config's folder; nil when the key is absent. A file that does
+    /// not exist, is a folder or cannot be read is an error naming the key, when the config is checked, not later.
+    public mutating func inputFile(_ key: String) throws(ConfigError) -> String? {
+        guard let file = try self.path(key) else { return nil }
+        if let reason = Self.unreadableReason(file) {
+            throw .missingFile(path: "\(self.path).\(key)", file: file, reason: reason)
+        }
+        return file
+    }
+
+    /// Why `file` cannot be read as a file, or nil when it can.
+    public static func unreadableReason(_ file: String) -> String? {
+        var info = stat()
+        guard stat(file, &info) == 0 else {
+            return errno == ENOENT ? "does not exist" : "cannot be read (\(String(cString: strerror(errno))))"
+        }
+        if info.st_mode & S_IFMT == S_IFDIR { return "is a folder, not a file" }
+        guard access(file, R_OK) == 0 else { return "cannot be read (\(String(cString: strerror(errno))))" }
+        return nil
+    }
+}
