@@ -106,16 +106,20 @@ public enum CalibrationRunner {
             }
             var savedTo: String?
             if result.succeeded {
-                let saved = HapticStageOptions.SavedCalibration(
-                    offsetDegrees: result.offsetDegrees, spreadDegrees: result.spreadDegrees,
-                    sampleCount: Int(result.sampleCount),
-                    calibratedAt: Date.now.formatted(.iso8601))
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-                try encoder.encode(saved).write(to: URL(fileURLWithPath: target))
+                try Self.save(result, to: target)
                 savedTo = target
             }
             return Outcome(result: result, savedTo: savedTo)
         }
+    }
+
+    /// Saves a successful run's offset where a haptic stage's `calibrationFile` reads it.
+    public static func save(_ result: CalibrationResult, to file: String) throws {
+        let saved = HapticStageOptions.SavedCalibration(
+            offsetDegrees: result.offsetDegrees, spreadDegrees: result.spreadDegrees,
+            sampleCount: Int(result.sampleCount), calibratedAt: Date.now.formatted(.iso8601))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try encoder.encode(saved).write(to: URL(fileURLWithPath: file))
     }
 }

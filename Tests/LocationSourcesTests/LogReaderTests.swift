@@ -327,3 +327,19 @@ private actor MessageBox {
         #expect(NMEADetection.isNMEA(Array("$GPGGA,1,2\n".utf8)))
     }
 }
+
+@Suite struct StepDetectionTests {
+    @Test func the168StepsOfARealHallwayLoopAreFound() throws {
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("data/walks/phyphox-indoor-loop-116m").path
+        let steps = try SensorLog.phyphoxSteps(folder: folder, startTime: 0)
+        // The recording's documentation: 168 steps over 116 m.
+        #expect(abs(steps.count - 168) <= 3, "\(steps.count) steps")
+        let detection = StepDetection()
+        let speeds = detection.speeds(steps: steps, at: stride(from: 10.0, to: 100, by: 1).map { $0 })
+        let median = speeds.sorted()[speeds.count / 2]
+        // 116 m in about 100 s of walking.
+        #expect(median > 0.8 && median < 1.6, "\(median) m/s")
+        #expect(detection.steps([]).isEmpty)
+    }
+}

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import NavCore
+public import NavCore
 import Parsers
 
 /// Heading and tilt from a phone's accelerometer and magnetometer: the tilt-compensated compass
@@ -119,6 +119,26 @@ public enum SensorLog {
             }
         }
         return (out, table.problems)
+    }
+
+    /// The steps in a phyphox recording's `Accelerometer.csv` (``StepDetection``), on the recording's clock plus
+    /// `startTime` [seconds].
+    public static func phyphoxSteps(
+        folder: String, startTime: Double, options: StepDetection.Options = .init()
+    ) throws -> [Double] {
+        let accel = self.table(try String(contentsOfFile: folder + "/Accelerometer.csv", encoding: .utf8))
+        guard accel.header.count >= 4 else {
+            throw LogError.unreadable(reason: "\(folder): Accelerometer.csv needs time, x, y, z columns")
+        }
+        let samples = accel.rows.filter { $0.values.count >= 4 }.map { row in
+            (
+                timeSeconds: startTime + row.values[0],
+                magnitude:
+                    (row.values[1] * row.values[1] + row.values[2] * row.values[2] + row.values[3] * row.values[3])
+                    .squareRoot()
+            )
+        }
+        return StepDetection(options: options).steps(samples)
     }
 
     /// A phyphox recording (a folder with `Accelerometer.csv` and `Magnetometer.csv`): tilt-compensated

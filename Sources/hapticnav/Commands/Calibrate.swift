@@ -20,7 +20,19 @@ struct Calibrate: AsyncParsableCommand {
     @Option(
         name: .shortAndLong,
         help: "The pipeline config: its source gives heading and tilt, its haptic stage the device.")
-    var config: String
+    var config: String?
+
+    @Option(
+        help:
+            "Run the calibration on a recorded phone log instead (a phyphox folder, a sensor CSV, NMEA with headings): prints the steps, the offset and the spread; saves nothing unless --output is given."
+    )
+    var replay: String?
+
+    @Option(
+        help:
+            "With --replay: the direction the person faced in the first step, when not north (degrees clockwise from north); the offset is then relative to it."
+    )
+    var facing = 0.0
 
     @Option(help: "The haptic stage (default: the config's only one).")
     var stage: String?
@@ -33,9 +45,19 @@ struct Calibrate: AsyncParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
 
+    func validate() throws {
+        if (self.config == nil) == (self.replay == nil) {
+            throw ValidationError("give --config (a live calibration) or --replay LOG (a recorded one)")
+        }
+    }
+
     func run() async throws {
         let logger = self.logging.bootstrap()
-        let pipeline = try loadConfig(self.config, calibrationMayBeMissing: true)
+        if let log = self.replay {
+            try self.replay(log)
+            return
+        }
+        let pipeline = try loadConfig(self.config!, calibrationMayBeMissing: true)
         let outcome = try await CalibrationRunner.run(
             config: pipeline, stageName: self.stage, output: self.output,
             timeoutSeconds: self.timeout,
@@ -52,6 +74,39 @@ struct Calibrate: AsyncParsableCommand {
         } else {
             print("calibration aborted: \(result.reason)")
             throw ExitCode(1)
+        }
+    }
+
+    private func replay(_ log: String) throws {
+        let outcome: CalibrationReplay.Outcome
+        do {
+            outcome = try CalibrationReplay.run(log: log, facingDegrees: self.facing) { Swift.print($0) }
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        print("\(log): \(outcome.headings) headings; walking from \(outcome.walkingFrom)")
+        guard let result = outcome.result else {
+            let nearest =
+                outcome.step == .findNorth
+                ? outcome.nearestToReferenceDegrees.map {
+                    String(
+                        cFormat: " (the heading came within %.0f° of %.0f°, at %.0f°)",
+                        Angle.separation($0, self.facing), self.facing, $0)
+                } ?? "" : ""
+            print("calibration unfinished: the log ended in step '\(outcome.step.name)'\(nearest)")
+            throw ExitCode(1)
+        }
+        guard result.succeeded else {
+            print("calibration aborted: \(result.reason)")
+            throw ExitCode(1)
+        }
+        print(
+            String(
+                cFormat: "calibrated: offset %.1f°, spread %.1f° over %d headings", result.offsetDegrees,
+                result.spreadDegrees, Int(result.sampleCount)))
+        if let output = self.output {
+            try CalibrationRunner.save(result, to: output)
+            print("saved to \(output)")
         }
     }
 }
