@@ -45,6 +45,7 @@ public enum RouteBenchmark {
     ) async throws -> String {
         var lines: [String] = []
         var differences: [Double] = []
+        var shorterThanBoth = 0
         var osmTimes: [Double] = []
         var liveTimes = Array(repeating: [Double](), count: live.count)
         let clock = ContinuousClock()
@@ -72,6 +73,7 @@ public enum RouteBenchmark {
             let versusValhalla = (length - pair.valhallaMeters) / pair.valhallaMeters
             let versusOSRM = (length - pair.osrmMeters) / pair.osrmMeters
             differences.append(versusValhalla)
+            if versusValhalla < -0.10 && versusOSRM < -0.10 { shorterThanBoth += 1 }
             var line = String(
                 cFormat: "%4d %7.0f %12.0f %+6.1f%% %8.0f %+6.1f%%", index, length, pair.valhallaMeters,
                 versusValhalla * 100, pair.osrmMeters, versusOSRM * 100)
@@ -91,6 +93,10 @@ public enum RouteBenchmark {
                     "length vs Valhalla: median |diff| %.2f %%, largest %.1f %%, beyond 15 %%: %d of %d (target: median ≤ 2 %%)",
                 absolute[absolute.count / 2] * 100, (absolute.last ?? 0) * 100,
                 absolute.filter { $0 > 0.15 }.count, absolute.count))
+        lines.append(
+            String(
+                cFormat: "shorter than both engines by more than 10 %%: %d of %d (target: 0)", shorterThanBoth,
+                absolute.count))
         func median(_ times: [Double]) -> Double { times.sorted()[times.count / 2] }
         func summary(_ name: String, _ times: [Double]) -> String {
             let sorted = times.sorted()

@@ -2,11 +2,24 @@ public import NavCore
 
 /// Reads an OpenStreetMap XML extract into a ``WalkingGraph``.
 ///
-/// Walkable: footway, path, pedestrian, steps, living_street, residential, service, track, crossings,
-/// cycleway, bridleway, corridor, elevator, and the roads pedestrians use (unclassified to primary, with
-/// their links); not motorways, trunk roads, construction or proposed ways — unless tagged foot=yes.
-/// access=no/private and foot=no close a way; foot=yes/designated/permissive open it again. Dangling node
-/// references, bad coordinates and ways with fewer than two usable nodes are skipped with a warning.
+/// Which ways a pedestrian may walk follows the pedestrian engines' foot rules (OSRM's `foot.lua`, Valhalla's
+/// pedestrian costing), and where they differ, the safer choice for a walker who cannot see:
+/// - Walkable highways: footway, path, pedestrian (also as an area's outline), steps, living_street, residential,
+///   service, track, crossing, platform, corridor, unclassified, tertiary, secondary and primary roads with their
+///   links, cycleway and bridleway (Valhalla lets pedestrians use these; OSRM only with `foot=yes`), and
+///   `railway=platform`, `public_transport=platform`, `man_made=pier`.
+/// - Never, whatever the access tags: `highway=construction` or `proposed`, a way with a `construction` or
+///   `proposed` tag (being built), `motorroad=yes`, `impassable=yes`.
+/// - Motorways: only with an explicit `foot=yes|permissive|designated`. Trunk roads: with that, or a sidewalk
+///   (`sidewalk=both|left|right|yes`); OSRM never walks them, Valhalla often does, and a trunk road without a
+///   sidewalk is no place for a walker who cannot see.
+/// - Access: `foot`, else `access`: `no`, `private`, `agricultural`, `forestry`, `delivery`, `use_sidepath` (use the
+///   path beside the road) close a way; `yes`, `permissive`, `designated`, `destination`, `customers` leave it open.
+/// - A road whose sidewalks are mapped as their own ways (`sidewalk`, `sidewalk:both|left|right` = `separate`) is
+///   walked on those sidewalks, not on the road, unless `foot` opens it.
+/// - Barrier nodes that stop a walker (`barrier=wall|fence|yes|hedge|retaining_wall|city_wall`, or a node whose
+///   `foot`/`access` closes it) cannot be passed; gates, bollards, kerbs and the like can.
+/// Dangling node references, bad coordinates and ways with fewer than two usable nodes are skipped with a warning.
 public enum OSMLoader {
     /// Loading options.
     public struct Options: Sendable {
@@ -19,9 +32,14 @@ public enum OSMLoader {
 
     static let walkable: Set<String> = [
         "footway", "path", "pedestrian", "steps", "living_street", "residential", "service", "track", "crossing",
-        "cycleway", "bridleway", "corridor", "elevator", "platform", "unclassified", "tertiary", "tertiary_link",
+        "cycleway", "bridleway", "corridor", "platform", "unclassified", "tertiary", "tertiary_link",
         "secondary", "secondary_link", "primary", "primary_link", "road",
     ]
+    /// Access values that close a way or node to walkers, and those that open it.
+    static let closed: Set<String> = ["no", "private", "agricultural", "forestry", "delivery", "use_sidepath"]
+    static let open: Set<String> = ["yes", "permissive", "designated", "destination", "customers", "public"]
+    /// Barriers a walker cannot pass.
+    static let blockingBarriers: Set<String> = ["wall", "fence", "yes", "hedge", "retaining_wall", "city_wall"]
 
     /// Loads `file`. Any bytes are safe (libxml2 through ``XMLEventReader``): XML broken before any way was read is
     /// an error naming the file and line; broken after, the rest is ignored with a warning.
@@ -46,6 +64,10 @@ public enum OSMLoader {
         let options: Options
         var coordinates: [Int64: Coordinate] = [:]
         var ways: [(nodes: [Int64], name: String?)] = []
+        /// Nodes a walker cannot pass.
+        var barriers: Set<Int64> = []
+        private var nodeID: Int64?
+        private var nodeTags: [String: String] = [:]
         var warnings: [String] = []
         private var badNodes = 0
         private var inWay = false
@@ -68,6 +90,10 @@ public enum OSMLoader {
                     return
                 }
                 self.coordinates[id] = Coordinate(latitude: lat, longitude: lon)
+                self.nodeID = id
+                self.nodeTags = [:]
+            case "tag" where self.nodeID != nil:
+                if let key = attributes["k"], let value = attributes["v"] { self.nodeTags[key] = value }
             case "way":
                 self.inWay = true
                 self.wayNodes = []
@@ -82,23 +108,52 @@ public enum OSMLoader {
         }
 
         func end(_ name: String) {
+            if name == "node", let id = self.nodeID {
+                if Self.isBarrier(self.nodeTags) { self.barriers.insert(id) }
+                self.nodeID = nil
+                return
+            }
             guard name == "way" else { return }
             self.inWay = false
             guard self.isWalkable(self.wayTags) else { return }
             self.ways.append((self.wayNodes, self.wayTags["name"] ?? self.wayTags["ref"]))
         }
 
-        func isWalkable(_ tags: [String: String]) -> Bool {
-            guard let highway = tags["highway"] else { return false }
-            let foot = tags["foot"]
-            let footAllowed = foot == "yes" || foot == "designated" || foot == "permissive"
-            if foot == "no" || foot == "private" { return false }
-            if let access = tags["access"], access == "no" || access == "private", !footAllowed { return false }
-            if highway == "steps" && self.options.avoidSteps { return false }
-            return Self.walkableHighway(highway) || footAllowed
+        /// Whether a node stops a walker: a blocking barrier, or closed by `foot` (else `access`).
+        static func isBarrier(_ tags: [String: String]) -> Bool {
+            if let access = tags["foot"] ?? tags["access"] {
+                if OSMLoader.closed.contains(access) { return true }
+                if OSMLoader.open.contains(access) { return false }
+            }
+            return tags["barrier"].map { OSMLoader.blockingBarriers.contains($0) } ?? false
         }
 
-        static func walkableHighway(_ highway: String) -> Bool { OSMLoader.walkable.contains(highway) }
+        func isWalkable(_ tags: [String: String]) -> Bool {
+            let highway = tags["highway"]
+            let isPlatform = tags["railway"] == "platform" || tags["public_transport"] == "platform"
+            guard highway != nil || isPlatform || tags["man_made"] == "pier" else { return false }
+            // Being built, only planned, or closed for good: never.
+            if highway == "construction" || highway == "proposed" || tags["construction"] != nil
+                || tags["proposed"] != nil || tags["motorroad"] == "yes" || tags["impassable"] == "yes"
+            {
+                return false
+            }
+            if highway == "steps" && self.options.avoidSteps { return false }
+            // Access: foot first, then access.
+            let foot = tags["foot"]
+            if let foot, OSMLoader.closed.contains(foot) { return false }
+            let footOpen = foot.map { OSMLoader.open.contains($0) } ?? false
+            if !footOpen, let access = tags["access"], OSMLoader.closed.contains(access) { return false }
+            if footOpen { return true }
+            guard let highway else { return true }  // a platform or a pier
+            // Sidewalks mapped as their own ways are walked instead of the road.
+            let sidewalks = [tags["sidewalk"], tags["sidewalk:both"], tags["sidewalk:left"], tags["sidewalk:right"]]
+            if sidewalks.contains("separate") { return false }
+            if highway == "trunk" || highway == "trunk_link" {
+                return ["both", "left", "right", "yes"].contains(tags["sidewalk"] ?? "")
+            }
+            return OSMLoader.walkable.contains(highway)
+        }
 
         func graph(file: String) -> WalkingGraph {
             var index: [Int64: Int32] = [:]
@@ -108,18 +163,35 @@ public enum OSMLoader {
             var edges: [(a: Int32, b: Int32, name: Int32)] = []
             var dangling = 0, shortWays = 0
             for way in self.ways {
-                let usable = way.nodes.compactMap { id -> Int32? in
-                    guard let coordinate = self.coordinates[id] else {
+                // Node ids along the way with their coordinates (dangling references dropped).
+                let present = way.nodes.filter { id in
+                    guard self.coordinates[id] != nil else {
                         dangling += 1
-                        return nil
+                        return false
                     }
+                    return true
+                }
+                func node(_ id: Int64) -> Int32 {
                     if let existing = index[id] { return existing }
                     let new = Int32(nodes.count)
                     index[id] = new
-                    nodes.append(coordinate)
+                    nodes.append(self.coordinates[id]!)
                     return new
                 }
-                guard usable.count >= 2 else {
+                // A barrier ends every edge at it on a node of that edge's own: nothing passes through it.
+                func dead(_ id: Int64) -> Int32 {
+                    nodes.append(self.coordinates[id]!)
+                    return Int32(nodes.count - 1)
+                }
+                var pairs: [(Int32, Int32)] = []
+                for (a, b) in zip(present, present.dropFirst()) where a != b {
+                    pairs.append(
+                        (
+                            self.barriers.contains(a) ? dead(a) : node(a),
+                            self.barriers.contains(b) ? dead(b) : node(b)
+                        ))
+                }
+                guard present.count >= 2 else {
                     shortWays += 1
                     continue
                 }
@@ -133,7 +205,7 @@ public enum OSMLoader {
                         names.append(text)
                     }
                 }
-                for (a, b) in zip(usable, usable.dropFirst()) where a != b { edges.append((a, b, name)) }
+                for (a, b) in pairs { edges.append((a, b, name)) }
             }
             var warnings = self.warnings
             if self.badNodes > 0 { warnings.append("\(file): \(self.badNodes) node(s) with bad coordinates skipped") }
