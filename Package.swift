@@ -53,8 +53,11 @@ let package = Package(
         .target(
             name: "CXMLSAX", cSettings: [.unsafeFlags(["-I/usr/include/libxml2"])],
             linkerSettings: [.linkedLibrary("xml2")]),
-        // The readers plugins share (GPX, OSM XML, route files, timestamps), over libxml2 where XML: beneath the plugins.
-        .target(name: "Parsers", dependencies: ["NavCore", "CXMLSAX", "SystemIO"], path: "plugins/Parsers"),
+        // zlib (Debian: zlib1g-dev), for the compressed blocks of OpenStreetMap PBF files.
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
+        // The readers plugins share (GPX, OSM XML and PBF, route files, timestamps), over libxml2 where XML: beneath
+        // the plugins.
+        .target(name: "Parsers", dependencies: ["NavCore", "CXMLSAX", "CZlib", "SystemIO"], path: "plugins/Parsers"),
         // Byte streams to devices and servers (TCP, serial, pty), read on their own threads.
         .target(name: "Links", dependencies: ["NavCore", "SystemIO"], path: "plugins/Links"),
         .target(

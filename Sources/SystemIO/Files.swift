@@ -181,6 +181,18 @@ public final class InputFile: OwnedDescriptor, @unchecked Sendable {
         }
     }
 
+    /// `count` bytes, or fewer only when the file ends first.
+    public func read(exactly count: Int) throws(SystemError) -> [UInt8] {
+        var all: [UInt8] = []
+        all.reserveCapacity(count)
+        while all.count < count {
+            let chunk = try self.read(upTo: min(count - all.count, 1 << 20))
+            if chunk.isEmpty { break }
+            all += chunk
+        }
+        return all
+    }
+
     /// The rest of the file.
     public func readToEnd() throws(SystemError) -> [UInt8] {
         var all: [UInt8] = []

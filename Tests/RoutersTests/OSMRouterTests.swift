@@ -71,6 +71,44 @@ private let graph: WalkingGraph? = try? OSMLoader.load(file: monaco)
         #expect(medianOSRM <= 0.01, "median difference from OSRM \(medianOSRM)")
     }
 
+    @Test func thePBFExtractRoutesTheSameAsItsXMLTwin() throws {
+        // monaco-highways.osm is the highway ways of monaco.osm.pbf (osmium tags-filter w/highway).
+        let xml = try #require(graph)
+        let pbf = try OSMLoader.load(file: repository.appendingPathComponent("data/maps/monaco.osm.pbf").path)
+        // The PBF has what the filter dropped: platforms and piers, walkable too.
+        #expect(pbf.edgeCount >= xml.edgeCount)
+        var largest = 0.0
+        for pair in ReferenceRoute.all {
+            let a = Polyline(try xml.shortestRoute(from: pair.origin, to: pair.destination).points).lengthMeters
+            let b = Polyline(try pbf.shortestRoute(from: pair.origin, to: pair.destination).points).lengthMeters
+            largest = max(largest, abs(a - b) / a)
+        }
+        print("PBF vs XML twin: largest route length difference over the 25 pairs \(largest * 100) %")
+        #expect(largest < 0.005)
+    }
+
+    @Test func aBrokenPBFIsAClearErrorNamingTheFileAndBlock() throws {
+        let original = try Data(contentsOf: repository.appendingPathComponent("data/maps/monaco.osm.pbf"))
+        let folder = FileManager.default.temporaryDirectory
+        for (name, bytes) in [
+            ("cut", original.prefix(original.count / 2)),
+            (
+                "flipped",
+                Data(original.enumerated().map { $0.offset > 400 && $0.offset % 97 == 0 ? ~$0.element : $0.element })
+            ),
+        ] {
+            let file = folder.appendingPathComponent("broken-\(name)-\(UUID().uuidString).osm.pbf").path
+            try bytes.write(to: URL(fileURLWithPath: file))
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            do {
+                _ = try OSMLoader.load(file: file)
+                Issue.record("\(name): loaded a broken PBF")
+            } catch {
+                #expect("\(error)".contains(file) && "\(error)".contains("block"), "\(name): \(error)")
+            }
+        }
+    }
+
     @Test func avoidingStepsGivesALongerRouteThatUsesNone() throws {
         // Pair 11 takes stairs (Valhalla: "Take the stairs").
         let pair = ReferenceRoute.all[11]

@@ -1,4 +1,5 @@
 public import NavCore
+import SystemIO
 
 /// Reads an OpenStreetMap XML extract into a ``WalkingGraph``.
 ///
@@ -41,9 +42,19 @@ public enum OSMLoader {
     /// Barriers a walker cannot pass.
     static let blockingBarriers: Set<String> = ["wall", "fence", "yes", "hedge", "retaining_wall", "city_wall"]
 
-    /// Loads `file`. Any bytes are safe (libxml2 through ``XMLEventReader``): XML broken before any way was read is
-    /// an error naming the file and line; broken after, the rest is ignored with a warning.
+    /// Loads `file`: OSM XML or PBF, told apart by their first bytes. Any bytes are safe (libxml2 through
+    /// ``XMLEventReader``; PBF through a bounds-checked reader): XML broken before any way was read is an error naming
+    /// the file and line; broken after, the rest is ignored with a warning.
     public static func load(file: String, options: Options = Options()) throws -> WalkingGraph {
+        let head: [UInt8]
+        do {
+            let input = try InputFile(path: file)
+            defer { input.close() }
+            head = try input.read(upTo: 64)
+        } catch {
+            throw RoutingError.providerFailed(reason: "\(file): cannot be read (\(error.reason))")
+        }
+        if OSMPBF.isPBF(head) { return try self.loadPBF(file: file, options: options) }
         let reader = Reader(options: options)
         let events = XMLEventReader(
             start: { name, attributes, _ in reader.start(name, attributes) },
@@ -60,6 +71,27 @@ public enum OSMLoader {
         return reader.graph(file: file)
     }
 
+    /// A PBF file in two streaming passes: the walkable ways first, then only the nodes they use, so that memory
+    /// holds the walking network, not the whole map.
+    static func loadPBF(file: String, options: Options) throws -> WalkingGraph {
+        let reader = Reader(options: options)
+        do {
+            try OSMPBF.read(file: file, wanted: .ways) { block in
+                for way in block.ways { reader.addWay(way.nodes, tags: way.tags) }
+            }
+            var needed = Set<Int64>(minimumCapacity: reader.ways.count * 8)
+            for way in reader.ways { needed.formUnion(way.nodes) }
+            try OSMPBF.read(file: file, wanted: .nodes) { block in
+                for node in block.nodes where needed.contains(node.id) {
+                    reader.addNode(node.id, node.coordinate, tags: node.tags)
+                }
+            }
+        } catch let failure as OSMPBF.Failure {
+            throw RoutingError.providerFailed(reason: failure.description)
+        }
+        return reader.graph(file: file)
+    }
+
     final class Reader {
         let options: Options
         var coordinates: [Int64: Coordinate] = [:]
@@ -67,9 +99,10 @@ public enum OSMLoader {
         /// Nodes a walker cannot pass.
         var barriers: Set<Int64> = []
         private var nodeID: Int64?
+        private var nodeCoordinate = Coordinate(latitude: 0, longitude: 0)
         private var nodeTags: [String: String] = [:]
         var warnings: [String] = []
-        private var badNodes = 0
+        var badNodes = 0
         private var inWay = false
         private var wayNodes: [Int64] = []
         private var wayTags: [String: String] = [:]
@@ -82,15 +115,10 @@ public enum OSMLoader {
             switch name {
             case "node":
                 guard let id = attributes["id"].flatMap(Int64.init) else { return }
-                guard let lat = attributes["lat"].flatMap(Double.init),
-                    let lon = attributes["lon"].flatMap(Double.init),
-                    lat.isFinite, lon.isFinite, abs(lat) <= 90, abs(lon) <= 180
-                else {
-                    self.badNodes += 1
-                    return
-                }
-                self.coordinates[id] = Coordinate(latitude: lat, longitude: lon)
                 self.nodeID = id
+                self.nodeCoordinate = Coordinate(
+                    latitude: attributes["lat"].flatMap(Double.init) ?? .nan,
+                    longitude: attributes["lon"].flatMap(Double.init) ?? .nan)
                 self.nodeTags = [:]
             case "tag" where self.nodeID != nil:
                 if let key = attributes["k"], let value = attributes["v"] { self.nodeTags[key] = value }
@@ -109,14 +137,31 @@ public enum OSMLoader {
 
         func end(_ name: String) {
             if name == "node", let id = self.nodeID {
-                if Self.isBarrier(self.nodeTags) { self.barriers.insert(id) }
+                self.addNode(id, self.nodeCoordinate, tags: self.nodeTags)
                 self.nodeID = nil
                 return
             }
             guard name == "way" else { return }
             self.inWay = false
-            guard self.isWalkable(self.wayTags) else { return }
-            self.ways.append((self.wayNodes, self.wayTags["name"] ?? self.wayTags["ref"]))
+            self.addWay(self.wayNodes, tags: self.wayTags)
+        }
+
+        /// A node: its position, and whether it stops a walker.
+        func addNode(_ id: Int64, _ coordinate: Coordinate, tags: [String: String]) {
+            guard coordinate.latitude.isFinite, coordinate.longitude.isFinite, abs(coordinate.latitude) <= 90,
+                abs(coordinate.longitude) <= 180
+            else {
+                self.badNodes += 1
+                return
+            }
+            self.coordinates[id] = coordinate
+            if Self.isBarrier(tags) { self.barriers.insert(id) }
+        }
+
+        /// A way, kept when it is walkable.
+        func addWay(_ nodes: [Int64], tags: [String: String]) {
+            guard self.isWalkable(tags) else { return }
+            self.ways.append((nodes, tags["name"] ?? tags["ref"]))
         }
 
         /// Whether a node stops a walker: a blocking barrier, or closed by `foot` (else `access`).
