@@ -6,6 +6,7 @@ import Foundation
 import SystemIO
 public import NavCore
 public import Routers
+import Parsers
 
 /// `hapticnav bench routes`: the `osm` router against the reference routes, and query times of `osm` and
 /// (when given one) a live Valhalla, measured in the same run.
@@ -36,6 +37,48 @@ public enum RouteBenchmark {
                 destination: Coordinate(latitude: lat2, longitude: lon2),
                 valhallaMeters: valhalla, osrmMeters: osrm)
         }
+    }
+
+    /// Loading each map (OSM XML, PBF) from the map itself and from its compiled cache: time, and the resident
+    /// memory the process grew by, one after the other in this process. The cache is written by the first
+    /// uncached load of each map, so the cached figure is a second start's.
+    public static func loading(maps: [String]) throws -> String {
+        var lines = ["map loading (same run, one after another):"]
+        let clock = ContinuousClock()
+        func milliseconds(_ duration: Duration) -> Double {
+            Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+        }
+        var kept: [WalkingGraph] = []
+        for map in maps {
+            let name = Paths.lastComponent(of: map)
+            var before = Self.residentMegabytes()
+            var start = clock.now
+            let graph = try OSMLoader.load(file: map)
+            let read = milliseconds(clock.now - start)
+            let grown = Self.residentMegabytes() - before
+            kept.append(graph)
+            _ = try WalkingGraphCache.load(map: map)  // writes the cache when it is missing or stale
+            before = Self.residentMegabytes()
+            start = clock.now
+            let (cached, source, _) = try WalkingGraphCache.load(map: map)
+            let fromCache = milliseconds(clock.now - start)
+            kept.append(cached)
+            let figures = String(
+                cFormat: "read %8.1f ms   from cache %7.1f ms   resident +%5.1f MB   %d nodes, %d edges", read,
+                fromCache, grown, graph.nodes.count, graph.edgeCount)
+            lines.append(name.padded(to: 24) + figures + (source == .cache ? "" : "   (no writable place for a cache)"))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// This process's resident memory [MB].
+    static func residentMegabytes() -> Double {
+        guard let bytes = try? InputFile.contents(of: "/proc/self/status") else { return 0 }
+        let status = String(decoding: bytes, as: UTF8.self)
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Double($0) })
+        else { return 0 }
+        return kilobytes / 1024
     }
 
     /// Runs the benchmark and returns its report as text: `live` are the engines to time beside `osm` (a live

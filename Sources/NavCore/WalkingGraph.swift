@@ -9,9 +9,9 @@ public struct WalkingGraph: Sendable {
     let edgeLengths: [Double]
     let edgeNames: [Int32]
     /// Distinct street names; index −1 is "no name".
-    let names: [String]
+    public let names: [String]
     /// Undirected segments (node a, node b, name) for snapping.
-    let segments: [(a: Int32, b: Int32, name: Int32)]
+    public let segments: [(a: Int32, b: Int32, name: Int32)]
     private let grid: [Int64: [Int32]]
     private static let cellDegrees = 0.002
     /// The connected piece of the network each node belongs to (an index; equal indices are connected).

@@ -155,11 +155,14 @@ extension Bench {
         static let configuration = CommandConfiguration(
             commandName: "routes",
             abstract:
-                "The osm router against the 25 Monaco reference routes, and each provider's query times (osm, a live Valhalla, a live OSRM) in one run."
+                "The osm router against the 25 Monaco reference routes, its map loading (XML, PBF, compiled cache), and each provider's query times (osm, a live Valhalla, a live OSRM) in one run."
         )
 
-        @Option(help: "The OSM extract.")
+        @Option(help: "The OSM extract (XML or PBF) routed on.")
         var map = "data/maps/monaco-highways.osm"
+
+        @Option(help: "Maps whose loading to time (repeatable; default: the bundled Monaco XML and PBF).")
+        var load: [String] = ["data/maps/monaco-highways.osm", "data/maps/monaco.osm.pbf"]
 
         @Option(help: "The reference routes.")
         var pairs = "data/routing/monaco-pedestrian-routes.json"
@@ -174,6 +177,7 @@ extension Bench {
         var repeats = 5
 
         func run() async throws {
+            print(try RouteBenchmark.loading(maps: self.load))
             let osm = try OSMRouteProvider(map: self.map, logger: Logger(label: "bench"))
             var live: [any RouteProvider] = []
             do {

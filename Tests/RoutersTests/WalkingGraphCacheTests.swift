@@ -1,0 +1,74 @@
+import Foundation
+import NavCore
+import Parsers
+import Testing
+
+@Suite(.serialized) struct WalkingGraphCacheTests {
+    private let pbf = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("data/maps/monaco.osm.pbf").path
+
+    /// The bundled PBF, copied to a folder of the test's own.
+    private func copy() throws -> String {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("cache-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let map = folder + "/monaco.osm.pbf"
+        try FileManager.default.copyItem(atPath: self.pbf, toPath: map)
+        return map
+    }
+
+    private func lengths(_ graph: WalkingGraph) throws -> [Double] {
+        let pairs = [
+            (
+                Coordinate(latitude: 43.7319471, longitude: 7.4216106),
+                Coordinate(latitude: 43.72977, longitude: 7.416504)
+            ),
+            (
+                Coordinate(latitude: 43.7267149, longitude: 7.3935056),
+                Coordinate(latitude: 43.7289397, longitude: 7.4043344)
+            ),
+        ]
+        return try pairs.map { Polyline(try graph.shortestRoute(from: $0.0, to: $0.1).points).lengthMeters }
+    }
+
+    @Test func theSecondLoadComesFromTheCacheBesideTheMapAndRoutesTheSame() throws {
+        let map = try self.copy()
+        let first = try WalkingGraphCache.load(map: map)
+        #expect(first.source == .map)
+        #expect(first.cacheFile == map + ".walking-graph")
+        #expect(FileManager.default.fileExists(atPath: map + ".walking-graph"))
+        let second = try WalkingGraphCache.load(map: map)
+        #expect(second.source == .cache)
+        #expect(second.graph.nodes == first.graph.nodes)
+        #expect(second.graph.edgeCount == first.graph.edgeCount)
+        #expect(second.graph.warnings == first.graph.warnings)
+        #expect(try self.lengths(second.graph) == self.lengths(first.graph))
+        // Other options are another graph: not taken from this cache.
+        var options = OSMLoader.Options()
+        options.avoidSteps = true
+        #expect(try WalkingGraphCache.load(map: map, options: options).source == .map)
+    }
+
+    @Test func aChangedMapOrADamagedCacheIsReadAgain() throws {
+        let map = try self.copy()
+        _ = try WalkingGraphCache.load(map: map)
+        // The map changes (a new download): its modification time moves on.
+        let later = timespec(tv_sec: time(nil) + 60, tv_nsec: 0)
+        var times = [later, later]
+        _ = utimensat(AT_FDCWD, map, &times, 0)
+        #expect(try WalkingGraphCache.load(map: map).source == .map, "a changed map is read again")
+        #expect(try WalkingGraphCache.load(map: map).source == .cache)
+        // Damaged caches: cut short, or scribbled over; never a crash, always the map again.
+        let cache = map + ".walking-graph"
+        let good = try Data(contentsOf: URL(fileURLWithPath: cache))
+        for damaged in [
+            good.prefix(good.count / 2),
+            Data(good.enumerated().map { $0.offset == good.count / 3 ? ~$0.element : $0.element }),
+            Data(repeating: 0xFF, count: 100), Data(),
+        ] {
+            try damaged.write(to: URL(fileURLWithPath: cache))
+            let loaded = try WalkingGraphCache.load(map: map)
+            #expect(loaded.source == .map)
+            #expect(try self.lengths(loaded.graph).allSatisfy { $0 > 600 })
+        }
+    }
+}
