@@ -66,6 +66,7 @@ enum HapticStageOptions {
         options.guidance.releaseBandDegrees = try settings.value(Guide.releaseBandDegrees)
         options.guidance.repeatPeriodSeconds = try settings.value(Guide.repeatPeriodSeconds)
         options.staleAfterSeconds = try settings.value(HapticSinkOptions.Setting.staleAfterSeconds)
+        options.echoEveryHeading = try settings.bool(HapticSinkOptions.Setting.echoEveryHeading.key, default: false)
         let headingLimit = HapticSinkOptions.Setting.headingStaleAfterSeconds
         options.headingStaleAfterSeconds =
             settings.value(headingLimit.key) == nil ? nil : try settings.value(headingLimit)

@@ -26,11 +26,16 @@ public struct HapticSinkOptions: Sendable {
         public static let fallback = SettingDoc(
             key: "fallback", defaultText: "[]", rangeText: "[{ plugin, settings }]",
             summary: "devices after the stage's own plugin, in order of preference")
+        public static let echoEveryHeading = SettingDoc(
+            key: "echoEveryHeading", defaultText: "false", rangeText: "true, false",
+            summary:
+                "for evaluation harnesses (`hapticnav eval walkers`): publish the cue in force after every heading, changed or not, dated with the heading"
+        )
 
         /// Every setting of a haptic stage's `options`, guidance's among them, in documentation order.
         public static let all: [SettingDoc] =
             [calibrationFile, offsetDegrees, fallback] + Guidance.Options.Setting.all
-            + [staleAfterSeconds.doc, headingStaleAfterSeconds.doc]
+            + [staleAfterSeconds.doc, headingStaleAfterSeconds.doc, echoEveryHeading]
     }
 
     /// Guidance thresholds, the calibrated offset among them.
@@ -46,6 +51,9 @@ public struct HapticSinkOptions: Sendable {
     public var statusIntervalSeconds = 1.0
     /// How far a heading's or target's time may jump ahead of its stream [seconds].
     public var aheadLimitSeconds = 2.0
+    /// Publish the cue in force after every heading, dated with the heading, so that a lockstep harness knows each
+    /// heading was handled (a changed cue is published either way).
+    public var echoEveryHeading = false
 
     /// The defaults.
     public init() {}
@@ -203,16 +211,23 @@ where Input.Element == Arrival<SinkInput> {
     public func handle(_ arrival: Arrival<SinkInput>) async {
         switch arrival.value {
         case let .heading(sample):
-            guard let current = await self.admit(arrival, topic: "heading", measurementSeconds: sample.timeSeconds)
-            else { return }
-            await self.apply(self.failSafe.heading(currentAt: current, now: self.now()))
-            guard !self.failSafe.isSilent, let cue = self.guidance.update(heading: sample, target: self.target) else {
-                return
+            let sent = self.cuesSent
+            await self.handleHeading(sample, arrival)
+            if self.options.echoEveryHeading, self.cuesSent == sent {
+                let inForce =
+                    self.failSafe.isSilent
+                    ? nil
+                    : self.lastCue.map {
+                        HapticCue(
+                            timeSeconds: sample.timeSeconds, kind: $0.kind, intensity: $0.intensity,
+                            deviationDegrees: $0.deviationDegrees)
+                    }
+                try? await self.output.publish(
+                    .cue(
+                        inForce
+                            ?? HapticCue(
+                                timeSeconds: sample.timeSeconds, kind: .silent, intensity: 0, deviationDegrees: 0)))
             }
-            if let age = self.failSafe.inputAge(now: self.now()) {
-                self.oldestInputActedOn = max(self.oldestInputActedOn, age)
-            }
-            await self.send(cue)
         case let .target(target):
             // A repeat of the target at hand is no newer: the time check counts its age from the first copy.
             guard let current = await self.admit(arrival, topic: "target", measurementSeconds: target.timeSeconds)
@@ -240,6 +255,19 @@ where Input.Element == Arrival<SinkInput> {
             self.timeCheck.forgetTimeLines(of: stage)
             await self.apply(self.failSafe.publisherLost(stage, now: self.now()))
         }
+    }
+
+    private func handleHeading(_ sample: HeadingSample, _ arrival: Arrival<SinkInput>) async {
+        guard let current = await self.admit(arrival, topic: "heading", measurementSeconds: sample.timeSeconds)
+        else { return }
+        await self.apply(self.failSafe.heading(currentAt: current, now: self.now()))
+        guard !self.failSafe.isSilent, let cue = self.guidance.update(heading: sample, target: self.target) else {
+            return
+        }
+        if let age = self.failSafe.inputAge(now: self.now()) {
+            self.oldestInputActedOn = max(self.oldestInputActedOn, age)
+        }
+        await self.send(cue)
     }
 
     /// Carries out what the fail-safe decided.

@@ -226,8 +226,11 @@ private final class FirstCall: @unchecked Sendable {
         for second in 0..<10 {
             continuation.yield(fix(moved(start, 180, Double(second) * 10), at: Double(second + 1), course: 180))
         }
+        // Every fix handled (each without a route gets its "none" target) before the answer comes.
         let waiting = await eventually(within: 10) {
-            Self.statuses(await output.messages).contains { $0.message.hasPrefix("routing: waited") }
+            let messages = await output.messages
+            return Self.statuses(messages).contains { $0.message.hasPrefix("routing: waited") }
+                && Self.targets(messages).count == 10
         }
         provider.open.yield()
         let routed = await eventually(within: 10) { !Self.routes(await output.messages).isEmpty }

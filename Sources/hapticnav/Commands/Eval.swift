@@ -1,4 +1,12 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Bus
 import SystemIO
 import Devices
@@ -9,10 +17,10 @@ import Logging
 import NavCore
 import Runtime
 
-struct Eval: ParsableCommand {
+struct Eval: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Evaluations that print their figures.",
-        subcommands: [SmootherEval.self, GuidanceEval.self, TargetsEval.self])
+        subcommands: [SmootherEval.self, GuidanceEval.self, TargetsEval.self, WalkersEval.self])
 
     struct SmootherEval: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -140,6 +148,76 @@ extension Eval {
                             cFormat: "%8d of %d (%3.0f %%)   %7d   %6.1f m / %6.1f m", within[mode, default: 0], walks,
                             100 * Double(within[mode, default: 0]) / Double(max(1, walks)), arrived[mode, default: 0],
                             sorted.isEmpty ? 0 : sorted[sorted.count / 2], sorted.last ?? 0))
+            }
+        }
+    }
+
+    struct WalkersEval: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "walkers",
+            abstract:
+                "Simulated participants who know only the cues, through the real smoother, route controller and sink processes of a config, in lockstep with simulated time: arrival, time on route, cues, reroutes, per GPS error condition."
+        )
+
+        @Option(help: "The config whose smoother, route and haptic stages are evaluated.")
+        var config = "configs/demo.json5"
+
+        @Option(help: "The route pairs (origin and destination of each).")
+        var pairs = "data/routing/monaco-pedestrian-routes.json"
+
+        @Option(help: "Use the first N pairs only.")
+        var routes: Int?
+
+        @Option(help: "Seeds per route.")
+        var seeds = 2
+
+        @Option(
+            help:
+                "GPS error conditions: sigma in metres, white, or with 'c' correlated with a 30 s time constant (repeatable)."
+        )
+        var noise: [String] = ["5", "10", "5c"]
+
+        @Flag(help: "Print the summaries and every walk as JSON.")
+        var json = false
+
+        func run() async throws {
+            let conditions = try self.noise.map { text -> WalkerEvaluation.Condition in
+                guard let condition = WalkerEvaluation.Condition(text) else {
+                    throw ValidationError("--noise: '\(text)' is not a sigma in metres (5, 10, or 5c for correlated)")
+                }
+                return condition
+            }
+            var pairs = try RouteBenchmark.pairs(file: self.pairs).map {
+                (origin: $0.origin, destination: $0.destination)
+            }
+            if let routes = self.routes { pairs = Array(pairs.prefix(max(1, routes))) }
+            let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "hapticnav-eval-\(getpid())"
+            ).path
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let setup = WalkerEvaluation.Setup(
+                executable: executable, config: self.config, pairs: pairs,
+                seeds: (1...max(1, self.seeds)).map { UInt64($0) }, conditions: conditions, folder: folder)
+            let quiet = self.json
+            let (walks, summaries) = try await WalkerEvaluation.run(setup) { line in
+                if !quiet { StandardStreams.writeError(line + "\n") }
+            }
+            if self.json {
+                struct Output: Encodable {
+                    var summaries: [WalkerEvaluation.Summary]
+                    var walks: [WalkerEvaluation.Walk]
+                }
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                encoder.nonConformingFloatEncodingStrategy = .convertToString(
+                    positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+                print(String(decoding: try encoder.encode(Output(summaries: summaries, walks: walks)), as: UTF8.self))
+            } else {
+                print(
+                    "\(pairs.count) routes × \(self.seeds) seeds, config \(self.config): participants at 1.3 m/s, pocket 70° (calibrated ±3°), compass ±5°, fixes 1 Hz, headings 10 Hz"
+                )
+                print(WalkerEvaluation.table(summaries))
             }
         }
     }

@@ -1,0 +1,524 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+public import Bus
+public import NavCore
+import Synchronization
+import SystemIO
+
+/// `hapticnav eval walkers`: the real smoother, route controller and haptic sink, each its own process started from
+/// a config, with simulated participants (``Participant``) closing the loop. This process plays the location source:
+/// a fix a second and a heading every 0.1 s of simulated time, each answered before the next is sent (lockstep), so
+/// that the result does not depend on how loaded the machine is.
+public enum WalkerEvaluation {
+    /// A GPS error condition.
+    public struct Condition: Sendable, Codable, Equatable {
+        /// Its name in tables ("σ5", "σ10", "σ5 corr").
+        public var name: String
+        /// One sigma per axis [metres].
+        public var sigmaMeters: Double
+        /// The correlation time [seconds], nil for white error.
+        public var timeConstantSeconds: Double?
+
+        /// Parses "5", "10", "5c" (correlated, 30 s).
+        public init?(_ text: String) {
+            let correlated = text.hasSuffix("c")
+            guard let sigma = Double(correlated ? String(text.dropLast()) : text), sigma >= 0 else { return nil }
+            self.sigmaMeters = sigma
+            self.timeConstantSeconds = correlated ? 30 : nil
+            self.name = "σ\(fixedDecimal(sigma, digits: 0))" + (correlated ? " corr" : "")
+        }
+    }
+
+    /// What to run.
+    public struct Setup: Sendable {
+        /// The `hapticnav` executable that runs the stages.
+        public var executable: String
+        /// The config whose smoother, route and haptic stages are evaluated.
+        public var config: String
+        /// Start and destination of each route.
+        public var pairs: [(origin: Coordinate, destination: Coordinate)]
+        public var seeds: [UInt64]
+        public var conditions: [Condition]
+        /// A folder of the run's own (configs, sockets).
+        public var folder: String
+        public var behaviour = Participant.Behaviour()
+        /// The calibration's error [degrees, one sigma] and the compass noise [degrees, one sigma].
+        public var calibrationErrorDegrees = 3.0
+        public var compassNoiseDegrees = 5.0
+
+        public init(
+            executable: String, config: String, pairs: [(origin: Coordinate, destination: Coordinate)],
+            seeds: [UInt64], conditions: [Condition], folder: String
+        ) {
+            self.executable = executable
+            self.config = config
+            self.pairs = pairs
+            self.seeds = seeds
+            self.conditions = conditions
+            self.folder = folder
+        }
+    }
+
+    /// One walk's figures.
+    public struct Walk: Sendable, Codable {
+        public var route: Int
+        public var seed: UInt64
+        public var condition: String
+        /// The arrival cue came while the participant was truly within 10 m of the destination.
+        public var arrived: Bool
+        /// Never more than 10 m from the route in use.
+        public var onRoute: Bool
+        public var maximumOffRouteMeters: Double
+        /// Onsets of turn cues (left, right, around) [count].
+        public var turnOnsets: Int
+        public var wrongWayCues: Int
+        public var reroutes: Int
+        /// Walk time [seconds] and the first route's walking time at the participant's pace [seconds].
+        public var seconds: Double
+        public var routeSeconds: Double
+        /// Root mean square of the smoothed position's error [metres].
+        public var smoothedRMSMeters: Double
+        /// Heading to cue through the processes, per heading [milliseconds].
+        public var latenciesMilliseconds: [Double]
+        /// Answers that did not come within the wait [count].
+        public var timeouts: Int
+    }
+
+    /// One condition's figures over its walks.
+    public struct Summary: Sendable, Codable {
+        public var condition: String
+        public var walks: Int
+        public var arrivedPercent: Double
+        public var onRoutePercent: Double
+        public var turnOnsetsPerMinute: Double
+        public var medianTimeRatio: Double
+        public var reroutesPerWalk: Double
+        public var wrongWayCuesPerWalk: Double
+        public var smoothedRMSMeters: Double
+        public var cueLatencyP50Milliseconds: Double
+        public var cueLatencyP99Milliseconds: Double
+        public var timeouts: Int
+    }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Runs every route × seed × condition; `progress` hears a line per walk.
+    public static func run(
+        _ setup: Setup, progress: @Sendable (String) -> Void
+    ) async throws -> (walks: [Walk], summaries: [Summary]) {
+        try FileManager.default.createDirectory(atPath: setup.folder, withIntermediateDirectories: true)
+        let template = try StageTemplate(config: setup.config)
+        var walks: [Walk] = []
+        for condition in setup.conditions {
+            for (index, pair) in setup.pairs.enumerated() {
+                for seed in setup.seeds {
+                    let walk = try await self.walk(
+                        setup, template: template, route: index, pair: pair, seed: seed, condition: condition)
+                    progress(
+                        "\(condition.name) route \(index) seed \(seed): "
+                            + (walk.arrived ? "arrived" : "not arrived")
+                            + ", max \(fixedDecimal(walk.maximumOffRouteMeters, digits: 1)) m off, \(walk.turnOnsets) turn cues, \(walk.reroutes) reroutes, \(fixedDecimal(walk.seconds, digits: 0)) s"
+                    )
+                    walks.append(walk)
+                }
+            }
+        }
+        let summaries = setup.conditions.map { condition in
+            self.summary(condition.name, walks.filter { $0.condition == condition.name })
+        }
+        return (walks, summaries)
+    }
+
+    static func summary(_ name: String, _ walks: [Walk]) -> Summary {
+        let count = Double(max(1, walks.count))
+        let minutes = walks.map(\.seconds).reduce(0, +) / 60
+        let ratios = walks.map { $0.seconds / max(1, $0.routeSeconds) }.sorted()
+        let latencies = walks.flatMap(\.latenciesMilliseconds).sorted()
+        func percentile(_ values: [Double], _ p: Double) -> Double {
+            values.isEmpty ? .nan : values[min(values.count - 1, Int(Double(values.count - 1) * p))]
+        }
+        let squared = walks.map { $0.smoothedRMSMeters * $0.smoothedRMSMeters }.reduce(0, +) / count
+        return Summary(
+            condition: name, walks: walks.count,
+            arrivedPercent: 100 * Double(walks.filter(\.arrived).count) / count,
+            onRoutePercent: 100 * Double(walks.filter(\.onRoute).count) / count,
+            turnOnsetsPerMinute: Double(walks.map(\.turnOnsets).reduce(0, +)) / max(minutes, 1e-9),
+            medianTimeRatio: percentile(ratios, 0.5),
+            reroutesPerWalk: Double(walks.map(\.reroutes).reduce(0, +)) / count,
+            wrongWayCuesPerWalk: Double(walks.map(\.wrongWayCues).reduce(0, +)) / count,
+            smoothedRMSMeters: squared.squareRoot(),
+            cueLatencyP50Milliseconds: percentile(latencies, 0.5),
+            cueLatencyP99Milliseconds: percentile(latencies, 0.99),
+            timeouts: walks.map(\.timeouts).reduce(0, +))
+    }
+
+    /// The table the command prints.
+    public static func table(_ summaries: [Summary]) -> String {
+        var lines = [
+            "condition   walks  arrived  on route  turn cues/min  time ×route  reroutes/walk  wrong-way/walk  smoothed RMS  cue latency p50/p99"
+        ]
+        for s in summaries {
+            lines.append(
+                s.condition.padded(to: 10)
+                    + String(
+                        cFormat: "%6d  %6.1f%%  %7.1f%%  %13.1f  %11.2f  %13.2f  %14.2f  %10.1f m  %7.2f / %.2f ms",
+                        s.walks,
+                        s.arrivedPercent, s.onRoutePercent, s.turnOnsetsPerMinute, s.medianTimeRatio, s.reroutesPerWalk,
+                        s.wrongWayCuesPerWalk, s.smoothedRMSMeters, s.cueLatencyP50Milliseconds,
+                        s.cueLatencyP99Milliseconds)
+                    + (s.timeouts > 0 ? "  (\(s.timeouts) answers timed out)" : ""))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    // MARK: One walk
+
+    /// What the stages sent back, gathered by a reader task; the lockstep loop waits on `changed`.
+    final class Inbox: Sendable {
+        struct State {
+            var cues: [Double: CueKind] = [:]
+            var cueArrivals: [Double: Double] = [:]
+            var targets: [Double: GuidanceTarget] = [:]
+            var smoothed: [Double: SmoothedFix] = [:]
+            var routes: [UInt32: Route] = [:]
+            var publishers: Set<String> = []
+        }
+        let state = Mutex(State())
+    }
+
+    private static func walk(
+        _ setup: Setup, template: StageTemplate, route index: Int,
+        pair: (origin: Coordinate, destination: Coordinate), seed: UInt64, condition: Condition
+    ) async throws -> Walk {
+        var random = SeededGenerator(
+            seed: seed &* 7919 &+ UInt64(index) &* 104_729 &+ UInt64(condition.sigmaMeters * 10))
+        let calibrated =
+            setup.behaviour.pocketOffsetDegrees
+            + random.gaussian(standardDeviation: setup.calibrationErrorDegrees)
+        let run = "\(setup.folder)/walk"
+        try? FileManager.default.removeItem(atPath: run)
+        try FileManager.default.createDirectory(atPath: run, withIntermediateDirectories: true)
+        let configFile = "\(run)/pipeline.json"
+        try template.write(to: configFile, folder: run, destination: pair.destination, offsetDegrees: calibrated)
+
+        let context = ZMQContext()
+        defer { context.terminate() }
+        let source = try BusPublisher(context: context, bind: ["ipc://\(run)/source.sock"], stage: "source")
+        defer { source.close() }
+        var processes: [ChildProcess] = []
+        defer {
+            for process in processes where process.isRunning { process.signal(SIGTERM) }
+            for process in processes { process.wait() }
+        }
+        for name in [template.haptic, template.route, template.smoother] {
+            processes.append(
+                try ChildProcess(
+                    executable: setup.executable,
+                    arguments: ["stage", name, "--config", configFile, "--log-level", "error"], error: .inherit))
+        }
+        let subscriber = try BusSubscriber(
+            context: context,
+            connect: [template.smoother, template.route, template.haptic].map { "ipc://\(run)/\($0).sock" },
+            options: SubscriberOptions(topics: ["smoothed", "target", "route", "cue"]))
+        defer { subscriber.close() }
+        let inbox = Inbox()
+        let (changed, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let reader = Task.detached {
+            for await event in subscriber {
+                switch event {
+                case let .message(received):
+                    inbox.state.withLock { state in
+                        switch received.message {
+                        case let .cue(cue):
+                            state.cues[cue.timeSeconds] = cue.kind
+                            state.cueArrivals[cue.timeSeconds] = monotonicSeconds()
+                        case let .target(target): state.targets[target.timeSeconds] = target
+                        case let .smoothed(fix): state.smoothed[fix.timeSeconds] = fix
+                        case let .route(route): state.routes[route.routeID] = route
+                        default: break
+                        }
+                    }
+                case let .publisherUp(_, stage): inbox.state.withLock { _ = $0.publishers.insert(stage) }
+                case .publisherLost: break
+                }
+                signal.yield()
+            }
+        }
+        defer { reader.cancel() }
+        // Wakes the loop at least every 20 ms, so that a wait can end on its deadline.
+        let ticker = Task.detached {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(20))
+                signal.yield()
+            }
+        }
+        defer { ticker.cancel() }
+        var wakes = changed.makeAsyncIterator()
+        func wait(seconds: Double, until condition: () -> Bool) async -> Bool {
+            let deadline = monotonicSeconds() + seconds
+            while !condition() {
+                if monotonicSeconds() > deadline { return false }
+                _ = await wakes.next()
+            }
+            return true
+        }
+        // Every stage up (their heartbeats heard), and each connected to this source.
+        let expected = Set([template.smoother, template.route, template.haptic])
+        guard
+            await wait(
+                seconds: 30,
+                until: {
+                    inbox.state.withLock { expected.isSubset(of: $0.publishers) } || !processes.allSatisfy(\.isRunning)
+                }), processes.allSatisfy(\.isRunning)
+        else {
+            throw Failure(description: "the stages did not start (see their errors above)")
+        }
+        // Until each stage hears this source (ZeroMQ's subscriptions take a moment): probes at the start, before the
+        // walk's time, each answered by a target (smoother and route controller) and a cue (sink).
+        let epoch = 1_767_225_600.0
+        var probe = 0
+        while true {
+            let time = epoch - 0.5 + Double(probe) * 0.001  // just before the walk: its first fix is no jump
+            try await source.publish(
+                .fix(
+                    LocationFix(
+                        timeSeconds: time, latitude: pair.origin.latitude, longitude: pair.origin.longitude,
+                        horizontalAccuracyMeters: max(1, condition.sigmaMeters), speedMetersPerSecond: 0,
+                        courseDegrees: nil)))
+            try await source.publish(
+                .heading(HeadingSample(timeSeconds: time, headingDegrees: 0, reference: .trueNorth)))
+            if await wait(
+                seconds: 0.1, until: { inbox.state.withLock { $0.targets[time] != nil && $0.cues[time] != nil } })
+            {
+                break
+            }
+            probe += 1
+            guard probe < 300 else { throw Failure(description: "the stages did not answer the source within 30 s") }
+        }
+
+        // The walk.
+        let dt = 0.1
+        var participant = Participant(at: pair.origin, facing: 0, behaviour: setup.behaviour)
+        var gps = GPSError(sigmaMeters: condition.sigmaMeters, timeConstantSeconds: condition.timeConstantSeconds)
+        var felt: CueKind = .silent
+        var lastKind: CueKind = .silent
+        var turnOnsets = 0, wrongWay = 0, timeouts = 0
+        var worstOff = 0.0
+        var squaredErrors: [Double] = []
+        var latencies: [Double] = []
+        var announcedArrivalNear = false
+        var firstRoute: Route?
+        var currentRouteID: UInt32 = 0
+        var currentLine: Polyline?
+        var step = 0
+        var limit = Double.infinity
+        var endedAt = 0.0
+        while Double(step) * dt < limit {
+            let t = Double(step) * dt
+            let time = epoch + t
+            if step % 10 == 0 {
+                let error = gps.next(dt: 1, random: &random)
+                let noisy = FlatProjection(origin: participant.position).unproject(
+                    ENU(east: error.east, north: error.north))
+                let speed = participant.speedMetersPerSecond
+                let fix = LocationFix(
+                    timeSeconds: time, latitude: noisy.latitude, longitude: noisy.longitude,
+                    horizontalAccuracyMeters: max(1, condition.sigmaMeters),
+                    speedMetersPerSecond: max(0, speed + random.gaussian(standardDeviation: 0.1)),
+                    courseDegrees: speed > 0.3
+                        ? Angle.normalized(participant.bodyHeadingDegrees + random.gaussian(standardDeviation: 5)) : nil
+                )
+                try await source.publish(.fix(fix))
+                if await !wait(seconds: 5, until: { inbox.state.withLock { $0.targets[time] != nil } }) {
+                    timeouts += 1
+                }
+                let (target, smoothed, routes) = inbox.state.withLock {
+                    ($0.targets[time], $0.smoothed[time], $0.routes)
+                }
+                if let smoothed {
+                    squaredErrors.append(
+                        pow(
+                            FlatProjection.distance(
+                                participant.position,
+                                Coordinate(latitude: smoothed.latitude, longitude: smoothed.longitude)), 2))
+                }
+                if let target, target.routeID != currentRouteID, let route = routes[target.routeID] {
+                    currentRouteID = target.routeID
+                    currentLine = Polyline(route.points)
+                    if firstRoute == nil {
+                        firstRoute = route
+                        limit = t + 3 * route.lengthMeters / setup.behaviour.speedMetersPerSecond + 120
+                        let opening =
+                            route.points.count > 1
+                            ? FlatProjection.bearing(from: route.points[0], to: route.points[1]) : 0
+                        participant = Participant(
+                            at: participant.position, facing: opening + random.gaussian(standardDeviation: 30),
+                            behaviour: setup.behaviour)
+                        participant.start()
+                    }
+                }
+            }
+            // A heading, answered by the sink's cue in force.
+            let heading = HeadingSample(
+                timeSeconds: time,
+                headingDegrees: Angle.normalized(
+                    participant.phoneHeadingDegrees + random.gaussian(standardDeviation: setup.compassNoiseDegrees)),
+                reference: .trueNorth)
+            let sent = monotonicSeconds()
+            try await source.publish(.heading(heading))
+            if await wait(seconds: 5, until: { inbox.state.withLock { $0.cues[time] != nil } }) {
+                let (kind, arrival) = inbox.state.withLock { ($0.cues[time]!, $0.cueArrivals[time] ?? sent) }
+                felt = kind
+                latencies.append((arrival - sent) * 1000)
+            } else {
+                timeouts += 1
+            }
+            inbox.state.withLock { state in
+                state.cues[time] = nil
+                state.cueArrivals[time] = nil
+                state.targets = state.targets.filter { $0.key > time - 5 }
+                state.smoothed = state.smoothed.filter { $0.key > time - 5 }
+            }
+            let isTurn = [.turnLeft, .turnRight, .turnAround].contains(felt)
+            if isTurn && felt != lastKind { turnOnsets += 1 }
+            if felt == .turnAround && lastKind != .turnAround { wrongWay += 1 }
+            lastKind = felt
+            if felt == .arrival {
+                announcedArrivalNear = FlatProjection.distance(participant.position, pair.destination) <= 10
+                endedAt = t
+                break
+            }
+            participant.step(feeling: felt, at: t, dt: dt)
+            if participant.started, let line = currentLine, let projection = line.project(participant.position) {
+                worstOff = max(worstOff, projection.distanceMeters)
+            }
+            step += 1
+            endedAt = t
+        }
+        let routeIDs = inbox.state.withLock { Set($0.routes.keys) }
+        let startedAt = firstRoute.map { $0.timeSeconds - epoch } ?? 0
+        return Walk(
+            route: index, seed: seed, condition: condition.name, arrived: announcedArrivalNear,
+            onRoute: worstOff <= 10 && firstRoute != nil, maximumOffRouteMeters: worstOff, turnOnsets: turnOnsets,
+            wrongWayCues: wrongWay, reroutes: max(0, routeIDs.count - 1), seconds: max(0, endedAt - startedAt),
+            routeSeconds: (firstRoute?.lengthMeters ?? 0) / setup.behaviour.speedMetersPerSecond,
+            smoothedRMSMeters: squaredErrors.isEmpty
+                ? .nan : (squaredErrors.reduce(0, +) / Double(squaredErrors.count)).squareRoot(),
+            latenciesMilliseconds: latencies, timeouts: timeouts)
+    }
+}
+
+/// The evaluated stages of a config (its smoother, route controller and haptic sink), rewritten per walk: their
+/// endpoints in the walk's folder, the source replaced by the harness, the route's destination, the sink's offset
+/// and a console device that echoes every decision.
+struct StageTemplate {
+    let smoother: String
+    let route: String
+    let haptic: String
+    private let stages: [String: SettingValue]
+    private let bus: SettingValue?
+    private let baseDirectory: String
+
+    init(config: String) throws {
+        let bytes = try InputFile.contents(of: config)
+        let decoder = JSONDecoder()
+        decoder.allowsJSON5 = true
+        let root = try decoder.decode(SettingValue.self, from: Data(bytes))
+        guard let stages = root["stages"]?.objectValue else {
+            throw WalkerEvaluation.Failure(description: "\(config): no stages")
+        }
+        func named(_ role: String) throws -> String {
+            let matches = stages.filter { ($0.value["role"]?.stringValue ?? $0.key) == role }.map(\.key).sorted()
+            guard let first = matches.first else {
+                throw WalkerEvaluation.Failure(description: "\(config): no \(role) stage to evaluate")
+            }
+            return first
+        }
+        self.smoother = try named("smoother")
+        self.route = try named("route")
+        self.haptic = try named("haptic")
+        self.stages = stages
+        self.bus = root["bus"]
+        var folder = Paths.folder(of: config)
+        if !folder.hasPrefix("/"), let cwd = getcwd(nil, 0) {
+            folder = String(cString: cwd) + (folder.isEmpty ? "" : "/" + folder)
+            free(cwd)
+        }
+        self.baseDirectory = folder
+    }
+
+    /// Makes relative file paths in a plugin's settings absolute (against the config's folder).
+    private func resolved(_ value: SettingValue?) -> SettingValue? {
+        guard case var .object(object)? = value else { return value }
+        for key in ["map", "file"] {
+            if case let .string(path)? = object[key], !path.hasPrefix("/") {
+                object[key] = .string(self.baseDirectory + "/" + path)
+            }
+        }
+        return .object(object)
+    }
+
+    func write(to file: String, folder: String, destination: Coordinate, offsetDegrees: Double) throws {
+        func endpoint(_ name: String) -> SettingValue { .string("ipc://\(folder)/\(name).sock") }
+        var smoother = self.stages[self.smoother]?.objectValue ?? [:]
+        smoother["publish"] = endpoint(self.smoother)
+        smoother["inputs"] = .array([endpoint("source")])
+        smoother["topics"] = .array([.string("fix")])
+        var route = self.stages[self.route]?.objectValue ?? [:]
+        route["publish"] = endpoint(self.route)
+        route["inputs"] = .array([endpoint(self.smoother)])
+        route["topics"] = .array([.string("smoothed")])
+        route["settings"] = self.resolved(route["settings"])
+        var routeOptions = route["options"]?.objectValue ?? [:]
+        routeOptions["destination"] = .array([.number(destination.latitude), .number(destination.longitude)])
+        if case let .array(fallbacks)? = routeOptions["fallback"] {
+            routeOptions["fallback"] = .array(
+                fallbacks.map { entry in
+                    guard case var .object(object) = entry else { return entry }
+                    object["settings"] = self.resolved(object["settings"])
+                    return .object(object)
+                })
+        }
+        route["options"] = .object(routeOptions)
+        var haptic = self.stages[self.haptic]?.objectValue ?? [:]
+        haptic["plugin"] = .string("console")
+        haptic["settings"] = .object(["prefix": .string("")])
+        haptic["publish"] = endpoint(self.haptic)
+        haptic["inputs"] = .array([endpoint("source"), endpoint(self.route)])
+        haptic["topics"] = .array([.string("heading"), .string("target"), .string("progress")])
+        var hapticOptions = haptic["options"]?.objectValue ?? [:]
+        hapticOptions["calibrationFile"] = nil
+        hapticOptions["fallback"] = nil
+        hapticOptions["offsetDegrees"] = .number(offsetDegrees)
+        hapticOptions["echoEveryHeading"] = .bool(true)
+        haptic["options"] = .object(hapticOptions)
+        var stages: [String: SettingValue] = [:]
+        for (name, var object) in [(self.smoother, smoother), (self.route, route), (self.haptic, haptic)] {
+            for key in ["group", "key", "advertise", "insecure"] { object[key] = nil }
+            stages[name] = .object(object)
+        }
+        var root: [String: SettingValue] = ["name": .string("eval walkers"), "stages": .object(stages)]
+        if case var .object(bus)? = self.bus {
+            bus["topics"] = nil  // conflation is for live streams; the harness sends one heading at a time
+            root["bus"] = .object(bus)
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try encoder.encode(SettingValue.object(root)).write(to: URL(fileURLWithPath: file))
+    }
+}
+
+/// Now [seconds, CLOCK_MONOTONIC].
+private func monotonicSeconds() -> Double {
+    var spec = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &spec)
+    return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+}

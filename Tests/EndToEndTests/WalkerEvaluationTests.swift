@@ -1,0 +1,46 @@
+import Foundation
+import Testing
+
+extension ProcessSuites {
+    /// `hapticnav eval walkers` on a small configuration: simulated participants through the real smoother, route
+    /// controller and sink processes. Checks that the figures are computed, not the thresholds.
+    @Suite struct WalkerEvaluationTests {
+        @Test func twoRoutesThroughTheRealProcessesGiveEveryFigure() async throws {
+            let run = try ChildProcess(
+                try hapticnavExecutable(),
+                [
+                    "eval", "walkers", "--config", repositoryRoot.appendingPathComponent("configs/demo.json5").path,
+                    "--pairs", repositoryRoot.appendingPathComponent("data/routing/monaco-pedestrian-routes.json").path,
+                    "--routes", "2", "--seeds", "1", "--noise", "5", "--noise", "10c", "--json",
+                ])
+            #expect(await run.wait(seconds: 300) == 0, "\(run.stderr.suffix(2000))")
+            let object = try #require(
+                JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stdout.prefix(500))"
+            )
+            let summaries = try #require(object["summaries"] as? [[String: Any]])
+            let walks = try #require(object["walks"] as? [[String: Any]])
+            #expect(summaries.map { $0["condition"] as? String } == ["σ5", "σ10 corr"])
+            #expect(walks.count == 4)
+            for summary in summaries {
+                #expect(summary["walks"] as? Int == 2)
+                for key in ["arrivedPercent", "onRoutePercent"] {
+                    let value = try #require(summary[key] as? Double, "\(key)")
+                    #expect((0...100).contains(value), "\(key) \(value)")
+                }
+                for key in [
+                    "turnOnsetsPerMinute", "medianTimeRatio", "reroutesPerWalk", "wrongWayCuesPerWalk",
+                    "smoothedRMSMeters", "cueLatencyP50Milliseconds", "cueLatencyP99Milliseconds",
+                ] {
+                    let value = try #require(summary[key] as? Double, "\(key) in \(summary)")
+                    #expect(value.isFinite && value >= 0, "\(key) \(value)")
+                }
+                #expect((summary["medianTimeRatio"] as? Double ?? 0) > 0.5, "a walk takes about its route's time")
+                #expect(summary["timeouts"] as? Int == 0, "every fix and heading was answered")
+            }
+            for walk in walks {
+                #expect((walk["seconds"] as? Double ?? 0) > 60, "each walk went on for minutes: \(walk)")
+                #expect((walk["latenciesMilliseconds"] as? [Double])?.count ?? 0 > 500)
+            }
+        }
+    }
+}
