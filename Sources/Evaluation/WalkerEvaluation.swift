@@ -51,6 +51,8 @@ public enum WalkerEvaluation {
         /// The calibration's error [degrees, one sigma] and the compass noise [degrees, one sigma].
         public var calibrationErrorDegrees = 3.0
         public var compassNoiseDegrees = 5.0
+        /// The receiver's velocity error [m/s, one sigma per axis].
+        public var velocityNoise = 0.2
 
         public init(
             executable: String, config: String, pairs: [(origin: Coordinate, destination: Coordinate)],
@@ -88,6 +90,8 @@ public enum WalkerEvaluation {
         public var latenciesMilliseconds: [Double]
         /// Answers that did not come within the wait [count].
         public var timeouts: Int
+        /// Times the walk's stages were started again because they never answered [count].
+        public var restarts = 0
     }
 
     /// One condition's figures over its walks.
@@ -104,10 +108,17 @@ public enum WalkerEvaluation {
         public var cueLatencyP50Milliseconds: Double
         public var cueLatencyP99Milliseconds: Double
         public var timeouts: Int
+        /// Walks whose stages were started again because they never answered [count].
+        public var restarts: Int
     }
 
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
+    }
+
+    /// A walk's stages that never answered: the walk is started again (counted).
+    struct StartFailure: Error, CustomStringConvertible {
+        let description: String
     }
 
     /// Runs every route × seed × condition; `progress` hears a line per walk.
@@ -120,8 +131,20 @@ public enum WalkerEvaluation {
         for condition in setup.conditions {
             for (index, pair) in setup.pairs.enumerated() {
                 for seed in setup.seeds {
-                    let walk = try await self.walk(
-                        setup, template: template, route: index, pair: pair, seed: seed, condition: condition)
+                    var attempt = 0
+                    var result: Walk?
+                    while result == nil {
+                        do {
+                            result = try await self.walk(
+                                setup, template: template, route: index, pair: pair, seed: seed, condition: condition)
+                        } catch let failure as StartFailure {
+                            attempt += 1
+                            progress("\(condition.name) route \(index) seed \(seed): \(failure); starting again")
+                            guard attempt < 3 else { throw Failure(description: failure.description) }
+                        }
+                    }
+                    var walk = result!
+                    walk.restarts = attempt
                     progress(
                         "\(condition.name) route \(index) seed \(seed): "
                             + (walk.arrived ? "arrived" : "not arrived")
@@ -157,7 +180,7 @@ public enum WalkerEvaluation {
             smoothedRMSMeters: squared.squareRoot(),
             cueLatencyP50Milliseconds: percentile(latencies, 0.5),
             cueLatencyP99Milliseconds: percentile(latencies, 0.99),
-            timeouts: walks.map(\.timeouts).reduce(0, +))
+            timeouts: walks.map(\.timeouts).reduce(0, +), restarts: walks.map(\.restarts).reduce(0, +))
     }
 
     /// The table the command prints.
@@ -174,7 +197,8 @@ public enum WalkerEvaluation {
                         s.arrivedPercent, s.onRoutePercent, s.turnOnsetsPerMinute, s.medianTimeRatio, s.reroutesPerWalk,
                         s.wrongWayCuesPerWalk, s.smoothedRMSMeters, s.cueLatencyP50Milliseconds,
                         s.cueLatencyP99Milliseconds)
-                    + (s.timeouts > 0 ? "  (\(s.timeouts) answers timed out)" : ""))
+                    + (s.timeouts > 0 ? "  (\(s.timeouts) answers timed out)" : "")
+                    + (s.restarts > 0 ? "  (\(s.restarts) walks started again)" : ""))
         }
         return lines.joined(separator: "\n")
     }
@@ -293,6 +317,11 @@ public enum WalkerEvaluation {
                         timeSeconds: time, latitude: pair.origin.latitude, longitude: pair.origin.longitude,
                         horizontalAccuracyMeters: max(1, condition.sigmaMeters), speedMetersPerSecond: 0,
                         courseDegrees: nil)))
+            if await wait(seconds: 0.05, until: { inbox.state.withLock { $0.targets[time] != nil } }),
+                let target = inbox.state.withLock({ $0.targets[time] })
+            {
+                try await source.publish(.target(target))
+            }
             try await source.publish(
                 .heading(HeadingSample(timeSeconds: time, headingDegrees: 0, reference: .trueNorth)))
             if await wait(
@@ -301,7 +330,12 @@ public enum WalkerEvaluation {
                 break
             }
             probe += 1
-            guard probe < 300 else { throw Failure(description: "the stages did not answer the source within 30 s") }
+            guard probe < 300 else {
+                let seen = inbox.state.withLock { state in
+                    "smoothed fixes \(state.smoothed.count), targets \(state.targets.count), cues \(state.cues.count), publishers heard \(state.publishers.sorted())"
+                }
+                throw StartFailure(description: "the stages did not answer the source within 30 s (\(seen))")
+            }
         }
 
         // The walk.
@@ -328,14 +362,17 @@ public enum WalkerEvaluation {
                 let error = gps.next(dt: 1, random: &random)
                 let noisy = FlatProjection(origin: participant.position).unproject(
                     ENU(east: error.east, north: error.north))
+                // Speed and course from the receiver's Doppler velocity, with its error per axis; no course below 0.5 m/s.
                 let speed = participant.speedMetersPerSecond
+                let radians = participant.bodyHeadingDegrees * .pi / 180
+                let velocityEast = speed * sin(radians) + random.gaussian(standardDeviation: setup.velocityNoise)
+                let velocityNorth = speed * cos(radians) + random.gaussian(standardDeviation: setup.velocityNoise)
+                let measuredSpeed = (velocityEast * velocityEast + velocityNorth * velocityNorth).squareRoot()
                 let fix = LocationFix(
                     timeSeconds: time, latitude: noisy.latitude, longitude: noisy.longitude,
-                    horizontalAccuracyMeters: max(1, condition.sigmaMeters),
-                    speedMetersPerSecond: max(0, speed + random.gaussian(standardDeviation: 0.1)),
-                    courseDegrees: speed > 0.3
-                        ? Angle.normalized(participant.bodyHeadingDegrees + random.gaussian(standardDeviation: 5)) : nil
-                )
+                    horizontalAccuracyMeters: max(1, condition.sigmaMeters), speedMetersPerSecond: measuredSpeed,
+                    courseDegrees: measuredSpeed >= 0.5
+                        ? Angle.normalized(atan2(velocityEast, velocityNorth) * 180 / .pi) : nil)
                 try await source.publish(.fix(fix))
                 if await !wait(seconds: 5, until: { inbox.state.withLock { $0.targets[time] != nil } }) {
                     timeouts += 1
@@ -343,6 +380,7 @@ public enum WalkerEvaluation {
                 let (target, smoothed, routes) = inbox.state.withLock {
                     ($0.targets[time], $0.smoothed[time], $0.routes)
                 }
+                if let target { try await source.publish(.target(target)) }
                 if let smoothed {
                     squaredErrors.append(
                         pow(
@@ -492,7 +530,9 @@ struct StageTemplate {
         haptic["plugin"] = .string("console")
         haptic["settings"] = .object(["prefix": .string("")])
         haptic["publish"] = endpoint(self.haptic)
-        haptic["inputs"] = .array([endpoint("source"), endpoint(self.route)])
+        // The harness relays the route controller's targets to the sink on its own socket, right before the next
+        // heading: one ordered stream, so that the sink always has a fix's target before the headings after it.
+        haptic["inputs"] = .array([endpoint("source")])
         haptic["topics"] = .array([.string("heading"), .string("target"), .string("progress")])
         var hapticOptions = haptic["options"]?.objectValue ?? [:]
         hapticOptions["calibrationFile"] = nil

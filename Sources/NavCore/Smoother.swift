@@ -34,10 +34,15 @@ public struct KalmanSmoother: Sendable {
                 "a gap between fixes longer than this restarts the filter")
             public static let minimumCourseSpeed = SettingSpec(
                 "minimumCourseSpeed", unit: "m/s", default: 0.3, in: 0...10, "below this speed no course is reported")
+            public static let velocityNoise = SettingSpec(
+                "velocityNoise", unit: "m/s", default: 0.0, in: 0...10,
+                "the receiver's speed-and-course error per axis, one sigma; above 0 they are measurements too (Doppler velocity is far better than position differences); 0 leaves them out"
+            )
 
             /// Every setting, in documentation order.
             public static let all: [SettingDoc] = [
                 accelerationNoise.doc, maximumAccuracyMeters.doc, maximumGapSeconds.doc, minimumCourseSpeed.doc,
+                velocityNoise.doc,
             ]
         }
 
@@ -49,6 +54,8 @@ public struct KalmanSmoother: Sendable {
         public var maximumGapSeconds: Double = Setting.maximumGapSeconds.defaultValue
         /// Below this speed the course is not reported [metres per second].
         public var minimumCourseSpeed: Double = Setting.minimumCourseSpeed.defaultValue
+        /// The receiver's velocity error per axis [metres per second, one sigma]; 0: speed and course are not used.
+        public var velocityNoise: Double = Setting.velocityNoise.defaultValue
         /// Velocity uncertainty at a (re)start [metres per second, one sigma].
         public var initialVelocitySigma: Double = 1.5
         /// The local frame moves to the walker when they are this far from its origin [metres].
@@ -135,6 +142,7 @@ public struct KalmanSmoother: Sendable {
         let newPV = (1 - gainP) * self.pPV
         let newVV = self.pVV - gainV * self.pPV
         (self.pPP, self.pPV, self.pVV) = (newPP, newPV, max(newVV, 0))
+        self.updateVelocity(with: fix)
         self.lastTime = fix.timeSeconds
         self.counters.accepted += 1
 
@@ -149,6 +157,35 @@ public struct KalmanSmoother: Sendable {
             estimate = self.output(time: fix.timeSeconds, reset: false)
         }
         return .success(estimate)
+    }
+
+    /// The receiver's velocity as a second measurement, when configured: speed with course as a vector; a speed too
+    /// low for a course as "about standing", with the speed itself added to the uncertainty.
+    private mutating func updateVelocity(with fix: LocationFix) {
+        guard self.options.velocityNoise > 0, let speed = fix.speedMetersPerSecond, speed.isFinite, speed >= 0,
+            speed < 20
+        else { return }
+        var measuredEast = 0.0, measuredNorth = 0.0
+        var variance = self.options.velocityNoise * self.options.velocityNoise
+        if let course = fix.courseDegrees, course.isFinite {
+            let radians = course * .pi / 180
+            measuredEast = speed * _sin(radians)
+            measuredNorth = speed * _cos(radians)
+        } else {
+            variance += speed * speed
+        }
+        let s = self.pVV + variance
+        let gainP = self.pPV / s, gainV = self.pVV / s
+        let innovationEast = measuredEast - self.east.velocity
+        let innovationNorth = measuredNorth - self.north.velocity
+        self.east.position += gainP * innovationEast
+        self.east.velocity += gainV * innovationEast
+        self.north.position += gainP * innovationNorth
+        self.north.velocity += gainV * innovationNorth
+        let newPP = self.pPP - gainP * self.pPV
+        let newPV = self.pPV - gainP * self.pVV
+        let newVV = self.pVV - gainV * self.pVV
+        (self.pPP, self.pPV, self.pVV) = (max(newPP, 0), newPV, max(newVV, 0))
     }
 
     /// Forgets everything; the next fix starts afresh.

@@ -4,7 +4,7 @@ public import NavCore
 public enum KalmanPlugin {
     public static let id = KalmanSmoother.id
 
-    /// Reads `accelerationNoise` [m/s²], `maximumAccuracyMeters`, `maximumGapSeconds`, `minimumCourseSpeed`.
+    /// Reads `accelerationNoise` [m/s²], `maximumAccuracyMeters`, `maximumGapSeconds`, `minimumCourseSpeed`, `velocityNoise`.
     public static func make(settings: Settings) throws -> KalmanSmoother {
         var settings = settings
         var options = KalmanSmoother.Options()
@@ -13,6 +13,7 @@ public enum KalmanPlugin {
         options.maximumAccuracyMeters = try settings.value(Setting.maximumAccuracyMeters)
         options.maximumGapSeconds = try settings.value(Setting.maximumGapSeconds)
         options.minimumCourseSpeed = try settings.value(Setting.minimumCourseSpeed)
+        options.velocityNoise = try settings.value(Setting.velocityNoise)
         try settings.finish()
         return KalmanSmoother(options: options)
     }
