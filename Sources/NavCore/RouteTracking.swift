@@ -128,10 +128,6 @@ public struct RouteTracker: Sendable {
             public static let rerouteMinimumSeconds = SettingSpec(
                 "rerouteMinimumSeconds", unit: "s", default: 10.0, in: 0...3600,
                 "no reroute sooner than this after the last…")
-            public static let routeBiasSeconds = SettingSpec(
-                "routeBiasSeconds", unit: "s", default: 0.0, in: 0...3600,
-                "while on the route, the positions' mean offset from it over this time is taken as GPS bias and taken off (a street canyon's slowly wandering error); 0: off"
-            )
             public static let rerouteMinimumMeters = SettingSpec(
                 "rerouteMinimumMeters", unit: "m", default: 30.0, in: 0...10_000,
                 "…nor nearer than this to where it was asked for")
@@ -146,7 +142,7 @@ public struct RouteTracker: Sendable {
             public static let all: [SettingDoc] = [
                 target, lookAheadMeters.doc, sharpTurnDegrees.doc, waypointRadiusMeters.doc, arrivalRadiusMeters.doc,
                 offRouteMeters.doc, offRouteAccuracyFactor.doc, offRouteFixes.doc, rerouteMinimumSeconds.doc,
-                rerouteMinimumMeters.doc, routeBiasSeconds.doc,
+                rerouteMinimumMeters.doc,
             ]
         }
 
@@ -170,9 +166,6 @@ public struct RouteTracker: Sendable {
         public var rerouteMinimumSeconds = Setting.rerouteMinimumSeconds.defaultValue
         /// …nor nearer than this to where it was asked for [metres].
         public var rerouteMinimumMeters = Setting.rerouteMinimumMeters.defaultValue
-        /// The time over which positions' offset from the route, while on it, is learned as GPS bias and taken off
-        /// [seconds]; 0: off.
-        public var routeBiasSeconds = Setting.routeBiasSeconds.defaultValue
         /// Walking against the route by more than this counts as the wrong way [degrees]…
         public var wrongWayDegrees = 120.0
         /// …at at least this speed [metres per second]…
@@ -213,9 +206,6 @@ public struct RouteTracker: Sendable {
     private var offRouteCount = 0
     private var wrongWayCount = 0
     private var lastReroute: (time: Double, position: Coordinate)?
-    /// The learned GPS bias [metres east, north], and when it was last learned [seconds].
-    private var bias = (east: 0.0, north: 0.0)
-    private var lastBiasTime: Double?
 
     /// Creates a tracker.
     public init(options: Options = Options()) {
@@ -239,16 +229,8 @@ public struct RouteTracker: Sendable {
     }
 
     /// Takes one smoothed fix; nil until there is a route.
-    public mutating func update(with measured: SmoothedFix) -> Update? {
+    public mutating func update(with fix: SmoothedFix) -> Update? {
         guard let route = self.route, let line = self.polyline, !route.waypoints.isEmpty else { return nil }
-        // The position with the learned bias taken off (when learning is on).
-        var fix = measured
-        let raw = Coordinate(latitude: measured.latitude, longitude: measured.longitude)
-        if self.options.routeBiasSeconds > 0 {
-            let corrected = FlatProjection(origin: raw).unproject(ENU(east: -self.bias.east, north: -self.bias.north))
-            fix.latitude = corrected.latitude
-            fix.longitude = corrected.longitude
-        }
         let walker = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
         let time = fix.timeSeconds
 
@@ -263,7 +245,6 @@ public struct RouteTracker: Sendable {
         }
         guard let here = projection else { return nil }
         self.lastAlong = here.distanceAlongMeters
-        self.learnBias(raw: raw, on: here, threshold: threshold, time: fix.timeSeconds)
         var update = Update(progress: self.progress(fix, here, route), target: self.target(fix, here, route, line))
 
         guard self.state != .arrived else {
@@ -333,19 +314,6 @@ public struct RouteTracker: Sendable {
         }
         update.progress.state = self.state
         return update
-    }
-
-    /// While on the route, the raw positions' offset from it, low-passed over `routeBiasSeconds`, is the bias.
-    private mutating func learnBias(raw: Coordinate, on here: PolylineProjection, threshold: Double, time: Double) {
-        guard self.options.routeBiasSeconds > 0 else { return }
-        defer { self.lastBiasTime = time }
-        guard let last = self.lastBiasTime, time > last, here.distanceMeters <= threshold,
-            self.state == .onRoute || self.state == .arrived
-        else { return }
-        let offset = FlatProjection(origin: here.closestPoint).project(raw)
-        let weight = min(1, (time - last) / self.options.routeBiasSeconds)
-        self.bias.east += weight * (offset.east - self.bias.east)
-        self.bias.north += weight * (offset.north - self.bias.north)
     }
 
     private func progress(_ fix: SmoothedFix, _ here: PolylineProjection, _ route: Route) -> RouteProgress {

@@ -47,7 +47,6 @@ enum RouteStageOptions {
         tracker.offRouteFixes = try settings.value(Setting.offRouteFixes)
         tracker.rerouteMinimumSeconds = try settings.value(Setting.rerouteMinimumSeconds)
         tracker.rerouteMinimumMeters = try settings.value(Setting.rerouteMinimumMeters)
-        tracker.routeBiasSeconds = try settings.value(Setting.routeBiasSeconds)
         options.tracker = tracker
         options.turnThresholdDegrees = try settings.value(RouteControllerOptions.Setting.turnThresholdDegrees)
         options.republishSeconds = try settings.value(RouteControllerOptions.Setting.republishSeconds)

@@ -4,8 +4,8 @@ import Glibc
 import NavCore
 import Testing
 
-/// The two levers `hapticnav eval walkers` kept: the receiver's velocity as a measurement, and the GPS bias learned
-/// against the route.
+/// The lever `hapticnav eval walkers` kept: the receiver's velocity as a measurement. (A GPS bias learned against
+/// the route while on it was tried and dropped: it absorbed the walkers' real drift, and fewer arrived.)
 @Suite struct GuidanceUnderNoiseTests {
     /// A walk due east at 1.3 m/s with σ10 m white position error and σ0.2 m/s velocity error; the smoothed
     /// position's RMS error over the last 200 s.
@@ -40,30 +40,5 @@ import Testing
             "σ10 m fixes: smoothed RMS \(fixedDecimal(without, digits: 2)) m without velocity, \(fixedDecimal(with, digits: 2)) m with"
         )
         #expect(with < without / 2, "\(with) m with, \(without) m without")
-    }
-
-    @Test func aSteadyOffsetFromTheRouteIsLearnedAsBiasAndTakenOff() throws {
-        let start = Coordinate(latitude: 43.73, longitude: 7.42)
-        let end = FlatProjection(origin: start).unproject(ENU(east: 400, north: 0))
-        let route = RouteBuilder.route(
-            from: RoutePlan(points: [start, end]), routeID: 1, timeSeconds: 0, provider: "t")
-        func crossTrack(biasSeconds: Double) -> Double {
-            var options = RouteTracker.Options()
-            options.routeBiasSeconds = biasSeconds
-            var tracker = RouteTracker(options: options)
-            tracker.setRoute(route)
-            var last = 0.0
-            // The walker on the route; the fixes 8 m north of it (a street canyon's bias).
-            for second in 0..<120 {
-                let measured = FlatProjection(origin: start).unproject(ENU(east: 1.3 * Double(second), north: 8))
-                let fix = SmoothedFix(
-                    timeSeconds: Double(second), latitude: measured.latitude, longitude: measured.longitude,
-                    horizontalAccuracyMeters: 5, speedMetersPerSecond: 1.3, courseDegrees: 90, reset: false)
-                last = tracker.update(with: fix)?.progress.crossTrackMeters ?? .nan
-            }
-            return abs(last)
-        }
-        #expect(abs(crossTrack(biasSeconds: 0) - 8) < 0.5, "off: the offset stands")
-        #expect(crossTrack(biasSeconds: 20) < 0.5, "learned over 20 s and taken off")
     }
 }
