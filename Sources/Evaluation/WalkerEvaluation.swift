@@ -116,6 +116,8 @@ public enum WalkerEvaluation {
         public let description: String
     }
 
+    private static let walkCounter = Atomic<Int>(0)
+
     /// A walk's stages that never answered: the walk is started again (counted).
     struct StartFailure: Error, CustomStringConvertible {
         let description: String
@@ -227,9 +229,10 @@ public enum WalkerEvaluation {
         let calibrated =
             setup.behaviour.pocketOffsetDegrees
             + random.gaussian(standardDeviation: setup.calibrationErrorDegrees)
-        let run = "\(setup.folder)/walk"
-        try? FileManager.default.removeItem(atPath: run)
+        // A folder per walk: no socket path is reused while the last walk's sockets may still be closing.
+        let run = "\(setup.folder)/walk-\(Self.walkCounter.add(1, ordering: .relaxed).newValue)"
         try FileManager.default.createDirectory(atPath: run, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: run) }
         let configFile = "\(run)/pipeline.json"
         try template.write(to: configFile, folder: run, destination: pair.destination, offsetDegrees: calibrated)
 
