@@ -1,0 +1,96 @@
+import Foundation
+import NavCore
+import Parsers
+@testable import Runtime
+import Testing
+import TestSupport
+
+@Suite struct SessionExportTests {
+    /// A recording as the jsonl recorder writes it: 20 fixes and smoothed fixes a second apart walking north, a
+    /// route, two cues, and a line that is not a record.
+    private func recording() throws -> String {
+        let start = Coordinate(latitude: 43.7300, longitude: 7.4200)
+        var lines: [String] = []
+        let encoder = JSONEncoder()
+        func add(_ message: BusMessage, _ time: Double) throws {
+            let record = RecordedMessage(receiveTimeSeconds: time, stage: "test", sequence: 0, message: message)
+            lines.append(String(decoding: try encoder.encode(record), as: UTF8.self))
+        }
+        let end = FlatProjection(origin: start).unproject(ENU(east: 0, north: 26))
+        try add(
+            .route(
+                RouteBuilder.route(from: RoutePlan(points: [start, end]), routeID: 1, timeSeconds: 0, provider: "osm")),
+            1_767_225_600)
+        for second in 0..<20 {
+            let time = 1_767_225_600 + Double(second)
+            let here = FlatProjection(origin: start).unproject(ENU(east: 0, north: 1.3 * Double(second)))
+            try add(
+                .fix(
+                    LocationFix(
+                        timeSeconds: time, latitude: here.latitude, longitude: here.longitude,
+                        horizontalAccuracyMeters: 5, speedMetersPerSecond: 1.3, courseDegrees: 0)), time)
+            try add(
+                .smoothed(
+                    SmoothedFix(
+                        timeSeconds: time, latitude: here.latitude, longitude: here.longitude,
+                        horizontalAccuracyMeters: 3, speedMetersPerSecond: 1.3, courseDegrees: 0, reset: second == 0)),
+                time)
+        }
+        try add(
+            .cue(HapticCue(timeSeconds: 1_767_225_605.5, kind: .turnLeft, intensity: 0.4, deviationDegrees: -30)), 0)
+        try add(.cue(HapticCue(timeSeconds: 1_767_225_619, kind: .arrival, intensity: 1, deviationDegrees: 0)), 0)
+        lines.insert("not a record {", at: 3)
+        let file = try scratchFolder() + "/recording.jsonl"
+        try (lines.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        return file
+    }
+
+    @Test func aRecordingExportsToGPXThatReadsBackWithItsTimes() throws {
+        let session = try SessionExport.read(try self.recording())
+        #expect(session.badLines == 1 && session.firstBadLine == 4)
+        let gpx = SessionExport.render(session, format: "gpx")
+        let reader = try GPXReader.read(Data(gpx.utf8))
+        #expect(reader.problems.isEmpty, "\(reader.problems)")
+        // The route's two points, then the fixes' and the smoothed fixes' 20 each, with their times.
+        #expect(reader.points.count == 2 + 20 + 20)
+        let timed = reader.points.compactMap(\.time)
+        #expect(timed.count == 40)
+        #expect(timed.first == 1_767_225_600 && timed[19] == 1_767_225_619)
+        #expect(abs(reader.points[2].coordinate.latitude - 43.73) < 1e-9)
+    }
+
+    @Test func aRecordingExportsToGeoJSONWithTracksRoutesAndCues() throws {
+        let session = try SessionExport.read(try self.recording())
+        let object = try #require(
+            JSONSerialization.jsonObject(with: Data(SessionExport.render(session, format: "geojson").utf8))
+                as? [String: Any])
+        let features = try #require(object["features"] as? [[String: Any]])
+        let layers = features.compactMap { ($0["properties"] as? [String: Any])?["layer"] as? String }
+        #expect(layers == ["fixes", "smoothed", "route", "cue", "cue"])
+        let track = try #require((features[0]["geometry"] as? [String: Any])?["coordinates"] as? [[Double]])
+        #expect(track.count == 20 && abs(track[0][0] - 7.42) < 1e-9, "[longitude, latitude]")
+        // The turn cue at 5.5 s sits where the walker was at 5 s.
+        let cue = try #require((features[3]["geometry"] as? [String: Any])?["coordinates"] as? [Double])
+        #expect(abs(cue[1] - track[5][1]) < 1e-9)
+    }
+
+    @Test func aRecordingExportsToCSVInTimeOrder() throws {
+        let session = try SessionExport.read(try self.recording())
+        let rows = SessionExport.render(session, format: "csv").split(separator: "\n")
+        #expect(
+            rows.first == "time_s,kind,latitude,longitude,accuracy_m,speed_mps,course_deg,cue,intensity,deviation_deg")
+        #expect(rows.count == 1 + 20 + 20 + 2)
+        let times = rows.dropFirst().compactMap {
+            Double($0.split(separator: ",", omittingEmptySubsequences: false)[0])
+        }
+        #expect(times == times.sorted())
+        #expect(rows.contains { $0.hasSuffix(",cue,,,,,,turnLeft,0.4,-30.0") })
+    }
+
+    @Test func somethingThatIsNoRecordingIsAClearError() throws {
+        let file = try scratchFolder() + "/other.jsonl"
+        try "{\"a\": 1}\n".write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(throws: ExportError.self) { try SessionExport.read(file) }
+        #expect(throws: ExportError.self) { try SessionExport.read("/nowhere/recording.jsonl") }
+    }
+}
