@@ -2,7 +2,7 @@ import CZeroMQ
 #if canImport(Glibc)
 import Glibc
 #endif
-public import Logging
+import Logging
 import Synchronization
 import SystemIO
 
@@ -26,7 +26,7 @@ public struct CurveKeyPair: Sendable, Equatable {
         var publicKey = [CChar](repeating: 0, count: 41)
         var secretKey = [CChar](repeating: 0, count: 41)
         guard zmq_curve_keypair(&publicKey, &secretKey) == 0 else { throw .unavailable }
-        return try CurveKeyPair(publicKey: String(cString: publicKey), secretKey: String(cString: secretKey))
+        return try CurveKeyPair(publicKey: Curve.text(publicKey), secretKey: Curve.text(secretKey))
     }
 
     /// Writes `NAME.key` (the secret key, mode 0600) and `NAME.pub` (the public key, 0644) into `folder`.
@@ -130,7 +130,7 @@ public enum Curve {
     public static func publicKey(ofSecret secret: String) -> String? {
         var publicKey = [CChar](repeating: 0, count: 41)
         guard zmq_curve_public(&publicKey, secret) == 0 else { return nil }
-        return String(cString: publicKey)
+        return Self.text(publicKey)
     }
 
     /// The Z85 text of a 32-byte key.
@@ -140,7 +140,12 @@ public enum Curve {
         guard zmq_z85_encode(&text, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), 32) != nil else {
             return nil
         }
-        return String(cString: text)
+        return Self.text(text)
+    }
+
+    /// A NUL-terminated C string from a buffer libzmq filled (Z85 keys are ASCII).
+    static func text(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 

@@ -6,7 +6,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-public import Bus
+import Bus
 public import NavCore
 import Synchronization
 import SystemIO

@@ -1,5 +1,5 @@
 public import Bus
-public import NavCore
+import NavCore
 
 /// A config's `security` block: where key files are, and which extra keys may read every encrypted stage.
 public struct SecurityConfig: Sendable, Equatable {
