@@ -45,9 +45,7 @@ public enum RouteBenchmark {
     public static func loading(maps: [String]) throws -> String {
         var lines = ["map loading (same run, one after another):"]
         let clock = ContinuousClock()
-        func milliseconds(_ duration: Duration) -> Double {
-            Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
-        }
+        func milliseconds(_ duration: Duration) -> Double { duration.inSeconds * 1000 }
         var kept: [WalkingGraph] = []
         for map in maps {
             let name = Paths.lastComponent(of: map)
@@ -92,9 +90,7 @@ public enum RouteBenchmark {
         var osmTimes: [Double] = []
         var liveTimes = Array(repeating: [Double](), count: live.count)
         let clock = ContinuousClock()
-        func milliseconds(_ duration: Duration) -> Double {
-            Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
-        }
+        func milliseconds(_ duration: Duration) -> Double { duration.inSeconds * 1000 }
         lines.append(
             "pair   osm m   Valhalla m   diff    OSRM m   diff"
                 + live.map { "   live \($0.name) m".padded(to: 18) }.joined())

@@ -488,12 +488,7 @@ struct StageTemplate {
         self.haptic = try named("haptic")
         self.stages = stages
         self.bus = root["bus"]
-        var folder = Paths.folder(of: config)
-        if !folder.hasPrefix("/"), let cwd = getcwd(nil, 0) {
-            folder = String(cString: cwd) + (folder.isEmpty ? "" : "/" + folder)
-            free(cwd)
-        }
-        self.baseDirectory = folder
+        self.baseDirectory = Paths.absolute(Paths.folder(of: config))
     }
 
     /// Makes relative file paths in a plugin's settings absolute (against the config's folder).

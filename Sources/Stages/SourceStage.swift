@@ -55,7 +55,7 @@ where StageClock.Duration == Duration {
 
     private var silenceSeconds: Double {
         let elapsed = self.lastEmission.duration(to: self.clock.now)
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return elapsed.inSeconds
     }
 
     /// True once per status interval: a periodic report is due, and is now counted as sent.

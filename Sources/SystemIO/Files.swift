@@ -31,6 +31,14 @@ public enum Paths {
         return String(path[..<slash])
     }
 
+    /// `path` made absolute against the working directory (unchanged when it already is).
+    public static func absolute(_ path: String) -> String {
+        guard !path.hasPrefix("/"), let cwd = getcwd(nil, 0) else { return path }
+        defer { free(cwd) }
+        let folder = String(cString: cwd)
+        return path.isEmpty ? folder : folder + "/" + path
+    }
+
     /// The last component of `path`.
     public static func lastComponent(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return path }

@@ -40,12 +40,7 @@ public enum WalkingGraphCache {
             getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
         }
         if let base = variable("XDG_CACHE_HOME") ?? variable("HOME").map({ $0 + "/.cache" }) {
-            var absolute = map
-            if !map.hasPrefix("/"), let cwd = getcwd(nil, 0) {
-                absolute = String(cString: cwd) + "/" + map
-                free(cwd)
-            }
-            let flat = absolute.map { $0 == "/" ? "_" : $0 }
+            let flat = Paths.absolute(map).map { $0 == "/" ? "_" : $0 }
             list.append(base + "/hapticnav/" + String(flat) + ".walking-graph")
         }
         return list

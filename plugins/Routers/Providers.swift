@@ -33,7 +33,7 @@ public struct OSMRouteProvider: RouteProvider {
             let start = clock.now
             let (graph, source, file) = try WalkingGraphCache.load(map: map, options: options)
             let elapsed = clock.now - start
-            let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+            let milliseconds = elapsed.inSeconds * 1000
             switch source {
             case .cache: logger.info("\(map): walking graph from its cache \(file ?? "") in \(Int(milliseconds)) ms")
             case .map:
