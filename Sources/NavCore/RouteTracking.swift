@@ -175,6 +175,11 @@ public struct RouteTracker: Sendable {
 
         /// The defaults.
         public init() {}
+
+        /// How far from the route a fix of this accuracy may be before it counts as off route [metres].
+        public func offRouteThreshold(accuracyMeters: Double) -> Double {
+            max(self.offRouteMinimumMeters, self.offRouteAccuracyFactor * accuracyMeters)
+        }
     }
 
     /// What one fix caused.
@@ -236,8 +241,7 @@ public struct RouteTracker: Sendable {
 
         // Project within a window around the last position, unless that puts the walker far off.
         var projection = self.lastAlong.flatMap { line.project(walker, alongRange: ($0 - 30)...($0 + 150)) }
-        let threshold = max(
-            self.options.offRouteMinimumMeters, self.options.offRouteAccuracyFactor * fix.horizontalAccuracyMeters)
+        let threshold = self.options.offRouteThreshold(accuracyMeters: fix.horizontalAccuracyMeters)
         if projection == nil || projection!.distanceMeters > threshold {
             if let global = line.project(walker), global.distanceMeters < (projection?.distanceMeters ?? .infinity) {
                 projection = global

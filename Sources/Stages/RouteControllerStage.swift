@@ -85,11 +85,17 @@ public actor RouteControllerStage<Input: AsyncSequence & Sendable, Output: Messa
 where Input.Element == Arrival<SmoothedFix> {
     /// One route asked for.
     struct Request: Sendable {
+        /// The first route, or a reroute.
+        enum Reason: String, Sendable {
+            case route, reroute
+            /// What the stage is doing while it waits: "routing", "rerouting".
+            var doing: String { self.rawValue + "ing" }
+        }
+
         /// Later requests supersede earlier ones [count].
         var serial: Int
         var start: Coordinate
-        /// "route" or "reroute".
-        var reason: String
+        var reason: Reason
         /// The fix time of the fix that asked [seconds].
         var fixTimeSeconds: Double
         /// Its receive time [seconds, monotonic].
@@ -226,7 +232,7 @@ where Input.Element == Arrival<SmoothedFix> {
         if self.tracker.route == nil {
             if self.awaited == nil, fix.timeSeconds - self.lastAttempt >= self.options.retrySeconds {
                 self.lastAttempt = fix.timeSeconds
-                self.ask(from: here, reason: "route", arrival: arrival)
+                self.ask(from: here, reason: .route, arrival: arrival)
             }
             // No route yet: say so to the sink on every fix (quiet, not stale).
             try await self.output.publish(
@@ -255,7 +261,7 @@ where Input.Element == Arrival<SmoothedFix> {
             try await self.status(.running, "arrived")
         }
         if let from = update.rerouteFrom {
-            self.ask(from: from, reason: "reroute", arrival: arrival)
+            self.ask(from: from, reason: .reroute, arrival: arrival)
             try await self.status(.running, "off route: recalculating (asking \(self.providerList))")
         } else {
             try await self.reportWaiting(at: arrival.receivedSeconds)
@@ -270,7 +276,7 @@ where Input.Element == Arrival<SmoothedFix> {
     }
 
     /// Queues a request; it supersedes any earlier one.
-    private func ask(from start: Coordinate, reason: String, arrival: Arrival<SmoothedFix>) {
+    private func ask(from start: Coordinate, reason: Request.Reason, arrival: Arrival<SmoothedFix>) {
         self.serial += 1
         let request = Request(
             serial: self.serial, start: start, reason: reason, fixTimeSeconds: arrival.value.timeSeconds,
@@ -286,23 +292,25 @@ where Input.Element == Arrival<SmoothedFix> {
         else { return }
         self.lastWaitingStatus = now
         let waited = fixedDecimal(now - request.receivedSeconds, digits: 1)
-        let verb = request.reason == "route" ? "routing" : "rerouting"
         try await self.status(
-            .running, "\(verb): waited \(waited) s for \(self.asking.isEmpty ? "a provider" : self.asking)")
+            .running,
+            "\(request.reason.doing): waited \(waited) s for \(self.asking.isEmpty ? "a provider" : self.asking)")
     }
+
+    /// Now, on the time base of backoffs and waits: the newest fix's receive time [seconds, monotonic].
+    private func now(for request: Request) -> Double { self.latest?.receivedSeconds ?? request.receivedSeconds }
 
     /// Asks the providers in turn for one request (the routing task; the fix path goes on meanwhile).
     private func serve(_ request: Request) async throws {
         var failures: [String] = []
-        for index in self.schedule.order(at: self.latest?.receivedSeconds ?? request.receivedSeconds) {
+        for index in self.schedule.order(at: self.now(for: request)) {
             guard self.awaited?.serial == request.serial else { return }  // superseded
             let provider = self.providers[index]
             self.asking = provider.name
-            let waited = fixedDecimal(
-                max(0, (self.latest?.receivedSeconds ?? request.receivedSeconds) - request.receivedSeconds), digits: 1)
+            let waited = fixedDecimal(max(0, self.now(for: request) - request.receivedSeconds), digits: 1)
             try await self.status(
                 failures.isEmpty ? .running : .degraded,
-                "\(request.reason == "route" ? "routing" : "rerouting"): asking \(provider.name), waited \(waited) s"
+                "\(request.reason.doing): asking \(provider.name), waited \(waited) s"
                     + (failures.isEmpty ? "" : " (\(failures.joined(separator: "; ")))"))
             do {
                 let plan = try await Self.plan(
@@ -315,7 +323,7 @@ where Input.Element == Arrival<SmoothedFix> {
                 throw CancellationError()
             } catch {
                 self.providerFailures += 1
-                let wait = self.schedule.failed(index, at: self.latest?.receivedSeconds ?? request.receivedSeconds)
+                let wait = self.schedule.failed(index, at: self.now(for: request))
                 let reason = "\(error)"
                 failures.append(reason.hasPrefix(provider.name) ? reason : "\(provider.name): \(reason)")
                 self.logger.warning(
@@ -326,7 +334,7 @@ where Input.Element == Arrival<SmoothedFix> {
         guard self.awaited?.serial == request.serial else { return }
         self.awaited = nil
         self.asking = ""
-        if request.reason == "reroute" { self.tracker.rerouteFailed() }
+        if request.reason == .reroute { self.tracker.rerouteFailed() }
         let summary = failures.joined(separator: "; ")
         self.logger.warning("\(request.reason) failed: \(summary)")
         try await self.status(
@@ -390,9 +398,7 @@ where Input.Element == Arrival<SmoothedFix> {
         let line = Polyline(plan.points)
         let here = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
         guard let now = line.project(here), let then = line.project(request.start) else { return false }
-        let threshold = max(
-            self.options.tracker.offRouteMinimumMeters,
-            self.options.tracker.offRouteAccuracyFactor * fix.horizontalAccuracyMeters)
-        return now.distanceMeters > then.distanceMeters + threshold
+        return now.distanceMeters
+            > then.distanceMeters + self.options.tracker.offRouteThreshold(accuracyMeters: fix.horizontalAccuracyMeters)
     }
 }
