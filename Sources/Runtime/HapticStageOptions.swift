@@ -27,12 +27,13 @@ enum HapticStageOptions {
         let explicitOffset = try settings.optionalDouble("offsetDegrees")
         switch (calibrationFile, explicitOffset) {
         case let (file?, nil):
-            if let reason = Settings.unreadableReason(file), !(check && calibrationMayBeMissing) {
-                throw ConfigError.missingFile(
-                    path: "stages.\(stage.name).options.calibrationFile", file: file,
-                    reason: "\(reason): run `hapticnav calibrate --config …` first, or give offsetDegrees")
-            }
-            if !check || FileManager.default.fileExists(atPath: file) {
+            if let reason = Settings.unreadableReason(file) {
+                guard check && calibrationMayBeMissing else {
+                    throw ConfigError.missingFile(
+                        path: "stages.\(stage.name).options.calibrationFile", file: file,
+                        reason: "\(reason): run `hapticnav calibrate --config …` first, or give offsetDegrees")
+                }
+            } else {
                 do {
                     let saved = try JSONDecoder().decode(
                         SavedCalibration.self, from: Data(contentsOf: URL(fileURLWithPath: file)))

@@ -214,19 +214,11 @@ where Input.Element == Arrival<SinkInput> {
             let sent = self.cuesSent
             await self.handleHeading(sample, arrival)
             if self.options.echoEveryHeading, self.cuesSent == sent {
-                let inForce =
-                    self.failSafe.isSilent
-                    ? nil
-                    : self.lastCue.map {
-                        HapticCue(
-                            timeSeconds: sample.timeSeconds, kind: $0.kind, intensity: $0.intensity,
-                            deviationDegrees: $0.deviationDegrees)
-                    }
-                try? await self.output.publish(
-                    .cue(
-                        inForce
-                            ?? HapticCue(
-                                timeSeconds: sample.timeSeconds, kind: .silent, intensity: 0, deviationDegrees: 0)))
+                // The cue in force, dated with the heading (none while the fail-safe holds the motors: silent).
+                var echo =
+                    self.lastCue ?? HapticCue(timeSeconds: 0, kind: .silent, intensity: 0, deviationDegrees: 0)
+                echo.timeSeconds = sample.timeSeconds
+                try? await self.output.publish(.cue(echo))
             }
         case let .target(target):
             // A repeat of the target at hand is no newer: the time check counts its age from the first copy.
