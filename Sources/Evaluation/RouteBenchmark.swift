@@ -19,8 +19,31 @@ public enum RouteBenchmark {
         public var osrmMeters: Double
     }
 
-    /// Reads the reference set (`data/routing/monaco-pedestrian-routes.json`).
+    /// Reads the reference set (`data/routing/monaco-pedestrian-routes.json`): the routes with both engines' answers.
     public static func pairs(file: String) throws -> [Pair] {
+        try self.routes(file: file).compactMap { route, endpoints in
+            guard let valhalla = route["valhalla"]?["length_m"]?.doubleValue,
+                let osrm = route["osrm"]?["distance_m"]?.doubleValue
+            else { return nil }
+            return Pair(
+                origin: endpoints.origin, destination: endpoints.destination, valhallaMeters: valhalla,
+                osrmMeters: osrm)
+        }
+    }
+
+    /// The origin and destination of every route of such a file (`{ "routes": [{ "origin": { "lat", "lon" },
+    /// "destination": … }] }`), with or without engines' answers: a user's own pairs.
+    public static func endpoints(file: String) throws -> [(origin: Coordinate, destination: Coordinate)] {
+        let found = try self.routes(file: file).map(\.1)
+        guard !found.isEmpty else {
+            throw RoutingError.providerFailed(reason: "\(file): no route with an origin and a destination { lat, lon }")
+        }
+        return found
+    }
+
+    private static func routes(
+        file: String
+    ) throws -> [(JSONValue, (origin: Coordinate, destination: Coordinate))] {
         let data = try Data(contentsOf: URL(fileURLWithPath: file))
         guard let routes = try JSONDecoder().decode(JSONValue.self, from: data)["routes"]?.arrayValue else {
             throw RoutingError.providerFailed(reason: "\(file): no routes in it")
@@ -28,14 +51,12 @@ public enum RouteBenchmark {
         return routes.compactMap { route in
             guard let lat1 = route["origin"]?["lat"]?.doubleValue, let lon1 = route["origin"]?["lon"]?.doubleValue,
                 let lat2 = route["destination"]?["lat"]?.doubleValue,
-                let lon2 = route["destination"]?["lon"]?.doubleValue,
-                let valhalla = route["valhalla"]?["length_m"]?.doubleValue,
-                let osrm = route["osrm"]?["distance_m"]?.doubleValue
+                let lon2 = route["destination"]?["lon"]?.doubleValue
             else { return nil }
-            return Pair(
-                origin: Coordinate(latitude: lat1, longitude: lon1),
-                destination: Coordinate(latitude: lat2, longitude: lon2),
-                valhallaMeters: valhalla, osrmMeters: osrm)
+            return (
+                route,
+                (Coordinate(latitude: lat1, longitude: lon1), Coordinate(latitude: lat2, longitude: lon2))
+            )
         }
     }
 

@@ -187,9 +187,7 @@ extension Eval {
                 }
                 return condition
             }
-            var pairs = try RouteBenchmark.pairs(file: self.pairs).map {
-                (origin: $0.origin, destination: $0.destination)
-            }
+            var pairs = try RouteBenchmark.endpoints(file: self.pairs)
             if let routes = self.routes { pairs = Array(pairs.prefix(max(1, routes))) }
             let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
