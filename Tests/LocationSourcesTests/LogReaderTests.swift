@@ -4,6 +4,7 @@ import Logging
 import NavCore
 import Parsers
 import Testing
+import TestSupport
 
 private let walks = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/walks")
 
@@ -330,8 +331,7 @@ private actor MessageBox {
 
 @Suite struct StepDetectionTests {
     @Test func the168StepsOfARealHallwayLoopAreFound() throws {
-        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("data/walks/phyphox-indoor-loop-116m").path
+        let folder = repositoryRoot.appendingPathComponent("data/walks/phyphox-indoor-loop-116m").path
         let steps = try SensorLog.phyphoxSteps(folder: folder, startTime: 0)
         // The recording's documentation: 168 steps over 116 m.
         #expect(abs(steps.count - 168) <= 3, "\(steps.count) steps")

@@ -4,9 +4,9 @@ import NavCore
 import Parsers
 @testable import Routers
 import Testing
+import TestSupport
 
-private let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent()
+private let repository = repositoryRoot
 private let monaco = repository.appendingPathComponent("data/maps/monaco-highways.osm").path
 
 struct ReferenceRoute: Sendable, CustomStringConvertible {
@@ -142,9 +142,7 @@ private let graph: WalkingGraph? = try? OSMLoader.load(file: monaco)
               <way id="14"><nd ref="1"/><nd ref="4"/></way>
             </osm>
             """
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("broken-\(UUID().uuidString).osm").path
-        try osm.write(toFile: file, atomically: true, encoding: .utf8)
-        let graph = try OSMLoader.load(file: file)
+        let graph = try loadOSM(osm, name: "broken")
         #expect(graph.warnings.count == 3, "\(graph.warnings)")
         #expect(graph.edgeCount == 2, "only way 10's two usable edges")
         let plan = try graph.shortestRoute(

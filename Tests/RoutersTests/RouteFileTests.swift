@@ -3,9 +3,9 @@ import NavCore
 import Parsers
 @testable import Routers
 import Testing
+import TestSupport
 
-private let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent()
+private let repository = repositoryRoot
 
 /// The first reference route's engine answers, as the engines wrote them.
 nonisolated(unsafe) private let reference: [String: Any] = {

@@ -19,11 +19,7 @@ import Testing
               <way id="2"><nd ref="10"/><nd ref="11"/><tag k="highway" v="footway"/></way>
             </osm>
             """
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("fragment-\(UUID().uuidString).osm")
-            .path
-        try osm.write(toFile: file, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(atPath: file) }
-        return try OSMLoader.load(file: file)
+        return try loadOSM(osm, name: "fragment")
     }
 
     @Test func aStartNextToADisconnectedFragmentAttachesToTheNearestConnectedWay() throws {

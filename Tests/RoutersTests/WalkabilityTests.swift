@@ -20,10 +20,7 @@ import Testing
               <way id="1"><nd ref="1"/><nd ref="2"/><nd ref="3"/>\(tags(wayTags))</way>
             </osm>
             """
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("rule-\(UUID().uuidString).osm").path
-        try osm.write(toFile: file, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(atPath: file) }
-        return try OSMLoader.load(file: file)
+        return try loadOSM(osm, name: "rule")
     }
 
     private func walked(_ tags: [String: String]) throws -> Bool {

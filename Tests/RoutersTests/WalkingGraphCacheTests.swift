@@ -2,10 +2,10 @@ import Foundation
 import NavCore
 import Parsers
 import Testing
+import TestSupport
 
 @Suite(.serialized) struct WalkingGraphCacheTests {
-    private let pbf = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("data/maps/monaco.osm.pbf").path
+    private let pbf = repositoryRoot.appendingPathComponent("data/maps/monaco.osm.pbf").path
 
     /// The bundled PBF, copied to a folder of the test's own.
     private func copy() throws -> String {
