@@ -28,41 +28,31 @@ public struct StepDetection: Sendable {
 
     /// The times of the steps in samples of (time [seconds], acceleration magnitude [m/s²]) in time order.
     public func steps(_ samples: [(timeSeconds: Double, magnitude: Double)]) -> [Double] {
-        let count = samples.count
-        guard count >= 3 else { return [] }
-        // Prefix sums for window means over ±0.05 s and ±0.5 s.
-        var prefix = [Double](repeating: 0, count: count + 1)
-        for index in 0..<count {
-            let value = samples[index].magnitude.isFinite ? samples[index].magnitude : 0
-            prefix[index + 1] = prefix[index] + value
-        }
-        func mean(around index: Int, halfWidthSeconds: Double, lower: inout Int, upper: inout Int) -> Double {
-            let time = samples[index].timeSeconds
-            while lower < index && samples[lower].timeSeconds < time - halfWidthSeconds { lower += 1 }
-            while upper + 1 < count && samples[upper + 1].timeSeconds <= time + halfWidthSeconds { upper += 1 }
-            return (prefix[upper + 1] - prefix[lower]) / Double(upper - lower + 1)
-        }
-        var smooth = [Double](repeating: 0, count: count)
-        var lower = 0, upper = 0
-        for index in 0..<count {
-            smooth[index] = mean(around: index, halfWidthSeconds: 0.05, lower: &lower, upper: &upper)
-        }
-        var smoothPrefix = [Double](repeating: 0, count: count + 1)
-        for index in 0..<count { smoothPrefix[index + 1] = smoothPrefix[index] + smooth[index] }
+        guard samples.count >= 3 else { return [] }
+        let times = samples.map(\.timeSeconds)
+        let smooth = Self.centredMeans(times, samples.map { $0.magnitude.isFinite ? $0.magnitude : 0 }, halfWidth: 0.05)
+        let local = Self.centredMeans(times, smooth, halfWidth: 0.5)
         var steps: [Double] = []
-        var low = 0, high = 0
-        for index in 1..<(count - 1) {
-            let time = samples[index].timeSeconds
-            while low < index && samples[low].timeSeconds < time - 0.5 { low += 1 }
-            while high + 1 < count && samples[high + 1].timeSeconds <= time + 0.5 { high += 1 }
-            let local = (smoothPrefix[high + 1] - smoothPrefix[low]) / Double(high - low + 1)
+        for index in 1..<(samples.count - 1) {
             guard smooth[index] > smooth[index - 1], smooth[index] >= smooth[index + 1],
-                smooth[index] > local + self.options.thresholdMetersPerSecondSquared
+                smooth[index] > local[index] + self.options.thresholdMetersPerSecondSquared
             else { continue }
-            if let last = steps.last, time - last < self.options.minimumStepSeconds { continue }
-            steps.append(time)
+            if let last = steps.last, times[index] - last < self.options.minimumStepSeconds { continue }
+            steps.append(times[index])
         }
         return steps
+    }
+
+    /// The mean of `values` over the samples within ±`halfWidth` seconds of each one (`times` in order).
+    static func centredMeans(_ times: [Double], _ values: [Double], halfWidth: Double) -> [Double] {
+        var prefix = [Double](repeating: 0, count: values.count + 1)
+        for index in values.indices { prefix[index + 1] = prefix[index] + values[index] }
+        var lower = 0, upper = 0
+        return times.indices.map { index in
+            while lower < index && times[lower] < times[index] - halfWidth { lower += 1 }
+            while upper + 1 < times.count && times[upper + 1] <= times[index] + halfWidth { upper += 1 }
+            return (prefix[upper + 1] - prefix[lower]) / Double(upper - lower + 1)
+        }
     }
 
     /// Walking speed [m/s] at each of `times`: the steps in the cadence window before it, times the step length,
