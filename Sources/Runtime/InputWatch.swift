@@ -25,11 +25,9 @@ final class InputWatch: Sendable {
         self.graceSeconds = graceSeconds
     }
 
-    static func nowSeconds() -> Double { MonotonicClock.nowSeconds() }
-
     /// The publishers waited for, longer than the grace: (stage, endpoint, seconds waited, ever heard).
     func waitedFor(
-        at now: Double = InputWatch.nowSeconds()
+        at now: Double = MonotonicClock.nowSeconds()
     ) -> [(stage: String, endpoint: String, seconds: Double, everHeard: Bool)] {
         self.subscriber.presence.compactMap { presence in
             guard !presence.alive else { return nil }
@@ -40,8 +38,11 @@ final class InputWatch: Sendable {
     }
 
     /// "waiting for publisher 'smoother' at ipc://…/smoother.sock for 12 s" (several joined by "; "), or nil.
-    func description(at now: Double = InputWatch.nowSeconds()) -> String? {
-        let waits = self.waitedFor(at: now)
+    func description(at now: Double = MonotonicClock.nowSeconds()) -> String? {
+        Self.describe(self.waitedFor(at: now))
+    }
+
+    static func describe(_ waits: [(stage: String, endpoint: String, seconds: Double, everHeard: Bool)]) -> String? {
         guard !waits.isEmpty else { return nil }
         return waits.map { wait in
             let who = wait.stage.isEmpty ? "a publisher" : "publisher '\(wait.stage)'"
@@ -53,11 +54,11 @@ final class InputWatch: Sendable {
     }
 
     func stagePublishedStatus() {
-        self.lastStageStatus.withLock { $0 = Self.nowSeconds() }
+        self.lastStageStatus.withLock { $0 = MonotonicClock.nowSeconds() }
     }
 
     var secondsSinceStageStatus: Double {
-        Self.nowSeconds() - self.lastStageStatus.withLock { $0 }
+        MonotonicClock.nowSeconds() - self.lastStageStatus.withLock { $0 }
     }
 }
 
@@ -95,7 +96,7 @@ struct InputWatchReporter: Service {
             let waits = self.watch.waitedFor()
             for wait in waits where wait.seconds >= 10 && !warned.contains(wait.endpoint) {
                 warned.insert(wait.endpoint)
-                self.logger.warning("\(self.watch.description() ?? "waiting for \(wait.endpoint)")")
+                self.logger.warning("\(InputWatch.describe([wait]) ?? "")")
             }
             let waiting = Set(waits.map(\.endpoint))
             for endpoint in warned.subtracting(waiting) {
@@ -114,7 +115,7 @@ struct InputWatchReporter: Service {
                             message: "input: the publisher at \(ended.sorted().joined(separator: ", ")) is heard again",
                             counters: self.counters())))
             }
-            guard let note = self.watch.description(), self.watch.secondsSinceStageStatus >= 2 else { continue }
+            guard let note = InputWatch.describe(waits), self.watch.secondsSinceStageStatus >= 2 else { continue }
             reported.formUnion(waiting)
             try? await publisher.publish(
                 .status(
