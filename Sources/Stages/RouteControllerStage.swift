@@ -89,7 +89,12 @@ where Input.Element == Arrival<SmoothedFix> {
         enum Reason: String, Sendable {
             case route, reroute
             /// What the stage is doing while it waits: "routing", "rerouting".
-            var doing: String { self.rawValue + "ing" }
+            var doing: String {
+                switch self {
+                case .route: "routing"
+                case .reroute: "rerouting"
+                }
+            }
         }
 
         /// Later requests supersede earlier ones [count].
