@@ -91,7 +91,7 @@ let package = Package(
         ),
         .target(
             name: "Sinks",
-            dependencies: ["NavCore", "SystemIO", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["NavCore", "Parsers", "SystemIO", .product(name: "Logging", package: "swift-log")],
             path: "plugins/Sinks"
         ),
 

@@ -17,17 +17,29 @@ public struct ReceivedMessage: Sendable {
     public let receiveTimeNanoseconds: Int64
     /// When it arrived [nanoseconds, the receiver's monotonic clock, which never jumps].
     public let receiveMonotonicNanoseconds: Int64
+    /// The header and payload frames byte for byte, when the subscriber keeps them (``SubscriberOptions/keepsFrames``).
+    public let frames: RecordedMessage.Frames?
 
     /// Creates a received message.
     public init(
         header: EnvelopeHeader, message: BusMessage, endpoint: String, receiveTimeNanoseconds: Int64,
-        receiveMonotonicNanoseconds: Int64
+        receiveMonotonicNanoseconds: Int64, frames: RecordedMessage.Frames? = nil
     ) {
         self.header = header
         self.message = message
         self.endpoint = endpoint
         self.receiveTimeNanoseconds = receiveTimeNanoseconds
         self.receiveMonotonicNanoseconds = receiveMonotonicNanoseconds
+        self.frames = frames
+    }
+
+    /// The message as a recorder keeps it: with both receive times, its send time and (when kept) its frames.
+    public var recorded: RecordedMessage {
+        RecordedMessage(
+            receiveTimeSeconds: Double(self.receiveTimeNanoseconds) / 1e9,
+            receiveMonotonicSeconds: Double(self.receiveMonotonicNanoseconds) / 1e9,
+            sendTimeSeconds: Double(self.header.sendTimeNanoseconds) / 1e9, stage: self.header.stage,
+            sequence: self.header.sequence, message: self.message, frames: self.frames)
     }
 
     /// The message as a stage takes it: with its sender, its monotonic receive time and its send time [seconds].
@@ -82,6 +94,8 @@ public struct SubscriberOptions: Sendable {
     public var expectedStages: [String: String] = [:]
     /// ZMTP heartbeats, TCP keepalive and reconnects of every connection.
     public var liveness = ConnectionLiveness()
+    /// Keep each message's frames byte for byte (recorders do; it costs a copy of every message).
+    public var keepsFrames = false
 
     /// Creates options with the defaults.
     public init(
@@ -489,6 +503,11 @@ private final class Receiver: @unchecked Sendable {
                 let message = try self.payloadFrame.withBytes { bytes throws(DecodeFailure) in
                     try Envelope.decodePayload(topic: topic, header: header, payload: bytes)
                 }
+                let frames: RecordedMessage.Frames? =
+                    self.options.keepsFrames
+                    ? .init(
+                        header: self.headerFrame.withBytes { Array($0) },
+                        payload: self.payloadFrame.withBytes { Array($0) }) : nil
                 self.checkSequence(header, topic: topic, socketIndex: socketIndex)
                 self.subscriber.count { $0.received = $0.received.addingClamped(1) }
                 self.subscriber.deliver(
@@ -496,7 +515,7 @@ private final class Receiver: @unchecked Sendable {
                         ReceivedMessage(
                             header: header, message: message, endpoint: endpoint,
                             receiveTimeNanoseconds: receiveTime,
-                            receiveMonotonicNanoseconds: receiveMonotonic)),
+                            receiveMonotonicNanoseconds: receiveMonotonic, frames: frames)),
                     topic: topic)
                 // A consumer on this thread's executor handles it now, before the next receive.
                 self.executor.runPendingJobs()

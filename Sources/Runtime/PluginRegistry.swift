@@ -24,13 +24,20 @@ public enum PluginRegistry {
     private static let sinks:
         [String: (
             check: @Sendable (Settings) throws -> Void,
-            make: @Sendable (Settings) throws -> any MessageSink
+            make: @Sendable (Settings, Logger) throws -> any MessageSink
         )] = [
+            MCAPRecorder.id: (
+                check: { _ = try MCAPRecorder.options(from: $0) },
+                make: { try MCAPRecorder(settings: $0, logger: $1) }
+            ),
             JSONLinesRecorder.id: (
                 check: { _ = try JSONLinesRecorder.file(from: $0) },
-                make: { try JSONLinesRecorder(settings: $0) }
+                make: { settings, _ in try JSONLinesRecorder(settings: settings) }
             ),
-            ConsoleSink.id: (check: { _ = try ConsoleSink(settings: $0) }, make: { try ConsoleSink(settings: $0) }),
+            ConsoleSink.id: (
+                check: { _ = try ConsoleSink(settings: $0) },
+                make: { settings, _ in try ConsoleSink(settings: settings) }
+            ),
         ]
 
     private static let smoothers: [String: @Sendable (Settings) throws -> any SmoothingFilter] = [
@@ -148,13 +155,13 @@ public enum PluginRegistry {
     }
 
     /// Builds a stage's sink plugin.
-    public static func makeSink(_ stage: StageConfig) throws -> any MessageSink {
+    public static func makeSink(_ stage: StageConfig, logger: Logger) throws -> any MessageSink {
         guard let entry = self.sinks[stage.plugin] else {
             throw ConfigError.unknownPlugin(
                 path: "stages.\(stage.name).plugin", id: stage.plugin,
                 known: self.pluginIDs(for: .recorder))
         }
-        return try entry.make(stage.settings)
+        return try entry.make(stage.settings, logger)
     }
 }
 

@@ -52,6 +52,7 @@ public enum StageHost {
             options.curve = try LinkSecurity.subscriberOptions(reading: stage.inputs, as: stage.key, in: pipeline)
             options.expectedStages = stage.inputStages
             options.topics = stage.topics
+            options.keepsFrames = stage.role == .recorder
             subscriber = try BusSubscriber(context: context, connect: stage.inputs, options: options, logger: logger)
         }
         // The bus's counters in the stage's status: what its input dropped, and the readers its publisher refused.
@@ -128,14 +129,9 @@ public enum StageHost {
                 logger: logger, inputCounters: inputCounters(subscriber))
         case .recorder:
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
-            let records = subscriber.messages.map { received in
-                RecordedMessage(
-                    receiveTimeSeconds: Double(received.receiveTimeNanoseconds) / 1e9,
-                    stage: received.header.stage, sequence: received.header.sequence,
-                    message: received.message)
-            }
+            let records = subscriber.messages.map(\.recorded)
             service = RecorderStage(
-                name: stage.name, input: records, sink: try PluginRegistry.makeSink(stage),
+                name: stage.name, input: records, sink: try PluginRegistry.makeSink(stage, logger: logger),
                 logger: logger)
         }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [

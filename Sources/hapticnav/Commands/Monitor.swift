@@ -65,21 +65,7 @@ struct Monitor: AsyncParsableCommand {
         let subscriber = try BusSubscriber(context: context, connect: endpoints, options: options, logger: logger)
         let format = MonitorFormat(json: self.json)
         let limit = self.count
-        let deadline = self.seconds.map { ContinuousClock.now + .seconds($0) }
-        signal(SIGTERM, SIG_IGN)
-        signal(SIGINT, SIG_IGN)
-        let stopSources = [SIGTERM, SIGINT].map { number -> any DispatchSourceSignal in
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { subscriber.close() }
-            source.resume()
-            return source
-        }
-        if let deadline {
-            SystemThread.start(name: "monitor-deadline") {
-                while ContinuousClock.now < deadline { SystemThread.sleep(seconds: 0.02) }
-                subscriber.close()
-            }
-        }
+        let stop = SubscriberStop(subscriber, seconds: self.seconds)
         var printed = 0
         for await event in subscriber {
             print(format.line(for: event, now: Date().timeIntervalSince1970))
@@ -90,7 +76,7 @@ struct Monitor: AsyncParsableCommand {
             }
         }
         subscriber.close()
-        stopSources.forEach { $0.cancel() }
+        stop.cancel()
         let counters = subscriber.snapshot
         if counters.droppedTotal > 0 || counters.sequenceGaps > 0 {
             logger.warning(

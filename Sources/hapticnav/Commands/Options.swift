@@ -6,6 +6,11 @@ import Routers
 public import Logging
 import NavCore
 import Runtime
+import Dispatch
+import SystemIO
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Options every command that logs shares.
 struct LoggingOptions: ParsableArguments {
@@ -38,4 +43,30 @@ func loadConfig(_ file: String, calibrationMayBeMissing: Bool = false) throws ->
     } catch let error as ConfigError {
         throw CommandFailure("\(error)")
     }
+}
+
+/// Closes a command's subscriber on SIGTERM or SIGINT, or after `seconds`, so that its receive loop ends and the
+/// command finishes what it was doing (prints its counts, closes its file).
+final class SubscriberStop {
+    private let sources: [any DispatchSourceSignal]
+
+    init(_ subscriber: BusSubscriber, seconds: Double?) {
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        self.sources = [SIGTERM, SIGINT].map { number -> any DispatchSourceSignal in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { subscriber.close() }
+            source.resume()
+            return source
+        }
+        if let seconds {
+            let deadline = ContinuousClock.now + .seconds(seconds)
+            SystemThread.start(name: "stop-deadline") {
+                while ContinuousClock.now < deadline { SystemThread.sleep(seconds: 0.02) }
+                subscriber.close()
+            }
+        }
+    }
+
+    func cancel() { self.sources.forEach { $0.cancel() } }
 }

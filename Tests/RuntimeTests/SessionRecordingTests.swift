@@ -1,0 +1,216 @@
+import Foundation
+import Logging
+import NavCore
+import Parsers
+import Sinks
+import Synchronization
+import Testing
+import TestSupport
+
+@Suite struct SessionRecordingTests {
+    /// `count` records as a recorder receives them: fixes, headings and a cue, from two stages, with both clocks.
+    static func records(_ count: Int) -> [RecordedMessage] {
+        (0..<count).map { index in
+            let time = 1_767_225_600 + Double(index) * 0.1
+            let message: BusMessage
+            switch index % 3 {
+            case 0:
+                message = .fix(
+                    LocationFix(
+                        timeSeconds: time, latitude: 43.73 + Double(index) * 1e-6, longitude: 7.42,
+                        horizontalAccuracyMeters: 5))
+            case 1: message = .heading(HeadingSample(timeSeconds: time, headingDegrees: Double(index % 360)))
+            default:
+                message = .cue(
+                    HapticCue(timeSeconds: time, kind: .turnLeft, intensity: 0.5, deviationDegrees: -40))
+            }
+            var payload = WireWriter()
+            message.encodePayload(to: &payload)
+            return RecordedMessage(
+                receiveTimeSeconds: time + 0.002, receiveMonotonicSeconds: 1000 + Double(index) * 0.1,
+                sendTimeSeconds: time + 0.001, stage: index % 3 == 2 ? "haptic" : "source", sequence: UInt64(index / 3),
+                message: message, frames: .init(header: [1, message.kind.rawValue, 0, 0], payload: payload.bytes))
+        }
+    }
+
+    private func record(_ records: [RecordedMessage], options: MCAPRecorder.Options) async throws {
+        let recorder = try MCAPRecorder(options: options, logger: Logger(label: "test"))
+        for record in records { try recorder.record(record) }
+        try await recorder.finish()
+    }
+
+    @Test func aSessionReadsBackRecordForRecordWithBothClocksAndItsFrames() async throws {
+        let folder = try scratchFolder()
+        let written = Self.records(3000)
+        try await self.record(written, options: .init(folder: folder))
+        let (read, summary) = try SessionReader.records(folder)
+        #expect(summary.files == ["\(folder)/part-0001.mcap"])
+        #expect(summary.cutFiles.isEmpty && summary.badRecords == 0)
+        #expect(read.count == written.count)
+        for (a, b) in zip(read, written) {
+            #expect(a.message == b.message && a.stage == b.stage && a.sequence == b.sequence && a.frames == b.frames)
+            #expect(abs(a.receiveTimeSeconds - b.receiveTimeSeconds) < 1e-6)
+            #expect(abs((a.receiveMonotonicSeconds ?? 0) - (b.receiveMonotonicSeconds ?? 0)) < 1e-9)
+            #expect(abs((a.sendTimeSeconds ?? 0) - (b.sendTimeSeconds ?? 0)) < 1e-6)
+        }
+        #expect(summary.metadata.map(\.name) == ["hapticnav.session", "hapticnav.recorder"])
+        #expect(summary.metadata.last?.values["dropped"] == "0")
+    }
+
+    /// The file is MCAP as others read it: the Python `mcap` package (the reference reader) finds the channels,
+    /// the messages with their log and publish times, and the summary's statistics.
+    @Test func pythonsMCAPReaderReadsTheSessionAndItsSummary() async throws {
+        let folder = try scratchFolder()
+        try await self.record(Self.records(999), options: .init(folder: folder))
+        let script = """
+            import sys, collections
+            from mcap.reader import make_reader
+            with open(sys.argv[1], "rb") as f:
+                reader = make_reader(f)
+                summary = reader.get_summary()
+                counts = collections.Counter()
+                first = None
+                for schema, channel, message in reader.iter_messages():
+                    counts[channel.topic] += 1
+                    if first is None: first = (message.log_time, message.publish_time, message.sequence)
+                print(summary.statistics.message_count, len(summary.chunk_indexes),
+                      " ".join("%s=%d" % kv for kv in sorted(counts.items())), first[0], first[1], first[2])
+            """
+        let output = try runPython(script, ["\(folder)/part-0001.mcap"])
+        let fields = output.split(separator: " ")
+        #expect(fields.count == 8)
+        #expect(fields[0] == "999")
+        #expect(fields[2] == "/haptic/cue=333" && fields[3] == "/source/fix=333" && fields[4] == "/source/heading=333")
+        #expect(fields[1] != "0")
+        #expect(abs((Double(fields[5]) ?? 0) - 1_767_225_600.002e9) < 1e3)
+        #expect(abs((Double(fields[6]) ?? 0) - 1_767_225_600.001e9) < 1e3)
+        #expect(fields[7] == "0")
+    }
+
+    /// A recorder killed mid-write leaves a file without its summary: whatever byte it was cut at, the reader gives
+    /// the complete chunks before it, in order, and says the file was cut.
+    @Test func aFileCutAtAnyByteReadsToItsLastCompleteRecord() async throws {
+        var writer = SessionWriter(library: "test", metadata: [])
+        writer.chunkBytes = 2000
+        let written = Self.records(400)
+        for record in written { writer.add(record) }
+        writer.finish()
+        let bytes = writer.takeOutput()
+        let folder = try scratchFolder()
+        var previous = 0
+        for cut in stride(from: 0, to: bytes.count, by: 97) {
+            let file = "\(folder)/cut.mcap"
+            try Data(bytes[0..<cut]).write(to: URL(fileURLWithPath: file))
+            let result = Result { try SessionReader.records(file) }
+            guard case let .success((records, summary)) = result else {
+                #expect(cut < 8, "a cut at byte \(cut) is not read: \(result)")
+                continue
+            }
+            // A cut past the data end (in the summary) loses nothing the reader needs.
+            #expect(
+                (summary.cutFiles.count == 1 || records.count == written.count) && summary.badRecords == 0,
+                "cut at \(cut) of \(bytes.count): \(records.count) records, \(summary.cutFiles.count) cut")
+            #expect(records.count >= previous)
+            #expect(zip(records, written).allSatisfy { $0.message == $1.message })
+            previous = records.count
+        }
+        #expect(previous > 350)
+    }
+
+    /// A disk that takes 50 ms a write: the recorder's `record` still returns at once; what does not fit in its queue
+    /// is dropped and counted, and what was kept reads back in order.
+    @Test func aSlowDiskDropsAndCountsMessagesAndNeverBlocksTheRecorder() async throws {
+        final class SlowOutput: MCAPRecorder.Output, @unchecked Sendable {
+            let file: FileHandle
+            init(_ path: String) throws {
+                FileManager.default.createFile(atPath: path, contents: nil)
+                self.file = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+            }
+            func write(_ bytes: [UInt8]) -> Bool {
+                Thread.sleep(forTimeInterval: 0.05)
+                self.file.write(Data(bytes))
+                return true
+            }
+            func close() { try? self.file.close() }
+        }
+        let folder = try scratchFolder()
+        var options = MCAPRecorder.Options(folder: folder)
+        options.queueBytes = 64 * 1024
+        let recorder = try MCAPRecorder(options: options, logger: Logger(label: "test"), output: { try SlowOutput($0) })
+        let written = Self.records(20_000)
+        var longest = Duration.zero
+        for record in written {
+            let start = ContinuousClock.now
+            try recorder.record(record)
+            longest = max(longest, ContinuousClock.now - start)
+        }
+        try await recorder.finish()
+        let counts = recorder.counts
+        let (read, summary) = try SessionReader.records(folder)
+        print(
+            "slow disk: \(counts.received) given, \(counts.dropped) dropped, \(read.count) on disk; longest record() \(longest)"
+        )
+        #expect(counts.received == 20_000)
+        #expect(counts.dropped > 0)
+        #expect(UInt64(read.count) + counts.dropped == counts.received)
+        #expect(summary.metadata.last?.values["dropped"] == String(counts.dropped))
+        // Never waits for the 50 ms write.
+        #expect(longest < .milliseconds(40))
+        // What was kept is in order: sequence numbers per channel only rise.
+        var last: [String: UInt64] = [:]
+        for record in read {
+            let key = "\(record.stage)/\(record.message.kind.topic)"
+            #expect(record.sequence >= (last[key] ?? 0))
+            last[key] = record.sequence
+        }
+    }
+
+    @Test func partsRotateBySizeAndTheFolderReadsAsOneSession() async throws {
+        let folder = try scratchFolder()
+        var options = MCAPRecorder.Options(folder: folder)
+        options.maxFileBytes = 40_000
+        let written = Self.records(3000)
+        try await self.record(written, options: options)
+        let (read, summary) = try SessionReader.records(folder)
+        #expect(summary.files.count >= 3)
+        #expect(summary.cutFiles.isEmpty)
+        #expect(read.map(\.message) == written.map(\.message))
+    }
+
+    @Test func partsRotateByAge() async throws {
+        let folder = try scratchFolder()
+        let clock = Mutex(0.0)
+        var options = MCAPRecorder.Options(folder: folder)
+        options.maxFileSeconds = 10
+        let recorder = try MCAPRecorder(
+            options: options, logger: Logger(label: "test"), now: { clock.withLock { $0 } })
+        let written = Self.records(30)
+        for (index, record) in written.enumerated() {
+            try recorder.record(record)
+            clock.withLock { $0 = Double(index) }
+        }
+        try await recorder.finish()
+        let (read, summary) = try SessionReader.records(folder)
+        #expect(summary.files.count >= 2)
+        #expect(read.map(\.message) == written.map(\.message))
+    }
+}
+
+/// Runs a Python script with arguments; its standard output, trimmed.
+func runPython(_ script: String, _ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["python3", "-c", script] + arguments
+    let output = Pipe()
+    let error = Pipe()
+    process.standardOutput = output
+    process.standardError = error
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    let errorText = String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw TestProcessError("python3 exited \(process.terminationStatus): \(errorText)")
+    }
+    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+}
