@@ -149,7 +149,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "Bus", "NavCore", "TestSupport", "Devices",
+                "Bus", "NavCore", "Parsers", "TestSupport", "Devices",
                 .product(name: "Logging", package: "swift-log"),
             ]),
     ]

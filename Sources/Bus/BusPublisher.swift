@@ -16,6 +16,9 @@ public struct PublisherOptions: Sendable {
     public var liveness = ConnectionLiveness()
     /// CURVE encryption and the subscribers allowed to read; nil for none (ipc, loopback).
     public var curve: CurveServerOptions?
+    /// Wait for a subscriber's room instead of dropping (a session replay as fast as it goes, which must lose nothing).
+    /// A live stage never sets this: a stalled subscriber would stall it. It also counts subscribers as they join.
+    public var lossless = false
 
     /// Creates options with the defaults.
     public init(sendHighWaterMark: Int32 = 1000, heartbeatIntervalSeconds: Double = 0.2) {
@@ -33,6 +36,8 @@ public final class BusPublisher: MessagePublisher, Sendable {
         var socket: ZMQSocket?
         var sequences = [UInt64](repeating: 0, count: 256)
         var scratch = WireWriter(capacity: 512)
+        /// Heartbeat subscriptions seen minus those withdrawn: one per subscriber socket (lossless mode).
+        var subscribers = 0
     }
 
     /// The stage name written into every header.
@@ -41,6 +46,7 @@ public final class BusPublisher: MessagePublisher, Sendable {
     public let endpoints: [String]
     private let state: Mutex<State>
     private let heartbeatStop = Atomic<Bool>(false)
+    private let lossless: Bool
     /// The socket files this publisher bound, with their identity, to remove on close.
     private let socketFiles: [IPCSocketFile]
 
@@ -49,9 +55,14 @@ public final class BusPublisher: MessagePublisher, Sendable {
         context: ZMQContext, bind endpoints: [String], stage: String,
         options: PublisherOptions = PublisherOptions(), logger: Logger = Logger(label: "hapticnav.bus")
     ) throws {
-        let socket = try ZMQSocket(context: context, type: ZMQSocketType.publisher)
+        let socket = try ZMQSocket(
+            context: context, type: options.lossless ? ZMQSocketType.extendedPublisher : ZMQSocketType.publisher)
         do {
             try socket.setOption(ZMQOption.sendHighWaterMark, options.sendHighWaterMark)
+            if options.lossless {
+                try socket.setOption(ZMQOption.publisherNoDrop, 1)
+                try socket.setOption(ZMQOption.publisherVerbose, 1)
+            }
             try options.liveness.apply(to: socket)
             if let curve = options.curve {
                 guard Curve.isAvailable else { throw CurveError.unavailable }
@@ -73,6 +84,7 @@ public final class BusPublisher: MessagePublisher, Sendable {
         }
         self.stage = stage
         self.endpoints = endpoints
+        self.lossless = options.lossless
         self.socketFiles = endpoints.compactMap(IPCSocketFile.init(boundAt:))
         self.state = Mutex(State(socket: socket))
         let interval = options.heartbeatIntervalSeconds
@@ -102,7 +114,44 @@ public final class BusPublisher: MessagePublisher, Sendable {
                 .encode(to: &state.scratch)
             let headerSize = state.scratch.bytes.count
             message.encodePayload(to: &state.scratch)
-            try Self.send(socket, topic: message.kind.topic, frames: state.scratch.bytes, headerSize: headerSize)
+            if self.lossless {
+                Self.readSubscriptions(socket, into: &state.subscribers)
+                // The first frame waits for room in every subscriber's queue; the rest of the message follows it.
+                while true {
+                    do {
+                        try Self.send(
+                            socket, topic: message.kind.topic, frames: state.scratch.bytes, headerSize: headerSize)
+                        break
+                    } catch let error as ZMQError where error.code == EAGAIN {
+                        SystemThread.sleep(seconds: 0.0002)
+                        Self.readSubscriptions(socket, into: &state.subscribers)
+                    }
+                }
+            } else {
+                try Self.send(socket, topic: message.kind.topic, frames: state.scratch.bytes, headerSize: headerSize)
+            }
+        }
+    }
+
+    /// Subscriber sockets connected now [count]; only a lossless publisher counts them (0 otherwise).
+    public var subscriberCount: Int {
+        guard self.lossless else { return 0 }
+        return self.state.withLock { (state: inout State) in
+            if let socket = state.socket { Self.readSubscriptions(socket, into: &state.subscribers) }
+            return state.subscribers
+        }
+    }
+
+    /// Reads pending subscription messages: every subscriber socket subscribes to heartbeats once.
+    private static func readSubscriptions(_ socket: ZMQSocket, into count: inout Int) {
+        let frame = ZMQFrame()
+        while (try? frame.receive(from: socket)) == true {
+            frame.withBytes { (bytes: UnsafeRawBufferPointer) in
+                guard bytes.count == 1 + EnvelopeHeader.heartbeatTopic.utf8.count,
+                    bytes.dropFirst().elementsEqual(EnvelopeHeader.heartbeatTopic.utf8)
+                else { return }
+                count += bytes[0] == 1 ? 1 : -1
+            }
         }
     }
 

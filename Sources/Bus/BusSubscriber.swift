@@ -66,11 +66,16 @@ public struct TopicOptions: Sendable, Equatable {
     public var highWaterMark: Int
     /// Keep only the latest waiting message of this topic (for latest-value streams such as heading).
     public var conflate: Bool
+    /// At the high-water mark, hold the next message until the stage has taken one, instead of dropping the oldest:
+    /// nothing is lost, and a lossless publisher (a session replay) waits in turn. Only for stages reading a replay:
+    /// a live stage must not fall behind its inputs.
+    public var waitsWhenFull: Bool
 
     /// Creates topic options.
-    public init(highWaterMark: Int = 1000, conflate: Bool = false) {
+    public init(highWaterMark: Int = 1000, conflate: Bool = false, waitsWhenFull: Bool = false) {
         self.highWaterMark = highWaterMark
         self.conflate = conflate
+        self.waitsWhenFull = waitsWhenFull
     }
 }
 
@@ -245,9 +250,12 @@ public final class BusSubscriber: AsyncSequence, Sendable {
         self.queue = EventQueue(
             defaultLimits: .init(
                 highWaterMark: Swift.max(1, options.defaultTopicOptions.highWaterMark),
-                conflate: options.defaultTopicOptions.conflate),
+                conflate: options.defaultTopicOptions.conflate,
+                waitsWhenFull: options.defaultTopicOptions.waitsWhenFull),
             limitsByTopic: options.topicOptions.mapValues {
-                .init(highWaterMark: Swift.max(1, $0.highWaterMark), conflate: $0.conflate)
+                .init(
+                    highWaterMark: Swift.max(1, $0.highWaterMark), conflate: $0.conflate,
+                    waitsWhenFull: $0.waitsWhenFull)
             })
         let receiver = Receiver(
             subscriber: self, sockets: sockets, monitors: monitors, endpoints: endpoints, options: options,
@@ -326,6 +334,9 @@ public final class BusSubscriber: AsyncSequence, Sendable {
     fileprivate func deliver(_ event: BusEvent, topic: String?) {
         self.queue.push(event, topic: topic)
     }
+
+    /// For a topic that waits when full: true while its queue is at the high-water mark.
+    fileprivate func mustWait(topic: String) -> Bool { self.queue.mustWait(topic: topic) }
 
     fileprivate func count(_ update: (inout SubscriberCounters) -> Void) {
         self.counters.withLock { update(&$0) }
@@ -510,6 +521,11 @@ private final class Receiver: @unchecked Sendable {
                         payload: self.payloadFrame.withBytes { Array($0) }) : nil
                 self.checkSequence(header, topic: topic, socketIndex: socketIndex)
                 self.subscriber.count { $0.received = $0.received.addingClamped(1) }
+                // A lossless input: the stage, which runs on this thread, makes room before the next message goes in.
+                while self.subscriber.mustWait(topic: topic) {
+                    self.executor.runPendingJobs()
+                    if self.subscriber.mustWait(topic: topic) { SystemThread.sleep(seconds: 0.00005) }
+                }
                 self.subscriber.deliver(
                     .message(
                         ReceivedMessage(

@@ -8,6 +8,8 @@ final class EventQueue: Sendable {
     struct Limits: Sendable {
         var highWaterMark: Int
         var conflate: Bool
+        /// At the high-water mark, wait for the consumer instead of dropping the oldest (a replay's subscriber).
+        var waitsWhenFull = false
     }
 
     private struct Entry {
@@ -35,6 +37,13 @@ final class EventQueue: Sendable {
     init(defaultLimits: Limits, limitsByTopic: [String: Limits]) {
         self.defaultLimits = defaultLimits
         self.limitsByTopic = limitsByTopic
+    }
+
+    /// True when `topic` waits when full and its queue is at the high-water mark (the queue not finished).
+    func mustWait(topic: String) -> Bool {
+        let limits = self.limitsByTopic[topic] ?? self.defaultLimits
+        guard limits.waitsWhenFull, !limits.conflate else { return false }
+        return self.state.withLock { !$0.finished && $0.countByTopic[topic, default: 0] >= limits.highWaterMark }
     }
 
     /// Hands an event to the consumer, or queues it within its topic's limits.

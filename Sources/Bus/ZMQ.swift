@@ -175,6 +175,8 @@ struct PollSet {
 enum ZMQSocketType {
     static let publisher = ZMQ_PUB
     static let subscriber = ZMQ_SUB
+    /// A publisher that sees its subscribers' subscriptions (a replay's lossless mode).
+    static let extendedPublisher = ZMQ_XPUB
 }
 
 /// Socket option names this transport uses.
@@ -184,6 +186,8 @@ enum ZMQOption {
     static let conflate = ZMQ_CONFLATE
     static let reconnectInterval = ZMQ_RECONNECT_IVL
     static let linger = ZMQ_LINGER
+    static let publisherNoDrop = ZMQ_XPUB_NODROP
+    static let publisherVerbose = ZMQ_XPUB_VERBOSE
 }
 
 /// How every connection keeps itself honest across hosts: ZMTP heartbeats, so that a half-open TCP connection

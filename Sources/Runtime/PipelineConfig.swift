@@ -85,10 +85,17 @@ public struct BusConfig: Sendable {
             summary:
                 "per topic: messages waiting for the stage (highWaterMark, 1000) or only the newest (conflate: true)")
 
+        /// Lossless inputs, for a pipeline that reads a replay.
+        public static let losslessInputs = SettingDoc(
+            key: "losslessInputs", defaultText: "false", rangeText: "true, false",
+            summary:
+                "a stage whose input queue is full holds the next message instead of dropping the oldest, so a replay at --rate max loses nothing; only for replays: a live stage must not fall behind"
+        )
+
         /// Every setting, in documentation order.
         public static let all: [SettingDoc] = [
             heartbeatIntervalSeconds.doc, livenessTimeoutSeconds.doc, joinGraceSeconds.doc, sendHighWaterMark.doc,
-            receiveHighWaterMark.doc, maximumFrameBytes.doc, topics,
+            receiveHighWaterMark.doc, maximumFrameBytes.doc, topics, losslessInputs,
         ]
     }
 
@@ -382,6 +389,8 @@ public struct PipelineConfig: Sendable {
         }
         bus.subscriber.maximumFrameBytes = try settings.value(BusConfig.Setting.maximumFrameBytes)
         bus.subscriber.receiveHighWaterMark = Int32(try settings.value(BusConfig.Setting.receiveHighWaterMark))
+        let lossless = try settings.bool(BusConfig.Setting.losslessInputs.key, default: false)
+        bus.subscriber.defaultTopicOptions.waitsWhenFull = lossless
         var topics = try settings.object("topics")
         for topic in topics.keys {
             guard BusMessage.Kind(topic: topic) != nil else {
@@ -391,7 +400,7 @@ public struct PipelineConfig: Sendable {
             var options = try topics.object(topic)
             bus.subscriber.topicOptions[topic] = TopicOptions(
                 highWaterMark: try options.int("highWaterMark", default: 1000, in: 1...1_000_000),
-                conflate: try options.bool("conflate", default: false))
+                conflate: try options.bool("conflate", default: false), waitsWhenFull: lossless)
             try options.finish()
         }
         try topics.finish()

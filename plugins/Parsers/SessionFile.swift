@@ -116,6 +116,15 @@ public enum SessionReader {
         public var cutFiles: [(file: String, atByte: Int)] = []
         /// Metadata records, by name, in order.
         public var metadata: [(name: String, values: [String: String])] = []
+
+        /// An empty summary.
+        public init() {}
+    }
+
+    /// Thrown by a caller's body to stop reading: ``read(_:_:)`` returns what it found so far.
+    public struct Stop: Error {
+        /// Creates the signal.
+        public init() {}
     }
 
     /// Why a session cannot be read.
@@ -136,9 +145,18 @@ public enum SessionReader {
         return names.map { "\(path)/\($0)" }
     }
 
-    /// Reads every record of the session in file order.
+    /// Reads every record of the session in file order (until `body` throws ``Stop``).
     public static func read(_ path: String, _ body: (RecordedMessage) throws -> Void) throws -> Summary {
         var summary = Summary()
+        do {
+            try self.read(path, into: &summary, body)
+        } catch is Stop {}
+        return summary
+    }
+
+    private static func read(
+        _ path: String, into summary: inout Summary, _ body: (RecordedMessage) throws -> Void
+    ) throws {
         for file in try self.files(of: path) {
             summary.files.append(file)
             let bytes: [UInt8]
@@ -153,7 +171,6 @@ public enum SessionReader {
                 try self.readJSONLines(bytes, file: file, into: &summary, body)
             }
         }
-        return summary
     }
 
     /// Reads a whole session into memory.

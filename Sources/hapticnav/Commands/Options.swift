@@ -7,6 +7,7 @@ public import Logging
 import NavCore
 import Runtime
 import Dispatch
+import Synchronization
 import SystemIO
 #if canImport(Glibc)
 import Glibc
@@ -69,4 +70,23 @@ final class SubscriberStop {
     }
 
     func cancel() { self.sources.forEach { $0.cancel() } }
+}
+
+/// Set by SIGTERM or SIGINT: a command that works in a loop of its own stops at its next step and finishes cleanly.
+final class StopFlag: @unchecked Sendable {
+    private let flag = Atomic<Bool>(false)
+    private var sources: [any DispatchSourceSignal] = []
+
+    init() {
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        self.sources = [SIGTERM, SIGINT].map { number -> any DispatchSourceSignal in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [weak self] in self?.flag.store(true, ordering: .relaxed) }
+            source.resume()
+            return source
+        }
+    }
+
+    var isSet: Bool { self.flag.load(ordering: .relaxed) }
 }
