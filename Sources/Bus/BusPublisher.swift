@@ -142,14 +142,15 @@ public final class BusPublisher: MessagePublisher, Sendable {
         }
     }
 
-    /// Reads pending subscription messages: every subscriber socket subscribes to heartbeats once.
+    /// Reads pending subscription messages: every subscriber socket subscribes to heartbeats (or to all) once.
     private static func readSubscriptions(_ socket: ZMQSocket, into count: inout Int) {
         let frame = ZMQFrame()
         while (try? frame.receive(from: socket)) == true {
             frame.withBytes { (bytes: UnsafeRawBufferPointer) in
-                guard bytes.count == 1 + EnvelopeHeader.heartbeatTopic.utf8.count,
-                    bytes.dropFirst().elementsEqual(EnvelopeHeader.heartbeatTopic.utf8)
-                else { return }
+                // A subscriber to everything subscribes to "" instead; either way once per socket.
+                guard bytes.count >= 1, EnvelopeHeader.heartbeatTopic.utf8.starts(with: bytes.dropFirst()) else {
+                    return
+                }
                 count += bytes[0] == 1 ? 1 : -1
             }
         }

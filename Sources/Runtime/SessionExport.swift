@@ -18,55 +18,65 @@ public enum SessionExport {
         /// The newest copy of each route, by id, in the order they first came.
         public var routes: [Route] = []
         public var cues: [HapticCue] = []
-        /// Lines that are not records [count], and the first one's number.
+        /// Every record, in the order recorded.
+        public var records: [RecordedMessage] = []
+        /// Records that could not be read [count], and where the first was.
         public var badLines = 0
-        public var firstBadLine: Int?
+        public var firstBad: String?
+        /// Parts that were not closed (a recorder stopped first), with the byte their last complete record ends at.
+        public var cutFiles: [(file: String, atByte: Int)] = []
     }
 
     /// The formats.
-    public static let formats = ["geojson", "gpx", "csv"]
+    public static let formats = ["geojson", "gpx", "csv", "mcap"]
 
-    /// Reads a recording; lines that are not records are counted, not fatal.
+    /// Reads a session (a folder of MCAP parts, an .mcap file or a JSON Lines recording); records that cannot be
+    /// read are counted, not fatal.
     public static func read(_ path: String) throws -> Session {
-        let bytes: [UInt8]
-        do {
-            bytes = try InputFile.contents(of: path)
-        } catch {
-            throw ExportError(description: "\(path): cannot be read (\(error.reason))")
-        }
         var session = Session()
         var routeIndex: [UInt32: Int] = [:]
-        let decoder = JSONDecoder()
-        for (number, line) in bytes.split(separator: UInt8(ascii: "\n")).enumerated() where !line.isEmpty {
-            guard let record = try? decoder.decode(RecordedMessage.self, from: Data(line)) else {
-                session.badLines += 1
-                if session.firstBadLine == nil { session.firstBadLine = number + 1 }
-                continue
-            }
-            switch record.message {
-            case let .fix(fix): session.fixes.append(fix)
-            case let .smoothed(fix): session.smoothed.append(fix)
-            case let .cue(cue): session.cues.append(cue)
-            case let .route(route):
-                if let index = routeIndex[route.routeID] {
-                    session.routes[index] = route
-                } else {
-                    routeIndex[route.routeID] = session.routes.count
-                    session.routes.append(route)
+        let summary: SessionReader.Summary
+        do {
+            summary = try SessionReader.read(path) { record in
+                session.records.append(record)
+                switch record.message {
+                case let .fix(fix): session.fixes.append(fix)
+                case let .smoothed(fix): session.smoothed.append(fix)
+                case let .cue(cue): session.cues.append(cue)
+                case let .route(route):
+                    if let index = routeIndex[route.routeID] {
+                        session.routes[index] = route
+                    } else {
+                        routeIndex[route.routeID] = session.routes.count
+                        session.routes.append(route)
+                    }
+                default: break
                 }
-            default: break
             }
+        } catch let failure as SessionReader.Failure {
+            throw ExportError(description: failure.description)
         }
+        session.badLines = summary.badRecords
+        session.firstBad = summary.firstBad
+        session.cutFiles = summary.cutFiles
         guard !session.fixes.isEmpty || !session.smoothed.isEmpty || !session.routes.isEmpty else {
             throw ExportError(
                 description:
-                    "\(path): no fixes, smoothed fixes or routes in it (is it a recording of the jsonl recorder?)")
+                    "\(path): no fixes, smoothed fixes or routes in it (is it a session the recorder wrote?)")
         }
         return session
     }
 
-    /// The session in `format`.
-    public static func render(_ session: Session, format: String) -> String {
+    /// The session in `format`, as bytes to write.
+    public static func render(_ session: Session, format: String) -> [UInt8] {
+        switch format {
+        case "mcap": return self.mcap(session)
+        default: return Array(self.renderText(session, format: format).utf8)
+        }
+    }
+
+    /// The session in a text format.
+    public static func renderText(_ session: Session, format: String) -> String {
         switch format {
         case "gpx": return self.gpx(session)
         case "csv": return self.csv(session)

@@ -47,8 +47,8 @@ import TestSupport
 
     @Test func aRecordingExportsToGPXThatReadsBackWithItsTimes() throws {
         let session = try SessionExport.read(try self.recording())
-        #expect(session.badLines == 1 && session.firstBadLine == 4)
-        let gpx = SessionExport.render(session, format: "gpx")
+        #expect(session.badLines == 1 && session.firstBad?.hasSuffix("line 4: not a recorded message") == true)
+        let gpx = SessionExport.renderText(session, format: "gpx")
         let reader = try GPXReader.read(Data(gpx.utf8))
         #expect(reader.problems.isEmpty, "\(reader.problems)")
         // The route's two points, then the fixes' and the smoothed fixes' 20 each, with their times.
@@ -62,7 +62,7 @@ import TestSupport
     @Test func aRecordingExportsToGeoJSONWithTracksRoutesAndCues() throws {
         let session = try SessionExport.read(try self.recording())
         let object = try #require(
-            JSONSerialization.jsonObject(with: Data(SessionExport.render(session, format: "geojson").utf8))
+            JSONSerialization.jsonObject(with: Data(SessionExport.renderText(session, format: "geojson").utf8))
                 as? [String: Any])
         let features = try #require(object["features"] as? [[String: Any]])
         let layers = features.compactMap { ($0["properties"] as? [String: Any])?["layer"] as? String }
@@ -76,7 +76,7 @@ import TestSupport
 
     @Test func aRecordingExportsToCSVInTimeOrder() throws {
         let session = try SessionExport.read(try self.recording())
-        let rows = SessionExport.render(session, format: "csv").split(separator: "\n")
+        let rows = SessionExport.renderText(session, format: "csv").split(separator: "\n")
         #expect(
             rows.first == "time_s,kind,latitude,longitude,accuracy_m,speed_mps,course_deg,cue,intensity,deviation_deg")
         #expect(rows.count == 1 + 20 + 20 + 2)
@@ -85,6 +85,37 @@ import TestSupport
         }
         #expect(times == times.sorted())
         #expect(rows.contains { $0.hasSuffix(",cue,,,,,,turnLeft,0.4,-30.0") })
+    }
+
+    /// The MCAP export as Foxglove reads it: the Python `mcap` package finds LocationFix fixes with their times and
+    /// coordinates, the route as GeoJSON, and the cues in JSON.
+    @Test func theMCAPExportCarriesFoxgloveLocationFixesThatPythonsMCAPReads() throws {
+        let session = try SessionExport.read(try self.recording())
+        let file = try scratchFolder() + "/session.mcap"
+        try Data(SessionExport.render(session, format: "mcap")).write(to: URL(fileURLWithPath: file))
+        let script = """
+            import sys, json
+            from mcap.reader import make_reader
+            with open(sys.argv[1], "rb") as f:
+                reader = make_reader(f)
+                fixes, routes, cues = [], [], []
+                for schema, channel, message in reader.iter_messages():
+                    data = json.loads(message.data)
+                    if channel.topic == "/fix":
+                        assert schema.name == "foxglove.LocationFix" and schema.encoding == "jsonschema"
+                        assert channel.message_encoding == "json"
+                        fixes.append((data["timestamp"]["sec"] + data["timestamp"]["nsec"] / 1e9, data["latitude"],
+                                      data["longitude"], data["position_covariance"][0], data["position_covariance_type"]))
+                    elif channel.topic == "/route":
+                        assert schema.name == "foxglove.GeoJSON"
+                        routes.append(len(json.loads(data["geojson"])["geometry"]["coordinates"]))
+                    elif channel.topic == "/cue":
+                        cues.append(data["kind"])
+                print(len(fixes), "%.1f %.6f %.6f %.1f %d" % fixes[0], "%.1f %.6f" % fixes[-1][:2], routes, ",".join(cues),
+                      reader.get_summary().statistics.message_count)
+            """
+        let output = try runPython(script, [file])
+        #expect(output == "20 1767225600.0 43.730000 7.420000 25.0 1 1767225619.0 43.730222 [2] turnLeft,arrival 43")
     }
 
     @Test func somethingThatIsNoRecordingIsAClearError() throws {

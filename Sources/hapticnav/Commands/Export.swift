@@ -6,13 +6,13 @@ import SystemIO
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
-            "A recording of the jsonl recorder as GeoJSON (tracks, routes, cues), GPX (tracks with times, routes) or CSV (fixes, smoothed fixes and cues by time)."
+            "A session as GeoJSON (tracks, routes, cues), GPX (tracks with times, routes), CSV (fixes, smoothed fixes and cues by time) or MCAP for Foxglove (LocationFix tracks, GeoJSON routes, every message in JSON)."
     )
 
-    @Argument(help: "The recording (JSON Lines, as the jsonl recorder writes it).")
+    @Argument(help: "The session: a folder of .mcap parts, an .mcap file or a .jsonl recording.")
     var recording: String
 
-    @Option(help: "geojson, gpx or csv.")
+    @Option(help: "geojson, gpx, csv or mcap.")
     var format = "geojson"
 
     @Option(help: "Write here instead of standard output.")
@@ -22,6 +22,9 @@ struct Export: ParsableCommand {
         guard SessionExport.formats.contains(self.format) else {
             throw ValidationError(
                 "--format: '\(self.format)' is not one of \(SessionExport.formats.joined(separator: ", "))")
+        }
+        if self.format == "mcap" && self.out == nil {
+            throw ValidationError("--format mcap is binary: give --out FILE")
         }
     }
 
@@ -34,20 +37,24 @@ struct Export: ParsableCommand {
         }
         if session.badLines > 0 {
             StandardStreams.writeError(
-                "\(self.recording): \(session.badLines) line(s) that are not records skipped (the first is line \(session.firstBadLine ?? 0))\n"
+                "\(self.recording): \(session.badLines) record(s) could not be read and were skipped (the first: \(session.firstBad ?? "?"))\n"
             )
         }
-        let text = SessionExport.render(session, format: self.format)
+        for (file, byte) in session.cutFiles {
+            StandardStreams.writeError(
+                "\(file): not closed (its recorder stopped first); read to its last complete record at byte \(byte)\n")
+        }
+        let bytes = SessionExport.render(session, format: self.format)
         if let out = self.out {
             do {
                 let file = try OutputFile(path: out)
                 defer { file.close() }
-                guard file.write(text) else { throw CommandFailure("\(out): cannot be written") }
+                guard file.write(bytes) else { throw CommandFailure("\(out): cannot be written") }
             } catch let error as SystemError {
                 throw CommandFailure("\(error)")
             }
         } else {
-            StandardStreams.writeOutput(text)
+            StandardStreams.writeOutput(String(decoding: bytes, as: UTF8.self))
         }
     }
 }
