@@ -1,0 +1,393 @@
+public import NavCore
+
+/// `hapticnav report`: one self-contained HTML page about a session, readable without a network: the summary (distance,
+/// time against the route's walking time, time off course, cues a minute, reroutes, fail-safe events), an SVG map of
+/// the routes with the raw and smoothed tracks, waypoints, reroutes and where the walker was off course, and a
+/// timeline of deviation, cue side and intensity, device switches and fail-safe events.
+public enum SessionReport {
+    /// The figures of a session.
+    public struct Summary: Sendable, Equatable {
+        /// Length of the smoothed track [metres].
+        public var distanceMeters = 0.0
+        /// From the first fix to the last [seconds of measurement time].
+        public var durationSeconds = 0.0
+        /// The first route's walking time: its ETA when the route controller gave one, else its length at 1.3 m/s
+        /// [seconds]; nil without a route.
+        public var routeWalkingSeconds: Double?
+        /// The first route's length [metres].
+        public var routeLengthMeters: Double?
+        /// Time the route controller reported the walker off the route or going the wrong way [seconds].
+        public var offCourseSeconds = 0.0
+        /// Turn cues that began (left, right, around after anything else) [count].
+        public var turnCueOnsets = 0
+        /// Routes after the first [count].
+        public var reroutes = 0
+        /// Signal-lost cues: the sink's input went stale and it stopped every motor [count].
+        public var failSafeEvents = 0
+        /// Changes of output device [count].
+        public var deviceSwitches = 0
+        /// The route controller said the walker arrived.
+        public var arrived = false
+
+        /// Turn-cue onsets a minute of walking [1/min].
+        public var cueOnsetsPerMinute: Double {
+            self.durationSeconds > 0 ? Double(self.turnCueOnsets) / (self.durationSeconds / 60) : 0
+        }
+    }
+
+    /// A point in time on the timeline, in the session's measurement time [seconds since 1970-01-01T00:00:00Z].
+    struct Event {
+        var time: Double
+        var label: String
+    }
+
+    /// The walk's figures.
+    public static func summary(_ session: SessionExport.Session) -> Summary {
+        var summary = Summary()
+        let smoothed = session.smoothed.filter { $0.latitude.isFinite && $0.longitude.isFinite }
+        for (a, b) in zip(smoothed, smoothed.dropFirst()) where !b.reset {
+            summary.distanceMeters += FlatProjection.distance(
+                Coordinate(latitude: a.latitude, longitude: a.longitude),
+                Coordinate(latitude: b.latitude, longitude: b.longitude))
+        }
+        let times = session.fixes.map(\.timeSeconds) + smoothed.map(\.timeSeconds)
+        if let first = times.min(), let last = times.max() { summary.durationSeconds = last - first }
+        var firstETA: Double?
+        var offSince: Double?
+        var routeIDs: [UInt32] = []
+        var previousCue: CueKind = .silent
+        for record in session.records {
+            switch record.message {
+            case let .progress(progress):
+                if firstETA == nil, let eta = progress.etaSeconds, eta.isFinite { firstETA = eta }
+                let off = progress.state == .offRoute || progress.state == .wrongWay
+                if off, offSince == nil { offSince = progress.timeSeconds }
+                if !off, let since = offSince {
+                    summary.offCourseSeconds += max(0, progress.timeSeconds - since)
+                    offSince = nil
+                }
+                if progress.state == .arrived { summary.arrived = true }
+            case let .route(route):
+                if !routeIDs.contains(route.routeID) { routeIDs.append(route.routeID) }
+            case let .cue(cue):
+                let turn = cue.kind == .turnLeft || cue.kind == .turnRight || cue.kind == .turnAround
+                if turn, cue.kind != previousCue { summary.turnCueOnsets += 1 }
+                if cue.kind == .signalLost { summary.failSafeEvents += 1 }
+                previousCue = cue.kind
+            case let .status(status) where status.message.hasPrefix("output: "):
+                summary.deviceSwitches += 1
+            default: break
+            }
+        }
+        if let since = offSince, let last = times.max() { summary.offCourseSeconds += max(0, last - since) }
+        summary.reroutes = max(0, routeIDs.count - 1)
+        if let first = session.routes.first {
+            summary.routeLengthMeters = first.lengthMeters
+            summary.routeWalkingSeconds = firstETA ?? first.lengthMeters / 1.3
+        }
+        // The first output choice is a start, not a switch.
+        summary.deviceSwitches = max(0, summary.deviceSwitches - 1)
+        return summary
+    }
+
+    /// The page.
+    public static func html(_ session: SessionExport.Session, title: String) -> String {
+        let summary = self.summary(session)
+        let map = MapDrawing(session: session)
+        let timeline = self.timeline(session)
+        func minutes(_ seconds: Double) -> String {
+            let total = Int(seconds.rounded())
+            return "\(total / 60) min \(total % 60) s"
+        }
+        func fixed(_ value: Double, _ digits: Int) -> String {
+            var scale = 1.0
+            for _ in 0..<digits { scale *= 10 }
+            let rounded = (value * scale).rounded() / scale
+            return digits == 0 ? "\(Int(rounded))" : "\(rounded)"
+        }
+        var rows: [(String, String)] = [
+            ("Distance walked", "\(fixed(summary.distanceMeters, 0)) m"),
+            ("Time", minutes(summary.durationSeconds)),
+        ]
+        if let walking = summary.routeWalkingSeconds, let length = summary.routeLengthMeters {
+            rows.append(
+                (
+                    "Route's walking time",
+                    "\(minutes(walking)) for \(fixed(length, 0)) m; time taken \(walking > 0 ? fixed(summary.durationSeconds / walking, 2) : "–") ×"
+                ))
+        }
+        rows += [
+            ("Time off course", minutes(summary.offCourseSeconds)),
+            ("Turn cues a minute", fixed(summary.cueOnsetsPerMinute, 1) + " (\(summary.turnCueOnsets) onsets)"),
+            ("Reroutes", "\(summary.reroutes)"),
+            ("Fail-safe events (signal lost)", "\(summary.failSafeEvents)"),
+            ("Output device switches", "\(summary.deviceSwitches)"),
+            ("Arrived", summary.arrived ? "yes" : "no"),
+        ]
+        if session.badLines > 0 { rows.append(("Records that could not be read", "\(session.badLines)")) }
+        if !session.cutFiles.isEmpty {
+            rows.append(("Parts not closed (recorder stopped first)", "\(session.cutFiles.count)"))
+        }
+        let table = rows.map { "<tr><th>\(htmlEscaped($0.0))</th><td>\(htmlEscaped($0.1))</td></tr>" }.joined(
+            separator: "\n")
+        return """
+            <!DOCTYPE html>
+            <html lang="en"><head><meta charset="utf-8"><title>\(htmlEscaped(title))</title>
+            <style>
+            body { font-family: sans-serif; margin: 24px; color: #222; background: #fff; }
+            h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; }
+            table { border-collapse: collapse; } th, td { text-align: left; padding: 3px 12px 3px 0; }
+            th { font-weight: normal; color: #555; }
+            svg { border: 1px solid #ccc; background: #fafafa; }
+            .legend span { display: inline-block; margin-right: 16px; font-size: 13px; }
+            .legend i { display: inline-block; width: 18px; height: 4px; margin-right: 4px; vertical-align: middle; }
+            </style></head><body>
+            <h1>\(htmlEscaped(title))</h1>
+            <table id="summary">
+            \(table)
+            </table>
+            <h2>Map</h2>
+            <div class="legend"><span><i style="background:#9aa"></i>route (earlier: dashed)</span><span><i style="background:#f29c38"></i>GPS fixes</span><span><i style="background:#1f5fbf"></i>smoothed track</span><span><i style="background:#e0301e"></i>off course</span><span><i style="background:#8e44ad"></i>reroute</span><span><i style="background:#222"></i>waypoint</span></div>
+            \(map.svg)
+            <h2>Timeline</h2>
+            <div class="legend"><span><i style="background:#1f5fbf"></i>deviation (°)</span><span><i style="background:#d9822b"></i>cue left (below) / right (above), height = intensity</span><span><i style="background:#8e44ad"></i>device switch</span><span><i style="background:#e0301e"></i>signal lost</span></div>
+            \(timeline)
+            </body></html>
+
+            """
+    }
+
+    /// The map: every coordinate through one local projection, scaled to fit.
+    struct MapDrawing {
+        static let width = 900.0
+        static let height = 640.0
+        static let margin = 20.0
+        let projection: FlatProjection
+        let metersPerPixel: Double
+        let centerEast: Double
+        let centerNorth: Double
+        private(set) var svg = ""
+
+        init(session: SessionExport.Session) {
+            var points: [Coordinate] = session.fixes.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) }
+            points += session.smoothed.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) }
+            for route in session.routes { points += route.points }
+            points = points.filter { $0.latitude.isFinite && $0.longitude.isFinite }
+            let origin = points.first ?? Coordinate(latitude: 0, longitude: 0)
+            let projection = FlatProjection(origin: origin)
+            let local = points.map { projection.project($0) }
+            let minEast = local.map(\.east).min() ?? 0
+            let maxEast = local.map(\.east).max() ?? 0
+            let minNorth = local.map(\.north).min() ?? 0
+            let maxNorth = local.map(\.north).max() ?? 0
+            let scale = max(
+                (maxEast - minEast) / (Self.width - 2 * Self.margin),
+                (maxNorth - minNorth) / (Self.height - 2 * Self.margin), 0.01)
+            self.projection = projection
+            self.metersPerPixel = scale
+            self.centerEast = (minEast + maxEast) / 2
+            self.centerNorth = (minNorth + maxNorth) / 2
+            self.svg = self.draw(session)
+        }
+
+        func xy(_ point: Coordinate) -> (Double, Double) {
+            let local = self.projection.project(point)
+            return (
+                Self.width / 2 + (local.east - self.centerEast) / self.metersPerPixel,
+                Self.height / 2 - (local.north - self.centerNorth) / self.metersPerPixel
+            )
+        }
+
+        func polyline(_ points: [Coordinate]) -> String {
+            points.map { point in
+                let (x, y) = self.xy(point)
+                return "\(round2(x)),\(round2(y))"
+            }.joined(separator: " ")
+        }
+
+        private func draw(_ session: SessionExport.Session) -> String {
+            var body: [String] = []
+            for (index, route) in session.routes.enumerated() {
+                let last = index == session.routes.count - 1
+                body.append(
+                    "<polyline class=\"route\" data-route=\"\(route.routeID)\" points=\"\(self.polyline(route.points))\" fill=\"none\" stroke=\"#9aa\" stroke-width=\"\(last ? 6 : 3)\" stroke-linejoin=\"round\"\(last ? "" : " stroke-dasharray=\"6 4\"")/>"
+                )
+            }
+            if let route = session.routes.last {
+                for waypoint in route.waypoints {
+                    let (x, y) = self.xy(waypoint.coordinate)
+                    body.append(
+                        "<circle class=\"waypoint\" cx=\"\(round2(x))\" cy=\"\(round2(y))\" r=\"3.5\" fill=\"#222\"><title>\(htmlEscaped(waypoint.instruction))</title></circle>"
+                    )
+                }
+            }
+            for fix in session.fixes where fix.latitude.isFinite && fix.longitude.isFinite {
+                let (x, y) = self.xy(Coordinate(latitude: fix.latitude, longitude: fix.longitude))
+                body.append(
+                    "<circle class=\"fix\" cx=\"\(round2(x))\" cy=\"\(round2(y))\" r=\"1.8\" fill=\"#f29c38\"/>")
+            }
+            let smoothed = session.smoothed.filter { $0.latitude.isFinite && $0.longitude.isFinite }
+            body.append(
+                "<polyline id=\"smoothed-track\" points=\"\(self.polyline(smoothed.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) }))\" fill=\"none\" stroke=\"#1f5fbf\" stroke-width=\"3\" stroke-linejoin=\"round\"/>"
+            )
+            // Off course: the smoothed track while the route controller said off route or wrong way.
+            var off: [[Coordinate]] = []
+            var current: [Coordinate]?
+            var state: RouteState = .onRoute
+            for record in session.records {
+                switch record.message {
+                case let .progress(progress): state = progress.state
+                case let .smoothed(fix) where fix.latitude.isFinite && fix.longitude.isFinite:
+                    let point = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
+                    if state == .offRoute || state == .wrongWay {
+                        current = (current ?? []) + [point]
+                    } else if let segment = current {
+                        off.append(segment + [point])
+                        current = nil
+                    }
+                default: break
+                }
+            }
+            if let segment = current { off.append(segment) }
+            for segment in off where segment.count >= 1 {
+                body.append(
+                    "<polyline class=\"off-course\" points=\"\(self.polyline(segment))\" fill=\"none\" stroke=\"#e0301e\" stroke-width=\"6\" stroke-opacity=\"0.75\" stroke-linecap=\"round\"/>"
+                )
+            }
+            for route in session.routes.dropFirst() {
+                guard let start = route.points.first else { continue }
+                let (x, y) = self.xy(start)
+                body.append(
+                    "<rect class=\"reroute\" x=\"\(round2(x - 6))\" y=\"\(round2(y - 6))\" width=\"12\" height=\"12\" transform=\"rotate(45 \(round2(x)) \(round2(y)))\" fill=\"#8e44ad\"><title>reroute \(route.routeID) by \(htmlEscaped(route.provider))</title></rect>"
+                )
+            }
+            let scaleMeters = niceLength(self.metersPerPixel * 150)
+            let scalePixels = scaleMeters / self.metersPerPixel
+            body.append(
+                "<g class=\"scale\"><line x1=\"20\" y1=\"\(Self.height - 14)\" x2=\"\(round2(20 + scalePixels))\" y2=\"\(Self.height - 14)\" stroke=\"#333\" stroke-width=\"2\"/><text x=\"20\" y=\"\(Self.height - 20)\" font-size=\"12\">\(Int(scaleMeters)) m</text></g>"
+            )
+            let origin = self.projection.origin
+            return """
+                <svg id="map" xmlns="http://www.w3.org/2000/svg" width="\(Int(Self.width))" height="\(Int(Self.height))" viewBox="0 0 \(Int(Self.width)) \(Int(Self.height))" data-origin-latitude="\(origin.latitude)" data-origin-longitude="\(origin.longitude)" data-meters-per-pixel="\(self.metersPerPixel)" data-center-east="\(self.centerEast)" data-center-north="\(self.centerNorth)">
+                \(body.joined(separator: "\n"))
+                </svg>
+                """
+        }
+    }
+
+    /// The timeline: deviation over time, cues as bars (left below the axis, right above, height the intensity),
+    /// device switches and signal-lost events as marked lines.
+    static func timeline(_ session: SessionExport.Session) -> String {
+        let width = 900.0
+        let height = 300.0
+        let left = 50.0
+        let right = 10.0
+        let top = 10.0
+        let bottom = 30.0
+        // Session time: the newest measurement time so far in the recorded order (status messages carry the
+        // sender's wall clock, which a replay faster than real time does not share).
+        var now: Double?
+        var deviations: [(Double, Double)] = []
+        var cues: [(Double, HapticCue)] = []
+        var switches: [Event] = []
+        var lost: [Double] = []
+        for record in session.records {
+            let time: Double?
+            switch record.message {
+            case let .fix(fix): time = fix.timeSeconds
+            case let .smoothed(fix): time = fix.timeSeconds
+            case let .heading(sample): time = sample.timeSeconds
+            case let .cue(cue): time = cue.kind == .signalLost ? nil : cue.timeSeconds
+            case let .progress(progress): time = progress.timeSeconds
+            default: time = nil
+            }
+            if let time, time.isFinite { now = max(now ?? time, time) }
+            guard let at = now else { continue }
+            switch record.message {
+            case let .cue(cue):
+                if cue.kind == .signalLost {
+                    lost.append(at)
+                } else {
+                    cues.append((cue.timeSeconds, cue))
+                    if cue.kind != .arrival { deviations.append((cue.timeSeconds, cue.deviationDegrees)) }
+                }
+            case let .status(status) where status.message.hasPrefix("output: "):
+                switches.append(Event(time: at, label: status.message))
+            default: break
+            }
+        }
+        let times = deviations.map(\.0) + cues.map(\.0) + switches.map(\.time) + lost
+        let start = session.fixes.first?.timeSeconds ?? times.min() ?? 0
+        let end = max(start + 1, session.fixes.last?.timeSeconds ?? 0, times.max() ?? 0)
+        func x(_ time: Double) -> Double { left + (time - start) / (end - start) * (width - left - right) }
+        let plotHeight = height - top - bottom
+        let middle = top + plotHeight / 2
+        func y(_ degrees: Double) -> Double { middle - max(-180, min(180, degrees)) / 180 * (plotHeight / 2) }
+        var body: [String] = []
+        for degrees in [-180.0, -90, 0, 90, 180] {
+            body.append(
+                "<line x1=\"\(left)\" y1=\"\(round2(y(degrees)))\" x2=\"\(width - right)\" y2=\"\(round2(y(degrees)))\" stroke=\"#ddd\"/><text x=\"4\" y=\"\(round2(y(degrees) + 4))\" font-size=\"11\">\(Int(degrees))°</text>"
+            )
+        }
+        for (time, cue) in cues where cue.kind == .turnLeft || cue.kind == .turnRight || cue.kind == .turnAround {
+            let barHeight = cue.intensity * plotHeight / 2
+            let up = cue.kind == .turnRight
+            body.append(
+                "<rect class=\"cue \(cue.kind.name)\" x=\"\(round2(x(time)))\" y=\"\(round2(up ? middle - barHeight : middle))\" width=\"1.5\" height=\"\(round2(barHeight))\" fill=\"#d9822b\" fill-opacity=\"0.7\"/>"
+            )
+        }
+        body.append(
+            "<polyline id=\"deviation\" points=\"\(deviations.map { "\(round2(x($0.0))),\(round2(y($0.1)))" }.joined(separator: " "))\" fill=\"none\" stroke=\"#1f5fbf\" stroke-width=\"1.2\"/>"
+        )
+        for event in switches {
+            body.append(
+                "<line class=\"device-switch\" x1=\"\(round2(x(event.time)))\" y1=\"\(top)\" x2=\"\(round2(x(event.time)))\" y2=\"\(height - bottom)\" stroke=\"#8e44ad\" stroke-dasharray=\"4 3\"><title>\(htmlEscaped(event.label))</title></line>"
+            )
+        }
+        for time in lost {
+            body.append(
+                "<line class=\"signal-lost\" x1=\"\(round2(x(time)))\" y1=\"\(top)\" x2=\"\(round2(x(time)))\" y2=\"\(height - bottom)\" stroke=\"#e0301e\" stroke-width=\"2\"><title>signal lost</title></line>"
+            )
+        }
+        let duration = end - start
+        let step = niceLength(duration / 8)
+        var tick = 0.0
+        while tick <= duration + 1e-9 {
+            body.append(
+                "<text x=\"\(round2(x(start + tick) - 8))\" y=\"\(height - 10)\" font-size=\"11\">\(Int(tick)) s</text>"
+            )
+            tick += step
+        }
+        return """
+            <svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" viewBox="0 0 \(Int(width)) \(Int(height))">
+            \(body.joined(separator: "\n"))
+            </svg>
+            """
+    }
+}
+
+/// 1, 2 or 5 times a power of ten, at most `value` (at least 1).
+private func niceLength(_ value: Double) -> Double {
+    guard value > 1 else { return 1 }
+    var power = 1.0
+    while power * 10 <= value { power *= 10 }
+    for factor in [5.0, 2, 1] where factor * power <= value { return factor * power }
+    return power
+}
+
+private func round2(_ value: Double) -> Double { (value * 100).rounded() / 100 }
+
+/// Text made safe for HTML.
+func htmlEscaped(_ text: String) -> String {
+    var out = ""
+    for character in text {
+        switch character {
+        case "&": out += "&amp;"
+        case "<": out += "&lt;"
+        case ">": out += "&gt;"
+        case "\"": out += "&quot;"
+        default: out.append(character)
+        }
+    }
+    return out
+}

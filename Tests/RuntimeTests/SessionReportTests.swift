@@ -1,0 +1,199 @@
+import Foundation
+import NavCore
+import Parsers
+@testable import Runtime
+import Testing
+import TestSupport
+
+@Suite struct SessionReportTests {
+    /// A session along the demo walk (a real Monaco route): a fix and a smoothed fix every second at 1.3 m/s, the
+    /// route, a reroute, 20 s off route, turn cues, a device switch and a signal-lost event.
+    static func session() throws -> SessionExport.Session {
+        let data = try Data(
+            contentsOf: repositoryRoot.appendingPathComponent("data/routes/monaco-demo-walk.geojson"))
+        let object = try #require(JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let geometry = try #require(object["geometry"] as? [String: Any])
+        let coordinates = try #require(geometry["coordinates"] as? [[Double]])
+        let points = coordinates.map { Coordinate(latitude: $0[1], longitude: $0[0]) }
+        let route = RouteBuilder.route(from: RoutePlan(points: points), routeID: 1, timeSeconds: 0, provider: "osm")
+        let start = 1_767_225_600.0
+        var records: [RecordedMessage] = []
+        func add(_ message: BusMessage, _ time: Double) {
+            records.append(
+                RecordedMessage(
+                    receiveTimeSeconds: time, stage: "test", sequence: UInt64(records.count), message: message))
+        }
+        add(.route(route), start)
+        add(
+            .status(
+                StageStatus(timeSeconds: 5, stage: "haptic", health: .running, message: "output: band", counters: [])),
+            start)
+        let seconds = Int(route.lengthMeters / 1.3)
+        for second in 0...seconds {
+            let time = start + Double(second)
+            let along = min(route.lengthMeters, 1.3 * Double(second))
+            let here = try #require(Polyline(route.points).point(atDistance: along)).coordinate
+            add(
+                .fix(
+                    LocationFix(
+                        timeSeconds: time, latitude: here.latitude + 2e-5, longitude: here.longitude,
+                        horizontalAccuracyMeters: 5)), time)
+            add(
+                .smoothed(
+                    SmoothedFix(
+                        timeSeconds: time, latitude: here.latitude, longitude: here.longitude,
+                        horizontalAccuracyMeters: 3, speedMetersPerSecond: 1.3, courseDegrees: nil,
+                        reset: second == 0)), time)
+            let state: RouteState = (100..<120).contains(second) ? .offRoute : (second == seconds ? .arrived : .onRoute)
+            add(
+                .progress(
+                    RouteProgress(
+                        timeSeconds: time, routeID: 1, distanceAlongMeters: along,
+                        distanceRemainingMeters: route.lengthMeters - along, crossTrackMeters: 0, nextWaypointIndex: 1,
+                        bearingToNextDegrees: 0, distanceToNextMeters: 10,
+                        etaSeconds: (route.lengthMeters - along) / 1.3,
+                        state: state)), time)
+            if second % 60 == 30 {
+                add(.cue(HapticCue(timeSeconds: time, kind: .turnLeft, intensity: 0.6, deviationDegrees: -50)), time)
+                add(.cue(HapticCue(timeSeconds: time + 0.5, kind: .silent, intensity: 0, deviationDegrees: -5)), time)
+            }
+            if second == 120 {
+                add(
+                    .route(
+                        RouteBuilder.route(
+                            from: RoutePlan(points: Array(route.points.dropFirst(5))), routeID: 2, timeSeconds: time,
+                            provider: "osm")), time)
+                add(
+                    .status(
+                        StageStatus(
+                            timeSeconds: 9, stage: "haptic", health: .degraded, message: "output: speaker", counters: []
+                        )), time)
+            }
+            if second == 200 {
+                add(.cue(HapticCue(timeSeconds: time, kind: .signalLost, intensity: 1, deviationDegrees: 0)), time)
+            }
+        }
+        let folder = try scratchFolder()
+        var writer = SessionWriter(library: "test", metadata: [])
+        records.forEach { writer.add($0) }
+        writer.finish()
+        try Data(writer.takeOutput()).write(to: URL(fileURLWithPath: "\(folder)/session.mcap"))
+        return try SessionExport.read("\(folder)/session.mcap")
+    }
+
+    @Test func theSummaryCountsWhatTheSessionHolds() throws {
+        let session = try Self.session()
+        let summary = SessionReport.summary(session)
+        let walked = session.routes[0].lengthMeters
+        #expect(abs(summary.distanceMeters - walked) < 0.02 * walked)
+        #expect(abs(summary.durationSeconds - Double(Int(walked / 1.3))) < 1e-6)
+        #expect(abs((summary.routeWalkingSeconds ?? 0) - walked / 1.3) < 1)
+        #expect(summary.offCourseSeconds == 20)
+        #expect(summary.turnCueOnsets == (Int(walked / 1.3) + 30) / 60)
+        #expect(summary.reroutes == 1)
+        #expect(summary.failSafeEvents == 1)
+        #expect(summary.deviceSwitches == 1)
+        #expect(summary.arrived)
+    }
+
+    /// The SVG's smoothed track, taken back through the projection the page states, lies on the session's smoothed
+    /// fixes (within the drawing's rounding).
+    @Test func theMapsTrackIsTheSessionsSmoothedTrack() throws {
+        let session = try Self.session()
+        let html = SessionReport.html(session, title: "test <session>")
+        #expect(html.contains("test &lt;session&gt;"))
+        #expect(!html.contains("http://") || !html.contains("src=\"http"), "nothing loaded from a network")
+        func attribute(_ name: String) throws -> Double {
+            let range = try #require(html.range(of: "\(name)=\""))
+            let rest = html[range.upperBound...]
+            return try #require(Double(rest[..<rest.firstIndex(of: "\"")!]))
+        }
+        let projection = FlatProjection(
+            origin: Coordinate(
+                latitude: try attribute("data-origin-latitude"), longitude: try attribute("data-origin-longitude")))
+        let metersPerPixel = try attribute("data-meters-per-pixel")
+        let centerEast = try attribute("data-center-east")
+        let centerNorth = try attribute("data-center-north")
+        let track = try #require(html.range(of: "id=\"smoothed-track\" points=\""))
+        let rest = html[track.upperBound...]
+        let pairs = rest[..<rest.firstIndex(of: "\"")!].split(separator: " ").map { pair in
+            pair.split(separator: ",").compactMap { Double($0) }
+        }
+        #expect(pairs.count == session.smoothed.count)
+        var worst = 0.0
+        for (pair, fix) in zip(pairs, session.smoothed) {
+            let east = (pair[0] - SessionReport.MapDrawing.width / 2) * metersPerPixel + centerEast
+            let north = -(pair[1] - SessionReport.MapDrawing.height / 2) * metersPerPixel + centerNorth
+            let back = projection.unproject(ENU(east: east, north: north))
+            worst = max(
+                worst,
+                FlatProjection.distance(back, Coordinate(latitude: fix.latitude, longitude: fix.longitude)))
+        }
+        #expect(worst < 0.01 * metersPerPixel * 2 + 0.01, "worst \(worst) m at \(metersPerPixel) m a pixel")
+        #expect(html.contains("class=\"off-course\"") && html.contains("class=\"reroute\""))
+        #expect(html.contains("class=\"device-switch\"") && html.contains("class=\"signal-lost\""))
+    }
+
+    /// The page as a browser draws it: headless Chromium's screenshot shows the smoothed track in its colour and the
+    /// fixes in theirs, inside the map.
+    @Test func headlessChromiumDrawsTheTrack() throws {
+        let session = try Self.session()
+        let folder = try scratchFolder()
+        try SessionReport.html(session, title: "screenshot").write(
+            toFile: "\(folder)/report.html", atomically: true, encoding: .utf8)
+        let chromium = try #require(
+            ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first {
+                FileManager.default.isExecutableFile(atPath: $0)
+            },
+            "chromium is not installed: run scripts/setup")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: chromium)
+        process.arguments = [
+            "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1000,1400",
+            "--user-data-dir=\(folder)/profile", "--screenshot=\(folder)/report.png", "file://\(folder)/report.html",
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        // Count the pixels of each colour with a small PNG decoder (zlib and the five filters of the PNG spec).
+        let script = """
+            import sys, zlib, struct
+            data = open(sys.argv[1], "rb").read()
+            assert data[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
+            pos, idat = 8, b""
+            while pos < len(data):
+                length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+                body = data[pos + 8:pos + 8 + length]
+                if kind == b"IHDR": width, height, depth, color = struct.unpack(">IIBB", body[:10])
+                if kind == b"IDAT": idat += body
+                pos += 12 + length
+            assert depth == 8 and color in (2, 6)
+            bpp = 3 if color == 2 else 4
+            raw, stride = zlib.decompress(idat), width * bpp
+            rows, prev, i = [], bytearray(stride), 0
+            for y in range(height):
+                f, line = raw[i], bytearray(raw[i + 1:i + 1 + stride]); i += 1 + stride
+                for x in range(stride):
+                    a = line[x - bpp] if x >= bpp else 0; b = prev[x]; c = prev[x - bpp] if x >= bpp else 0
+                    if f == 1: line[x] = (line[x] + a) & 255
+                    elif f == 2: line[x] = (line[x] + b) & 255
+                    elif f == 3: line[x] = (line[x] + (a + b) // 2) & 255
+                    elif f == 4:
+                        p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                        line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+                rows.append(line); prev = line
+            def count(rgb):
+                return sum(1 for line in rows for x in range(0, stride, bpp)
+                           if all(abs(line[x + k] - rgb[k]) <= 24 for k in range(3)))
+            print(width, height, count((0x1f, 0x5f, 0xbf)), count((0xf2, 0x9c, 0x38)))
+            """
+        let output = try runPython(script, ["\(folder)/report.png"]).split(separator: " ").compactMap { Int($0) }
+        #expect(output.count == 4)
+        guard output.count == 4 else { return }
+        print("screenshot \(output[0])×\(output[1]): \(output[2]) track pixels, \(output[3]) fix pixels")
+        #expect(output[2] > 1500, "the smoothed track is drawn")
+        #expect(output[3] > 300, "the fixes are drawn")
+    }
+}
