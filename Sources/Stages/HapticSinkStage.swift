@@ -201,7 +201,7 @@ where Input.Element == Arrival<SinkInput> {
             if self.timeCheck.dropReportDue(at: arrival.receivedSeconds) {
                 await self.status(
                     self.failSafe.isSilent ? .stale : .running,
-                    self.failSafe.isSilent ? "silent: \(self.failSafe.silenceReason)" : "guiding")
+                    self.failSafe.isSilent ? "silent: \(self.failSafe.silenceReason)" : self.guidingText)
             }
             return nil
         }
@@ -269,7 +269,7 @@ where Input.Element == Arrival<SinkInput> {
             return
         case .resume:
             self.guidance.reset()
-            await self.status(.running, "guiding")
+            await self.status(.running, self.guidingText)
         case let .silence(reason, playSignalLost):
             self.guidance.reset()
             self.target = nil
@@ -286,6 +286,11 @@ where Input.Element == Arrival<SinkInput> {
         }
     }
 
+    /// The status while guiding, naming the device that plays the cues.
+    private var guidingText: String {
+        "guiding on \(self.active.map { self.devices[$0].name } ?? "no device")"
+    }
+
     /// Checks for stale input and for the active device (exposed for tests).
     public func check() async {
         await self.apply(self.failSafe.evaluate(now: self.now()))
@@ -293,7 +298,7 @@ where Input.Element == Arrival<SinkInput> {
             let silent = self.failSafe.isSilent
             await self.status(
                 silent ? .stale : (self.active == 0 ? .running : .degraded),
-                silent ? "silent: \(self.failSafe.silenceReason)" : "guiding")
+                silent ? "silent: \(self.failSafe.silenceReason)" : self.guidingText)
         }
         // Fallback: the first available device of the list (OutputSelection decides).
         var available: [Bool] = []

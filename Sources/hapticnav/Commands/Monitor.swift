@@ -16,6 +16,8 @@ import Routers
 import Logging
 import NavCore
 import Runtime
+import Stages
+import Synchronization
 
 struct Monitor: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -34,6 +36,12 @@ struct Monitor: AsyncParsableCommand {
     @Flag(help: "Print JSON Lines.")
     var json = false
 
+    @Flag(
+        help:
+            "One screen redrawn in place: each stage's health, rate and status, the bus's losses, position, progress, deviation, cue and device (Ctrl-C quits)."
+    )
+    var live = false
+
     @Option(help: "Stop after this many messages.")
     var count: Int?
 
@@ -49,8 +57,10 @@ struct Monitor: AsyncParsableCommand {
         let logger = self.logging.bootstrap()
         var endpoints = self.endpoints
         var options = SubscriberOptions()
+        var stageNames: [String] = []
         if let config = self.config {
             let pipeline = try loadConfig(config, calibrationMayBeMissing: true)
+            stageNames = pipeline.stages.filter { !$0.advertise.isEmpty }.map(\.name)
             endpoints += pipeline.allAdvertisedEndpoints
             options = pipeline.bus.subscriber
             options.curve = try LinkSecurity.subscriberOptions(reading: endpoints, as: self.key, in: pipeline)
@@ -66,6 +76,14 @@ struct Monitor: AsyncParsableCommand {
         let format = MonitorFormat(json: self.json)
         let limit = self.count
         let stop = SubscriberStop(subscriber, seconds: self.seconds)
+        if self.live {
+            await Self.runLive(
+                subscriber, stages: stageNames,
+                title: "HapticNav monitor: \(self.config ?? endpoints.joined(separator: ", "))  (Ctrl-C quits)")
+            stop.cancel()
+            context.terminate()
+            return
+        }
         var printed = 0
         for await event in subscriber {
             print(format.line(for: event, now: Date().timeIntervalSince1970))
@@ -84,5 +102,30 @@ struct Monitor: AsyncParsableCommand {
             )
         }
         context.terminate()
+    }
+
+    /// The live screen: the state follows every event; a thread redraws it four times a second.
+    static func runLive(_ subscriber: BusSubscriber, stages: [String], title: String) async {
+        let state = Mutex(LiveMonitor(stages: stages))
+        let running = Atomic<Bool>(true)
+        let drawing = Atomic<Bool>(true)
+        StandardStreams.writeOutput("\u{1b}[?1049h\u{1b}[?25l")
+        SystemThread.start(name: "monitor-screen") {
+            while running.load(ordering: .relaxed) {
+                let lines = state.withLock {
+                    $0.render(now: MonotonicClock.nowSeconds(), title: title, counters: subscriber.snapshot)
+                }
+                StandardStreams.writeOutput("\u{1b}[H" + lines.map { $0 + "\u{1b}[K\n" }.joined() + "\u{1b}[J")
+                SystemThread.sleep(seconds: 0.25)
+            }
+            drawing.store(false, ordering: .relaxed)
+        }
+        for await event in subscriber {
+            state.withLock { $0.update(event, now: MonotonicClock.nowSeconds()) }
+        }
+        running.store(false, ordering: .relaxed)
+        // The screen is left only once the last frame is drawn.
+        while drawing.load(ordering: .relaxed) { SystemThread.sleep(seconds: 0.01) }
+        StandardStreams.writeOutput("\u{1b}[?25h\u{1b}[?1049l")
     }
 }

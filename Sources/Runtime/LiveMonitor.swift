@@ -1,0 +1,120 @@
+public import Bus
+public import NavCore
+
+/// `monitor --live`: what the bus says, as one screen redrawn in place: each stage's health, message rate, silence and
+/// status; the bus's losses; the walker's position, progress to the next waypoint, deviation, and the cue playing
+/// with the device playing it. A pure state machine: events in (with their receive time), lines out.
+public struct LiveMonitor: Sendable {
+    private struct StageView: Sendable {
+        var health = "–"
+        var status = ""
+        var alive = false
+        var lastHeard: Double?
+        /// Receive times of recent messages, for the rate [seconds, monotonic].
+        var recent: [Double] = []
+    }
+
+    private var stages: [String: StageView] = [:]
+    private var order: [String]
+    private var smoothed: SmoothedFix?
+    private var progress: RouteProgress?
+    private var cue: HapticCue?
+    private var device: String?
+    private var routes: [UInt32: Route] = [:]
+    /// The window the rates are measured over [seconds].
+    public var rateWindowSeconds = 2.0
+
+    /// Starts with the stages a config names (in its order); others appear as they are heard.
+    public init(stages: [String]) {
+        self.order = stages
+        for stage in stages { self.stages[stage] = StageView() }
+    }
+
+    /// Takes one event received at `now` [seconds, monotonic].
+    public mutating func update(_ event: BusEvent, now: Double) {
+        switch event {
+        case let .message(received):
+            let name = received.header.stage
+            if self.stages[name] == nil {
+                self.order.append(name)
+                self.stages[name] = StageView()
+            }
+            self.stages[name]?.alive = true
+            self.stages[name]?.lastHeard = now
+            self.stages[name]?.recent.append(now)
+            self.stages[name]?.recent.removeAll { $0 < now - self.rateWindowSeconds }
+            switch received.message {
+            case let .status(status):
+                self.stages[name]?.health = status.health.name
+                self.stages[name]?.status = status.message
+                if status.message.hasPrefix("output: ") { self.device = String(status.message.dropFirst(8)) }
+                if status.message.hasPrefix("guiding on ") { self.device = String(status.message.dropFirst(11)) }
+            case let .smoothed(fix): self.smoothed = fix
+            case let .progress(progress): self.progress = progress
+            case let .route(route): self.routes[route.routeID] = route
+            case let .cue(cue) where cue.kind != .calibration: self.cue = cue
+            default: break
+            }
+        case let .publisherUp(_, stage):
+            if self.stages[stage] == nil, !stage.isEmpty {
+                self.order.append(stage)
+                self.stages[stage] = StageView()
+            }
+            self.stages[stage]?.alive = true
+            self.stages[stage]?.lastHeard = now
+        case let .publisherLost(_, stage, _):
+            self.stages[stage]?.alive = false
+        }
+    }
+
+    /// The screen at `now`, one line each; `counters` are the monitor's own bus counters.
+    public func render(now: Double, title: String, counters: SubscriberCounters) -> [String] {
+        func pad(_ text: String, _ width: Int) -> String {
+            text.count >= width ? String(text.prefix(width)) : text + String(repeating: " ", count: width - text.count)
+        }
+        func fixed(_ value: Double, _ digits: Int) -> String {
+            guard value.isFinite else { return "–" }
+            var scale = 1.0
+            for _ in 0..<digits { scale *= 10 }
+            let rounded = (value * scale).rounded() / scale
+            return digits == 0 ? "\(Int(rounded))" : "\(rounded)"
+        }
+        var lines = [title, ""]
+        lines.append(pad("STAGE", 12) + pad("HEALTH", 12) + pad("MSG/S", 8) + pad("SILENT", 9) + "STATUS")
+        for name in self.order {
+            guard let stage = self.stages[name] else { continue }
+            let rate = Double(stage.recent.filter { $0 >= now - self.rateWindowSeconds }.count) / self.rateWindowSeconds
+            let silence = stage.lastHeard.map { fixed(now - $0, 1) + " s" } ?? "never"
+            let health = stage.alive ? stage.health : (stage.lastHeard == nil ? "waiting" : "LOST")
+            lines.append(pad(name, 12) + pad(health, 12) + pad(fixed(rate, 1), 8) + pad(silence, 9) + stage.status)
+        }
+        lines.append(
+            "bus: \(counters.received) received, \(counters.sequenceGaps) missing in sequence, "
+                + "\(counters.droppedTotal) bad frames dropped, \(counters.queueOverflows) queue overflows")
+        lines.append("")
+        if let fix = self.smoothed {
+            lines.append(
+                "position   \(fixed(fix.latitude, 6)), \(fixed(fix.longitude, 6))  ±\(fixed(fix.horizontalAccuracyMeters, 1)) m  \(fixed(fix.speedMetersPerSecond, 1)) m/s"
+            )
+        } else {
+            lines.append("position   –")
+        }
+        if let progress = self.progress {
+            let total = self.routes[progress.routeID]?.waypoints.count
+            lines.append(
+                "route      \(progress.state.name)  next waypoint \(progress.nextWaypointIndex)\(total.map { "/\($0)" } ?? "") in \(fixed(progress.distanceToNextMeters, 1)) m at \(fixed(progress.bearingToNextDegrees, 0))°  remaining \(fixed(progress.distanceRemainingMeters, 0)) m  cross-track \(fixed(progress.crossTrackMeters, 1)) m"
+            )
+        } else {
+            lines.append("route      –")
+        }
+        if let cue = self.cue {
+            lines.append("deviation  \(fixed(cue.deviationDegrees, 0))°")
+            lines.append(
+                "cue        \(cue.kind.name) \(fixed(cue.intensity, 2))  on \(self.device ?? "–")")
+        } else {
+            lines.append("deviation  –")
+            lines.append("cue        –  on \(self.device ?? "–")")
+        }
+        return lines
+    }
+}
