@@ -53,6 +53,9 @@ public enum WalkerEvaluation {
         public var compassNoiseDegrees = 5.0
         /// The receiver's velocity error [m/s, one sigma per axis].
         public var velocityNoise = 0.2
+        /// Where to keep each walk's bus as a session (an `mcap` recorder per walk, ``sigma10-corr-route3-seed1`), for
+        /// `hapticnav report` and `replay`; nil to keep none.
+        public var sessionsFolder: String?
 
         public init(
             executable: String, config: String, pairs: [(origin: Coordinate, destination: Coordinate)],
@@ -234,7 +237,11 @@ public enum WalkerEvaluation {
         try FileManager.default.createDirectory(atPath: run, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: run) }
         let configFile = "\(run)/pipeline.json"
-        try template.write(to: configFile, folder: run, destination: pair.destination, offsetDegrees: calibrated)
+        let label = condition.name.map { $0 == "σ" ? "sigma" : $0 == " " ? "-" : String($0) }.joined()
+        let session = setup.sessionsFolder.map { "\($0)/\(label)-route\(index + 1)-seed\(seed)" }
+        if let session { try? FileManager.default.removeItem(atPath: session) }
+        try template.write(
+            to: configFile, folder: run, destination: pair.destination, offsetDegrees: calibrated, session: session)
 
         let context = ZMQContext()
         defer { context.terminate() }
@@ -245,7 +252,7 @@ public enum WalkerEvaluation {
             for process in processes where process.isRunning { process.signal(SIGTERM) }
             for process in processes { process.wait() }
         }
-        for name in [template.haptic, template.route, template.smoother] {
+        for name in [template.haptic, template.route, template.smoother] + (session == nil ? [] : ["recorder"]) {
             processes.append(
                 try ChildProcess(
                     executable: setup.executable,
@@ -502,7 +509,9 @@ struct StageTemplate {
         return .object(object)
     }
 
-    func write(to file: String, folder: String, destination: Coordinate, offsetDegrees: Double) throws {
+    func write(
+        to file: String, folder: String, destination: Coordinate, offsetDegrees: Double, session: String? = nil
+    ) throws {
         func endpoint(_ name: String) -> SettingValue { .string("ipc://\(folder)/\(name).sock") }
         var smoother = self.stages[self.smoother]?.objectValue ?? [:]
         smoother["publish"] = endpoint(self.smoother)
@@ -542,6 +551,14 @@ struct StageTemplate {
         for (name, var object) in [(self.smoother, smoother), (self.route, route), (self.haptic, haptic)] {
             for key in ["group", "key", "advertise", "insecure"] { object[key] = nil }
             stages[name] = .object(object)
+        }
+        if let session {
+            // The walk's bus as a session: what the harness's source sent and what every stage answered.
+            stages["recorder"] = [
+                "role": "recorder", "plugin": "mcap",
+                "inputs": .array(["source", self.smoother, self.route, self.haptic].map { endpoint($0) }),
+                "settings": ["folder": .string(session)],
+            ]
         }
         var root: [String: SettingValue] = ["name": .string("eval walkers"), "stages": .object(stages)]
         if case var .object(bus)? = self.bus {

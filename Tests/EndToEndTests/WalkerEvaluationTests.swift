@@ -6,12 +6,13 @@ extension ProcessSuites {
     /// controller and sink processes. Checks that the figures are computed, not the thresholds.
     @Suite struct WalkerEvaluationTests {
         @Test func twoRoutesThroughTheRealProcessesGiveEveryFigure() async throws {
+            let sessions = try scratchFolder()
             let run = try ChildProcess(
                 try hapticnavExecutable(),
                 [
                     "eval", "walkers", "--config", repositoryRoot.appendingPathComponent("configs/demo.json5").path,
                     "--pairs", repositoryRoot.appendingPathComponent("data/routing/monaco-pedestrian-routes.json").path,
-                    "--routes", "2", "--seeds", "1", "--noise", "5", "--noise", "10c", "--json",
+                    "--routes", "2", "--seeds", "1", "--noise", "5", "--noise", "10c", "--json", "--sessions", sessions,
                 ])
             #expect(await run.wait(seconds: 300) == 0, "\(run.stderr.suffix(2000))")
             let object = try #require(
@@ -41,6 +42,19 @@ extension ProcessSuites {
                 #expect((walk["seconds"] as? Double ?? 0) > 60, "each walk went on for minutes: \(walk)")
                 #expect((walk["latenciesMilliseconds"] as? [Double])?.count ?? 0 > 500)
             }
+            // Each walk's bus kept as a session, which the report reads.
+            let folders = try FileManager.default.contentsOfDirectory(atPath: sessions).sorted()
+            #expect(
+                folders == [
+                    "sigma10-corr-route1-seed1", "sigma10-corr-route2-seed1", "sigma5-route1-seed1",
+                    "sigma5-route2-seed1",
+                ])
+            let report = try ChildProcess(
+                try hapticnavExecutable(),
+                ["report", "\(sessions)/sigma5-route1-seed1", "--out", "\(sessions)/report.html"])
+            #expect(await report.wait(seconds: 60) == 0, "\(report.stderr)")
+            #expect(report.stdout.contains("1 route(s)") || report.stdout.contains("route(s) ("), "\(report.stdout)")
+            #expect(report.stdout.contains("arrived"), "\(report.stdout)")
         }
     }
 }

@@ -7,10 +7,11 @@ public import Logging
 public import NavCore
 import Parsers
 
-/// The `replay` source: plays back a recording made by the `jsonl` recorder, at the pace it was received
-/// (scaled, or as fast as possible), optionally only some topics — for example the route controller's targets
-/// and the source's headings, to test a haptic sink without Group 1 running. A broken line is counted,
-/// logged once with its number, and skipped.
+/// The `replay` source: plays back a session (a folder of MCAP parts as the `mcap` recorder writes it, one .mcap file,
+/// or a JSON Lines recording of the `jsonl` recorder) at the pace it was received (scaled, or as fast as possible),
+/// optionally only some topics — for example the route controller's targets and the source's headings, to test a
+/// haptic sink without Group 1 running. A record that cannot be read is counted, logged once with its place, and
+/// skipped. (`hapticnav replay` does the same from the command line, without a config.)
 public struct RecordingReplaySource: MessageSource {
     public static let id = "replay"
 
@@ -51,16 +52,22 @@ public struct RecordingReplaySource: MessageSource {
     }
 
     public func run(emit: @Sendable (BusMessage) async throws -> Void) async throws {
-        let text = try String(contentsOfFile: self.file, encoding: .utf8)
-        let decoder = JSONDecoder()
-        var pacer = Pacer(pace: self.pace)
-        for (index, line) in text.split(whereSeparator: \.isNewline).enumerated() {
-            guard let record = try? decoder.decode(RecordedMessage.self, from: Data(line.utf8)) else {
-                self.problems.report(LogProblem(line: index + 1, reason: "not a recorded message"))
-                continue
+        var records: [RecordedMessage] = []
+        let summary: SessionReader.Summary
+        do {
+            summary = try SessionReader.read(self.file) { record in
+                if self.topics.isEmpty || self.topics.contains(record.message.kind.topic) { records.append(record) }
             }
-            guard self.topics.isEmpty || self.topics.contains(record.message.kind.topic) else { continue }
-            try await pacer.wait(until: record.receiveTimeSeconds)
+        } catch let failure as SessionReader.Failure {
+            throw LogError.unreadable(reason: failure.description)
+        }
+        for _ in 0..<summary.badRecords {
+            self.problems.report(
+                LogProblem(line: 0, reason: "unreadable record (the first: \(summary.firstBad ?? "?"))"))
+        }
+        var pacer = Pacer(pace: self.pace)
+        for record in records {
+            try await pacer.wait(until: record.receiveMonotonicSeconds ?? record.receiveTimeSeconds)
             try await emit(record.message)
             self.problems.read()
         }

@@ -180,6 +180,12 @@ extension Eval {
         @Flag(help: "Print the summaries and every walk as JSON.")
         var json = false
 
+        @Option(
+            help:
+                "Keep each walk's bus as a session in this folder (CONDITION-routeN-seedS), for `hapticnav report` and `replay`."
+        )
+        var sessions: String?
+
         func run() async throws {
             let conditions = try self.noise.map { text -> WalkerEvaluation.Condition in
                 guard let condition = WalkerEvaluation.Condition(text) else {
@@ -194,9 +200,10 @@ extension Eval {
                 "hapticnav-eval-\(getpid())"
             ).path
             defer { try? FileManager.default.removeItem(atPath: folder) }
-            let setup = WalkerEvaluation.Setup(
+            var setup = WalkerEvaluation.Setup(
                 executable: executable, config: self.config, pairs: pairs,
                 seeds: (1...max(1, self.seeds)).map { UInt64($0) }, conditions: conditions, folder: folder)
+            setup.sessionsFolder = self.sessions.map { Paths.absolute($0) }
             let quiet = self.json
             let (walks, summaries) = try await WalkerEvaluation.run(setup) { line in
                 if !quiet { StandardStreams.writeError(line + "\n") }
