@@ -35,15 +35,8 @@ struct Export: ParsableCommand {
         } catch {
             throw CommandFailure("\(error)")
         }
-        if session.badLines > 0 {
-            StandardStreams.writeError(
-                "\(self.recording): \(session.badLines) record(s) could not be read and were skipped (the first: \(session.firstBad ?? "?"))\n"
-            )
-        }
-        for (file, byte) in session.cutFiles {
-            StandardStreams.writeError(
-                "\(file): not closed (its recorder stopped first); read to its last complete record at byte \(byte)\n")
-        }
+        reportSessionProblems(
+            self.recording, badRecords: session.badLines, firstBad: session.firstBad, cutFiles: session.cutFiles)
         let bytes = SessionExport.render(session, format: self.format)
         if let out = self.out {
             do {

@@ -55,22 +55,9 @@ struct Monitor: AsyncParsableCommand {
 
     func run() async throws {
         let logger = self.logging.bootstrap()
-        var endpoints = self.endpoints
-        var options = SubscriberOptions()
-        var stageNames: [String] = []
-        if let config = self.config {
-            let pipeline = try loadConfig(config, calibrationMayBeMissing: true)
-            stageNames = pipeline.stages.filter { !$0.advertise.isEmpty }.map(\.name)
-            endpoints += pipeline.allAdvertisedEndpoints
-            options = pipeline.bus.subscriber
-            options.curve = try LinkSecurity.subscriberOptions(reading: endpoints, as: self.key, in: pipeline)
-        }
-        guard !endpoints.isEmpty else { throw ValidationError("give --config or at least one --connect endpoint") }
-        for topic in self.topic where BusMessage.Kind(topic: topic) == nil {
-            throw ValidationError(
-                "unknown topic '\(topic)'; topics: \(BusMessage.Kind.allCases.map(\.topic).joined(separator: ", "))")
-        }
-        options.topics = self.topic
+        let (endpoints, options, pipeline) = try busListening(
+            config: self.config, endpoints: self.endpoints, key: self.key, topics: self.topic)
+        let stageNames = pipeline?.stages.filter { !$0.advertise.isEmpty }.map(\.name) ?? []
         let context = ZMQContext()
         let subscriber = try BusSubscriber(context: context, connect: endpoints, options: options, logger: logger)
         let format = MonitorFormat(json: self.json)

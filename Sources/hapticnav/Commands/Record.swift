@@ -46,24 +46,15 @@ struct Record: AsyncParsableCommand {
 
     func run() async throws {
         let logger = self.logging.bootstrap()
-        var endpoints = self.endpoints
-        var options = SubscriberOptions()
+        let (endpoints, listening, pipeline) = try busListening(
+            config: self.config, endpoints: self.endpoints, key: self.key, topics: self.topic)
+        var options = listening
         var metadata: [(String, String)] = [("recorder", "hapticnav record")]
-        if let config = self.config {
-            let pipeline = try loadConfig(config, calibrationMayBeMissing: true)
-            endpoints += pipeline.allAdvertisedEndpoints
-            options = pipeline.bus.subscriber
-            options.curve = try LinkSecurity.subscriberOptions(reading: endpoints, as: self.key, in: pipeline)
+        if let config = self.config, let pipeline {
             metadata.append(("config", config))
             metadata.append(("pipeline", pipeline.name))
         }
-        guard !endpoints.isEmpty else { throw ValidationError("give --config or at least one --connect endpoint") }
-        for topic in self.topic where BusMessage.Kind(topic: topic) == nil {
-            throw ValidationError(
-                "unknown topic '\(topic)'; topics: \(BusMessage.Kind.allCases.map(\.topic).joined(separator: ", "))")
-        }
         metadata.append(("endpoints", endpoints.joined(separator: " ")))
-        options.topics = self.topic
         options.keepsFrames = true
         // A recorder keeps everything: no topic is conflated or cut short by a small queue.
         options.defaultTopicOptions = TopicOptions(highWaterMark: 100_000)

@@ -103,15 +103,8 @@ struct Replay: ParsableCommand {
         publisher.close(lingerMilliseconds: 10_000)
         context.terminate()
         let summary = outcome.summary
-        if summary.badRecords > 0 {
-            StandardStreams.writeError(
-                "\(self.session): \(summary.badRecords) record(s) could not be read (the first: \(summary.firstBad ?? "?"))\n"
-            )
-        }
-        for (file, byte) in summary.cutFiles {
-            StandardStreams.writeError(
-                "\(file): not closed (its recorder stopped first); read to its last complete record at byte \(byte)\n")
-        }
+        reportSessionProblems(
+            self.session, badRecords: summary.badRecords, firstBad: summary.firstBad, cutFiles: summary.cutFiles)
         let rate = outcome.seconds > 0 ? Double(outcome.published) / outcome.seconds : 0
         print(
             "replayed \(outcome.published) of \(outcome.read) message(s) in \(String(cFormat: "%.3f", outcome.seconds)) s (\(Int(rate.rounded())) a second)"

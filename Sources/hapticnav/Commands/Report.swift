@@ -25,6 +25,8 @@ struct Report: ParsableCommand {
         } catch {
             throw CommandFailure("\(error)")
         }
+        reportSessionProblems(
+            self.session, badRecords: session.badLines, firstBad: session.firstBad, cutFiles: session.cutFiles)
         let html = SessionReport.html(session, title: self.title ?? "HapticNav session \(self.session)")
         do {
             let file = try OutputFile(path: self.out, mode: .truncate)
