@@ -3,6 +3,8 @@ import Logging
 import NavCore
 import Parsers
 import Sinks
+import Bus
+@testable import Runtime
 import Synchronization
 import Testing
 import TestSupport
@@ -213,4 +215,64 @@ func runPython(_ script: String, _ arguments: [String]) throws -> String {
         throw TestProcessError("python3 exited \(process.terminationStatus): \(errorText)")
     }
     return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
+/// `hapticnav replay`'s selection and pacing, through a real publisher and subscriber in this process.
+@Suite struct SessionReplayTests {
+    /// Plays `options` of a 300-record session (fixes, headings and cues 0.1 s apart) to a subscriber; what it got.
+    private func replay(_ options: SessionReplay.Options) async throws -> (received: [RecordedMessage], seconds: Double)
+    {
+        let folder = try scratchFolder()
+        var writer = SessionWriter(library: "test", metadata: [])
+        SessionRecordingTests.records(300).forEach { writer.add($0) }
+        writer.finish()
+        try Data(writer.takeOutput()).write(to: URL(fileURLWithPath: "\(folder)/session.mcap"))
+        let context = ZMQContext()
+        defer { context.terminate() }
+        var publisherOptions = PublisherOptions()
+        publisherOptions.lossless = true
+        let publisher = try BusPublisher(
+            context: context, bind: ["ipc://\(folder)/replay.sock"], stage: "replay", options: publisherOptions)
+        defer { publisher.close() }
+        let subscriber = try BusSubscriber(context: context, connect: ["ipc://\(folder)/replay.sock"])
+        defer { subscriber.close() }
+        try SessionReplay.waitForSubscribers(1, on: publisher, seconds: 10)
+        let outcome = try SessionReplay.run(session: "\(folder)/session.mcap", publisher: publisher, options: options)
+        var received: [RecordedMessage] = []
+        for await message in subscriber.messages {
+            received.append(message.recorded)
+            if received.count == outcome.published { break }
+        }
+        return (received, outcome.seconds)
+    }
+
+    @Test func topicsStagesAndATimeWindowChooseWhatIsPlayedInItsRecordedOrder() async throws {
+        var options = SessionReplay.Options()
+        options.rate = 0
+        options.topics = [.fix, .heading]
+        options.stages = ["source"]
+        options.fromSeconds = 10
+        options.toSeconds = 20
+        let (received, _) = try await self.replay(options)
+        let expected = SessionRecordingTests.records(300).filter { record in
+            let offset = (record.receiveMonotonicSeconds ?? 0) - 1000
+            return record.stage == "source" && offset >= 10 - 1e-9 && offset <= 20 + 1e-9
+        }
+        #expect(received.map(\.message) == expected.map(\.message))
+        #expect(received.allSatisfy { $0.stage == "replay" })
+    }
+
+    /// At 10×, 5 s of recorded time take at least half a second; as fast as possible, all 300 play.
+    @Test func theRateScalesTheRecordedSpacing() async throws {
+        var options = SessionReplay.Options()
+        options.rate = 10
+        options.toSeconds = 5
+        let (paced, pacedSeconds) = try await self.replay(options)
+        #expect(paced.count == 51)
+        #expect(pacedSeconds >= 0.5 - 0.01, "5 s of recorded time at 10× take at least 0.5 s: \(pacedSeconds)")
+        options.rate = 0
+        options.toSeconds = nil
+        let (all, _) = try await self.replay(options)
+        #expect(all.count == 300)
+    }
 }
