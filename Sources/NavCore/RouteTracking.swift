@@ -115,10 +115,6 @@ public struct RouteTracker: Sendable {
             public static let lookAheadMeters = SettingSpec(
                 "lookAheadMeters", unit: "m", default: 15.0, in: 1...200,
                 "how far ahead along the route the look-ahead target is")
-            public static let lateralToleranceMeters = SettingSpec(
-                "lateralToleranceMeters", unit: "m", default: 0.0, in: 0...50,
-                "within this distance of the route the look-ahead target moves with the walker, parallel to the route: position error this small steers nobody sideways (0: always aim at the route itself)"
-            )
             public static let sharpTurnDegrees = SettingSpec(
                 "sharpTurnDegrees", unit: "°", default: 60.0, in: 10...180,
                 "a waypoint turning at least this much caps the look-ahead target")
@@ -144,7 +140,7 @@ public struct RouteTracker: Sendable {
 
             /// Every setting, in documentation order.
             public static let all: [SettingDoc] = [
-                target, lookAheadMeters.doc, lateralToleranceMeters.doc, sharpTurnDegrees.doc, waypointRadiusMeters.doc,
+                target, lookAheadMeters.doc, sharpTurnDegrees.doc, waypointRadiusMeters.doc,
                 arrivalRadiusMeters.doc,
                 offRouteMeters.doc, offRouteAccuracyFactor.doc, offRouteFixes.doc, rerouteMinimumSeconds.doc,
                 rerouteMinimumMeters.doc,
@@ -159,9 +155,6 @@ public struct RouteTracker: Sendable {
         public var targetMode = TargetMode.lookAhead
         /// How far ahead along the route the look-ahead target is [metres].
         public var lookAheadMeters = Setting.lookAheadMeters.defaultValue
-        /// Within this distance of the route, the look-ahead target is shifted by the walker's offset from the route, so
-        /// that it points along the route; beyond it, only the excess is steered back [metres, 0 for off].
-        public var lateralToleranceMeters = Setting.lateralToleranceMeters.defaultValue
         /// A waypoint turning at least this much caps the look-ahead target [degrees].
         public var sharpTurnDegrees = Setting.sharpTurnDegrees.defaultValue
         /// Off route beyond max(this, factor × fix accuracy) [metres]…
@@ -362,20 +355,7 @@ public struct RouteTracker: Sendable {
             }) {
                 along = min(along, sharp.distanceAlongMeters)
             }
-            let ahead = line.point(atDistance: along)?.coordinate ?? route.waypoints[index].coordinate
-            // A small offset from the route is likelier position error than the walker's: aim parallel to the route
-            // (the target moved by the walker's offset), and steer back only what exceeds the tolerance.
-            let tolerance = self.options.lateralToleranceMeters
-            if tolerance > 0, here.distanceMeters > 0 {
-                let frame = FlatProjection(origin: here.closestPoint)
-                let offset = frame.project(walker)
-                let kept = min(1, tolerance / here.distanceMeters)
-                let shifted = FlatProjection(origin: ahead).unproject(
-                    ENU(east: offset.east * kept, north: offset.north * kept))
-                point = shifted
-            } else {
-                point = ahead
-            }
+            point = line.point(atDistance: along)?.coordinate ?? route.waypoints[index].coordinate
             kind = .lookAhead
         }
         return GuidanceTarget(

@@ -41,7 +41,6 @@ enum RouteStageOptions {
                 Setting.target.key, default: Setting.target.defaultText,
                 oneOf: RouteTracker.TargetMode.allCases.map(\.rawValue)))!
         tracker.lookAheadMeters = try settings.value(Setting.lookAheadMeters)
-        tracker.lateralToleranceMeters = try settings.value(Setting.lateralToleranceMeters)
         tracker.sharpTurnDegrees = try settings.value(Setting.sharpTurnDegrees)
         tracker.offRouteMinimumMeters = try settings.value(Setting.offRouteMeters)
         tracker.offRouteAccuracyFactor = try settings.value(Setting.offRouteAccuracyFactor)

@@ -1,4 +1,3 @@
-import Foundation
 import NavCore
 import Testing
 
@@ -169,30 +168,6 @@ struct ScriptedWalk {
         let log = self.run(ScriptedWalk(start: self.corner, legs: [(90, 60), (270, 30)]))
         #expect(log.states.suffix(5).contains(.wrongWay))
         #expect(log.reroutes.isEmpty)
-    }
-
-    /// With a lateral tolerance, a walker a few metres beside the route is aimed along it, not back at it; farther
-    /// out, only the excess is steered back. Without one, the target is on the route.
-    @Test(arguments: [(0.0, 4.0), (5.0, 4.0), (5.0, 10.0)])
-    func aLateralToleranceAimsAlongTheRouteWithinItAndSteersBackTheExcess(tolerance: Double, offset: Double) {
-        var options = RouteTracker.Options()
-        options.lateralToleranceMeters = tolerance
-        var tracker = RouteTracker(options: options)
-        tracker.setRoute(self.route())
-        let along = Geodesic.wgs84.direct(from: self.corner, azimuthDegrees: 90, distanceMeters: 50).coordinate
-        // `offset` metres north (left) of the eastward first leg.
-        let beside = Geodesic.wgs84.direct(from: along, azimuthDegrees: 0, distanceMeters: offset).coordinate
-        let update = tracker.update(
-            with: SmoothedFix(
-                timeSeconds: 1, latitude: beside.latitude, longitude: beside.longitude, horizontalAccuracyMeters: 3,
-                speedMetersPerSecond: 1.4, courseDegrees: 90, reset: false))!
-        // The bearing's turn toward the route (south of east) for the offset it still steers back.
-        let steered = max(0, offset - tolerance)
-        let expected = 90 + atan2(steered, 15) * 180 / .pi
-        #expect(
-            abs(update.target.bearingDegrees - expected) < 0.5,
-            "bearing \(update.target.bearingDegrees), expected \(expected)")
-        #expect(abs(update.progress.crossTrackMeters) > offset - 0.1, "progress still reports the offset")
     }
 
     @Test func theLookAheadTargetIsAheadOnTheRouteAndCappedAtTheCorner() {
