@@ -169,9 +169,13 @@ public enum SessionReport {
         private(set) var svg = ""
 
         init(session: SessionExport.Session) {
-            var points: [Coordinate] = session.fixes.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) }
-            points += session.smoothed.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) }
+            // The frame holds the smoothed track and the routes; raw fixes only when there is nothing else (a receiver's
+            // wild fix, at 0° 0° say, would otherwise shrink the walk to a dot). Fixes outside are clipped.
+            var points = session.smoothed.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) }
             for route in session.routes { points += route.points }
+            if points.isEmpty {
+                points = session.fixes.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) }
+            }
             points = points.filter { $0.latitude.isFinite && $0.longitude.isFinite }
             let origin = points.first ?? Coordinate(latitude: 0, longitude: 0)
             let projection = FlatProjection(origin: origin)

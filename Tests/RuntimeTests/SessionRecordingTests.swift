@@ -119,6 +119,37 @@ import TestSupport
         #expect(previous > 350)
     }
 
+    /// Damage anywhere in a file (random bytes overwritten, a thousand times): reading never crashes; it gives the
+    /// records it can, counts the ones it cannot, or says the file is not a session.
+    @Test func aDamagedFileIsReadOrRefusedNeverACrash() throws {
+        var writer = SessionWriter(library: "test", metadata: [("a", "b")])
+        writer.chunkBytes = 1500
+        Self.records(200).forEach { writer.add($0) }
+        writer.finish()
+        let original = writer.takeOutput()
+        let folder = try scratchFolder()
+        var random = SystemRandomNumberGenerator()
+        var read = 0
+        var refused = 0
+        for _ in 0..<1000 {
+            var bytes = original
+            for _ in 0..<Int.random(in: 1...8, using: &random) {
+                bytes[Int.random(in: 0..<bytes.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
+            }
+            try Data(bytes).write(to: URL(fileURLWithPath: "\(folder)/damaged.mcap"))
+            do {
+                let (records, _) = try SessionReader.records("\(folder)/damaged.mcap")
+                #expect(records.count <= 200)
+                read += 1
+            } catch let error as SessionReader.Failure {
+                #expect(error.description.hasPrefix("\(folder)/damaged.mcap: "))
+                refused += 1
+            }
+        }
+        #expect(read + refused == 1000)
+        #expect(read > 500)
+    }
+
     /// A disk that takes 50 ms a write: the recorder's `record` still returns at once; what does not fit in its queue
     /// is dropped and counted, and what was kept reads back in order.
     @Test func aSlowDiskDropsAndCountsMessagesAndNeverBlocksTheRecorder() async throws {

@@ -200,44 +200,49 @@ public enum SessionReader {
             summary.badRecords += 1
             if summary.firstBad == nil { summary.firstBad = "\(file): message \(index): \(reason)" }
         }
-        let ending = try reader.forEach { record in
-            switch record {
-            case let .channel(channel) where channel.messageEncoding == SessionWriter.messageEncoding:
-                if let stage = channel.metadata["stage"],
-                    let kind = channel.metadata["topic"].flatMap(BusMessage.Kind.init(topic:))
-                {
-                    channels[channel.id] = (stage, kind)
+        let ending: MCAPReader.Ending
+        do {
+            ending = try reader.forEach { record in
+                switch record {
+                case let .channel(channel) where channel.messageEncoding == SessionWriter.messageEncoding:
+                    if let stage = channel.metadata["stage"],
+                        let kind = channel.metadata["topic"].flatMap(BusMessage.Kind.init(topic:))
+                    {
+                        channels[channel.id] = (stage, kind)
+                    }
+                case let .message(message):
+                    index += 1
+                    guard let (stage, kind) = channels[message.channel] else { return bad("on an unknown channel") }
+                    guard message.data.count >= 10 else { return bad("shorter than its clock and header length") }
+                    let start = message.data.lowerBound
+                    var monotonic: UInt64 = 0
+                    for offset in 0..<8 { monotonic |= UInt64(bytes[start + offset]) << (8 * offset) }
+                    let headerLength = Int(bytes[start + 8]) | Int(bytes[start + 9]) << 8
+                    guard message.data.count >= 10 + headerLength else { return bad("shorter than its header") }
+                    let header = Array(bytes[(start + 10)..<(start + 10 + headerLength)])
+                    let payload = Array(bytes[(start + 10 + headerLength)..<message.data.upperBound])
+                    let decoded = payload.withUnsafeBytes { raw in
+                        Result { () throws(WireDecodingError) in try BusMessage.decode(kind: kind, payload: raw) }
+                    }
+                    guard case let .success(busMessage) = decoded else {
+                        return bad("its \(kind.topic) payload does not decode")
+                    }
+                    summary.records += 1
+                    try body(
+                        RecordedMessage(
+                            receiveTimeSeconds: Double(message.logTime) / 1e9,
+                            receiveMonotonicSeconds: Double(monotonic) / 1e9,
+                            sendTimeSeconds: Double(message.publishTime) / 1e9, stage: stage,
+                            sequence: UInt64(message.sequence), message: busMessage,
+                            frames: .init(header: header, payload: payload)))
+                case let .metadata(name, values):
+                    summary.metadata.append((name, values))
+                default:
+                    break
                 }
-            case let .message(message):
-                index += 1
-                guard let (stage, kind) = channels[message.channel] else { return bad("on an unknown channel") }
-                guard message.data.count >= 10 else { return bad("shorter than its clock and header length") }
-                let start = message.data.lowerBound
-                var monotonic: UInt64 = 0
-                for offset in 0..<8 { monotonic |= UInt64(bytes[start + offset]) << (8 * offset) }
-                let headerLength = Int(bytes[start + 8]) | Int(bytes[start + 9]) << 8
-                guard message.data.count >= 10 + headerLength else { return bad("shorter than its header") }
-                let header = Array(bytes[(start + 10)..<(start + 10 + headerLength)])
-                let payload = Array(bytes[(start + 10 + headerLength)..<message.data.upperBound])
-                let decoded = payload.withUnsafeBytes { raw in
-                    Result { () throws(WireDecodingError) in try BusMessage.decode(kind: kind, payload: raw) }
-                }
-                guard case let .success(busMessage) = decoded else {
-                    return bad("its \(kind.topic) payload does not decode")
-                }
-                summary.records += 1
-                try body(
-                    RecordedMessage(
-                        receiveTimeSeconds: Double(message.logTime) / 1e9,
-                        receiveMonotonicSeconds: Double(monotonic) / 1e9,
-                        sendTimeSeconds: Double(message.publishTime) / 1e9, stage: stage,
-                        sequence: UInt64(message.sequence), message: busMessage,
-                        frames: .init(header: header, payload: payload)))
-            case let .metadata(name, values):
-                summary.metadata.append((name, values))
-            default:
-                break
             }
+        } catch let failure as MCAPReader.Failure {
+            throw Failure(description: "\(file): \(failure)")
         }
         if case let .cut(atByte) = ending { summary.cutFiles.append((file, atByte)) }
     }
