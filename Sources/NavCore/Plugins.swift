@@ -51,6 +51,10 @@ public struct RecordedMessage: Codable, Equatable, Sendable {
         }
     }
 
+    /// The recording's own clock for this message: its monotonic receive time where kept (it never jumps), else its
+    /// wall-clock one [seconds]. Replays pace by it.
+    public var recordedClockSeconds: Double { self.receiveMonotonicSeconds ?? self.receiveTimeSeconds }
+
     private enum CodingKeys: String, CodingKey {
         case receiveTimeSeconds, receiveMonotonicSeconds, sendTimeSeconds, stage, sequence, message
     }

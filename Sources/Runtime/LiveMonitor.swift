@@ -72,21 +72,14 @@ public struct LiveMonitor: Sendable {
         func pad(_ text: String, _ width: Int) -> String {
             text.count >= width ? String(text.prefix(width)) : text + String(repeating: " ", count: width - text.count)
         }
-        func fixed(_ value: Double, _ digits: Int) -> String {
-            guard value.isFinite else { return "–" }
-            var scale = 1.0
-            for _ in 0..<digits { scale *= 10 }
-            let rounded = (value * scale).rounded() / scale
-            return digits == 0 ? "\(Int(rounded))" : "\(rounded)"
-        }
         var lines = [title, ""]
         lines.append(pad("STAGE", 12) + pad("HEALTH", 12) + pad("MSG/S", 8) + pad("SILENT", 9) + "STATUS")
         for name in self.order {
             guard let stage = self.stages[name] else { continue }
             let rate = Double(stage.recent.filter { $0 >= now - self.rateWindowSeconds }.count) / self.rateWindowSeconds
-            let silence = stage.lastHeard.map { fixed(now - $0, 1) + " s" } ?? "never"
+            let silence = stage.lastHeard.map { decimal(now - $0, 1) + " s" } ?? "never"
             let health = stage.alive ? stage.health : (stage.lastHeard == nil ? "waiting" : "LOST")
-            lines.append(pad(name, 12) + pad(health, 12) + pad(fixed(rate, 1), 8) + pad(silence, 9) + stage.status)
+            lines.append(pad(name, 12) + pad(health, 12) + pad(decimal(rate, 1), 8) + pad(silence, 9) + stage.status)
         }
         lines.append(
             "bus: \(counters.received) received, \(counters.sequenceGaps) missing in sequence, "
@@ -94,7 +87,7 @@ public struct LiveMonitor: Sendable {
         lines.append("")
         if let fix = self.smoothed {
             lines.append(
-                "position   \(fixed(fix.latitude, 6)), \(fixed(fix.longitude, 6))  ±\(fixed(fix.horizontalAccuracyMeters, 1)) m  \(fixed(fix.speedMetersPerSecond, 1)) m/s"
+                "position   \(decimal(fix.latitude, 6)), \(decimal(fix.longitude, 6))  ±\(decimal(fix.horizontalAccuracyMeters, 1)) m  \(decimal(fix.speedMetersPerSecond, 1)) m/s"
             )
         } else {
             lines.append("position   –")
@@ -102,15 +95,15 @@ public struct LiveMonitor: Sendable {
         if let progress = self.progress {
             let total = self.routes[progress.routeID]?.waypoints.count
             lines.append(
-                "route      \(progress.state.name)  next waypoint \(progress.nextWaypointIndex)\(total.map { "/\($0)" } ?? "") in \(fixed(progress.distanceToNextMeters, 1)) m at \(fixed(progress.bearingToNextDegrees, 0))°  remaining \(fixed(progress.distanceRemainingMeters, 0)) m  cross-track \(fixed(progress.crossTrackMeters, 1)) m"
+                "route      \(progress.state.name)  next waypoint \(progress.nextWaypointIndex)\(total.map { "/\($0)" } ?? "") in \(decimal(progress.distanceToNextMeters, 1)) m at \(decimal(progress.bearingToNextDegrees, 0))°  remaining \(decimal(progress.distanceRemainingMeters, 0)) m  cross-track \(decimal(progress.crossTrackMeters, 1)) m"
             )
         } else {
             lines.append("route      –")
         }
         if let cue = self.cue {
-            lines.append("deviation  \(fixed(cue.deviationDegrees, 0))°")
+            lines.append("deviation  \(decimal(cue.deviationDegrees, 0))°")
             lines.append(
-                "cue        \(cue.kind.name) \(fixed(cue.intensity, 2))  on \(self.device ?? "–")")
+                "cue        \(cue.kind.name) \(decimal(cue.intensity, 2))  on \(self.device ?? "–")")
         } else {
             lines.append("deviation  –")
             lines.append("cue        –  on \(self.device ?? "–")")

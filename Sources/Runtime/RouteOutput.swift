@@ -59,7 +59,7 @@ public enum RouteOutput {
                 route.waypoints.map { ($0.coordinate, $0.instruction) }, uniquingKeysWith: { a, _ in a })
             for point in route.points {
                 gpx += "<rtept lat=\"\(point.latitude)\" lon=\"\(point.longitude)\">"
-                if let instruction = waypointAt[point] { gpx += "<desc>\(Self.escape(instruction))</desc>" }
+                if let instruction = waypointAt[point] { gpx += "<desc>\(xmlEscaped(instruction))</desc>" }
                 gpx += "</rtept>\n"
             }
             return gpx + "</rte>\n</gpx>"
@@ -81,9 +81,5 @@ public enum RouteOutput {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return (try? encoder.encode(object)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-    }
-
-    private static func escape(_ text: String) -> String {
-        text.replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing(">", with: "&gt;")
     }
 }

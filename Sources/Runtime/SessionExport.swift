@@ -145,7 +145,7 @@ public enum SessionExport {
         var text =
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<gpx version=\"1.1\" creator=\"hapticnav export\" xmlns=\"http://www.topografix.com/GPX/1/1\">\n"
         for route in session.routes {
-            text += "<rte><name>route \(route.routeID) by \(route.provider)</name>\n"
+            text += "<rte><name>route \(route.routeID) by \(xmlEscaped(route.provider))</name>\n"
             for point in route.points { text += "<rtept lat=\"\(point.latitude)\" lon=\"\(point.longitude)\"/>\n" }
             text += "</rte>\n"
         }

@@ -47,8 +47,8 @@ extension SessionExport {
             sequences[topic] = sequence &+ 1
             let data = (try? encoder.encode(json)).map { [UInt8]($0) } ?? Array("{}".utf8)
             writer.addMessage(
-                channel: id, sequence: sequence, logTime: nanoseconds(record.receiveTimeSeconds),
-                publishTime: nanoseconds(record.sendTimeSeconds ?? record.receiveTimeSeconds), data: data)
+                channel: id, sequence: sequence, logTime: MCAP.nanoseconds(record.receiveTimeSeconds),
+                publishTime: MCAP.nanoseconds(record.sendTimeSeconds ?? record.receiveTimeSeconds), data: data)
         }
         for record in session.records {
             switch record.message {
@@ -109,10 +109,5 @@ extension SessionExport {
             "position_covariance": .array([variance, 0, 0, 0, variance, 0, 0, 0, 0].map { .number($0) }),
             "position_covariance_type": .number(1),
         ]
-    }
-
-    private static func nanoseconds(_ seconds: Double) -> UInt64 {
-        guard seconds.isFinite, seconds > 0 else { return 0 }
-        return UInt64(min(seconds * 1e9, 1.8e19))
     }
 }

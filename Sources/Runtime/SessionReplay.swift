@@ -41,11 +41,6 @@ public enum SessionReplay {
         public var description: String
     }
 
-    /// The session's time of a record: its monotonic receive time where recorded, else its wall-clock one [seconds].
-    static func time(of record: RecordedMessage) -> Double {
-        record.receiveMonotonicSeconds ?? record.receiveTimeSeconds
-    }
-
     /// Waits until `publisher` (lossless) has `subscribers` subscriber sockets, at most `seconds`.
     public static func waitForSubscribers(_ subscribers: Int, on publisher: BusPublisher, seconds: Double) throws {
         guard subscribers > 0 else { return }
@@ -77,7 +72,7 @@ public enum SessionReplay {
             summary = try SessionReader.read(session) { record in
                 read += 1
                 if shouldStop() { throw SessionReader.Stop() }
-                let time = Self.time(of: record)
+                let time = record.recordedClockSeconds
                 let start = sessionStart ?? time
                 sessionStart = start
                 if let from = options.fromSeconds, time - start < from { return }

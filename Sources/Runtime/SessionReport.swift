@@ -99,26 +99,20 @@ public enum SessionReport {
             let total = Int(seconds.rounded())
             return "\(total / 60) min \(total % 60) s"
         }
-        func fixed(_ value: Double, _ digits: Int) -> String {
-            var scale = 1.0
-            for _ in 0..<digits { scale *= 10 }
-            let rounded = (value * scale).rounded() / scale
-            return digits == 0 ? "\(Int(rounded))" : "\(rounded)"
-        }
         var rows: [(String, String)] = [
-            ("Distance walked", "\(fixed(summary.distanceMeters, 0)) m"),
+            ("Distance walked", "\(decimal(summary.distanceMeters, 0)) m"),
             ("Time", minutes(summary.durationSeconds)),
         ]
         if let walking = summary.routeWalkingSeconds, let length = summary.routeLengthMeters {
             rows.append(
                 (
                     "Route's walking time",
-                    "\(minutes(walking)) for \(fixed(length, 0)) m; time taken \(walking > 0 ? fixed(summary.durationSeconds / walking, 2) : "–") ×"
+                    "\(minutes(walking)) for \(decimal(length, 0)) m; time taken \(walking > 0 ? decimal(summary.durationSeconds / walking, 2) : "–") ×"
                 ))
         }
         rows += [
             ("Time off course", minutes(summary.offCourseSeconds)),
-            ("Turn cues a minute", fixed(summary.cueOnsetsPerMinute, 1) + " (\(summary.turnCueOnsets) onsets)"),
+            ("Turn cues a minute", decimal(summary.cueOnsetsPerMinute, 1) + " (\(summary.turnCueOnsets) onsets)"),
             ("Reroutes", "\(summary.reroutes)"),
             ("Fail-safe events (signal lost)", "\(summary.failSafeEvents)"),
             ("Output device switches", "\(summary.deviceSwitches)"),
@@ -128,11 +122,11 @@ public enum SessionReport {
         if !session.cutFiles.isEmpty {
             rows.append(("Parts not closed (recorder stopped first)", "\(session.cutFiles.count)"))
         }
-        let table = rows.map { "<tr><th>\(htmlEscaped($0.0))</th><td>\(htmlEscaped($0.1))</td></tr>" }.joined(
+        let table = rows.map { "<tr><th>\(xmlEscaped($0.0))</th><td>\(xmlEscaped($0.1))</td></tr>" }.joined(
             separator: "\n")
         return """
             <!DOCTYPE html>
-            <html lang="en"><head><meta charset="utf-8"><title>\(htmlEscaped(title))</title>
+            <html lang="en"><head><meta charset="utf-8"><title>\(xmlEscaped(title))</title>
             <style>
             body { font-family: sans-serif; margin: 24px; color: #222; background: #fff; }
             h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; }
@@ -142,7 +136,7 @@ public enum SessionReport {
             .legend span { display: inline-block; margin-right: 16px; font-size: 13px; }
             .legend i { display: inline-block; width: 18px; height: 4px; margin-right: 4px; vertical-align: middle; }
             </style></head><body>
-            <h1>\(htmlEscaped(title))</h1>
+            <h1>\(xmlEscaped(title))</h1>
             <table id="summary">
             \(table)
             </table>
@@ -221,7 +215,7 @@ public enum SessionReport {
                 for waypoint in route.waypoints {
                     let (x, y) = self.xy(waypoint.coordinate)
                     body.append(
-                        "<circle class=\"waypoint\" cx=\"\(round2(x))\" cy=\"\(round2(y))\" r=\"3.5\" fill=\"#222\"><title>\(htmlEscaped(waypoint.instruction))</title></circle>"
+                        "<circle class=\"waypoint\" cx=\"\(round2(x))\" cy=\"\(round2(y))\" r=\"3.5\" fill=\"#222\"><title>\(xmlEscaped(waypoint.instruction))</title></circle>"
                     )
                 }
             }
@@ -262,7 +256,7 @@ public enum SessionReport {
                 guard let start = route.points.first else { continue }
                 let (x, y) = self.xy(start)
                 body.append(
-                    "<rect class=\"reroute\" x=\"\(round2(x - 6))\" y=\"\(round2(y - 6))\" width=\"12\" height=\"12\" transform=\"rotate(45 \(round2(x)) \(round2(y)))\" fill=\"#8e44ad\"><title>reroute \(route.routeID) by \(htmlEscaped(route.provider))</title></rect>"
+                    "<rect class=\"reroute\" x=\"\(round2(x - 6))\" y=\"\(round2(y - 6))\" width=\"12\" height=\"12\" transform=\"rotate(45 \(round2(x)) \(round2(y)))\" fill=\"#8e44ad\"><title>reroute \(route.routeID) by \(xmlEscaped(route.provider))</title></rect>"
                 )
             }
             let scaleMeters = niceLength(self.metersPerPixel * 150)
@@ -345,7 +339,7 @@ public enum SessionReport {
         )
         for event in switches {
             body.append(
-                "<line class=\"device-switch\" x1=\"\(round2(x(event.time)))\" y1=\"\(top)\" x2=\"\(round2(x(event.time)))\" y2=\"\(height - bottom)\" stroke=\"#8e44ad\" stroke-dasharray=\"4 3\"><title>\(htmlEscaped(event.label))</title></line>"
+                "<line class=\"device-switch\" x1=\"\(round2(x(event.time)))\" y1=\"\(top)\" x2=\"\(round2(x(event.time)))\" y2=\"\(height - bottom)\" stroke=\"#8e44ad\" stroke-dasharray=\"4 3\"><title>\(xmlEscaped(event.label))</title></line>"
             )
         }
         for time in lost {
@@ -380,18 +374,3 @@ private func niceLength(_ value: Double) -> Double {
 }
 
 private func round2(_ value: Double) -> Double { (value * 100).rounded() / 100 }
-
-/// Text made safe for HTML.
-func htmlEscaped(_ text: String) -> String {
-    var out = ""
-    for character in text {
-        switch character {
-        case "&": out += "&amp;"
-        case "<": out += "&lt;"
-        case ">": out += "&gt;"
-        case "\"": out += "&quot;"
-        default: out.append(character)
-        }
-    }
-    return out
-}

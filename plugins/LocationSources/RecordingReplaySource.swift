@@ -67,7 +67,7 @@ public struct RecordingReplaySource: MessageSource {
         }
         var pacer = Pacer(pace: self.pace)
         for record in records {
-            try await pacer.wait(until: record.receiveMonotonicSeconds ?? record.receiveTimeSeconds)
+            try await pacer.wait(until: record.recordedClockSeconds)
             try await emit(record.message)
             self.problems.read()
         }

@@ -408,6 +408,12 @@ public enum MCAP {
         public static let dataEnd: UInt8 = 0x0F
     }
 
+    /// A time as MCAP keeps it [nanoseconds since 1970, 0 for a time that is not a positive finite number].
+    public static func nanoseconds(_ seconds: Double) -> UInt64 {
+        guard seconds.isFinite, seconds > 0 else { return 0 }
+        return UInt64(min(seconds * 1e9, 1.8e19))
+    }
+
     static func record(_ opcode: UInt8, _ content: [UInt8]) -> [UInt8] {
         var bytes = MCAPBytes()
         bytes.u8(opcode)

@@ -63,8 +63,8 @@ public struct SessionWriter: Sendable {
         data.append(contentsOf: frames.payload)
         self.mcap.addMessage(
             channel: channel, sequence: UInt32(truncatingIfNeeded: record.sequence),
-            logTime: Self.nanoseconds(record.receiveTimeSeconds),
-            publishTime: Self.nanoseconds(record.sendTimeSeconds ?? record.receiveTimeSeconds), data: data)
+            logTime: MCAP.nanoseconds(record.receiveTimeSeconds),
+            publishTime: MCAP.nanoseconds(record.sendTimeSeconds ?? record.receiveTimeSeconds), data: data)
     }
 
     /// Adds a metadata record (the recorder's counts at the end, for example).
@@ -92,11 +92,6 @@ public struct SessionWriter: Sendable {
         var payload = WireWriter()
         message.encodePayload(to: &payload)
         return .init(header: [], payload: payload.bytes)
-    }
-
-    static func nanoseconds(_ seconds: Double) -> UInt64 {
-        guard seconds.isFinite, seconds > 0 else { return 0 }
-        return UInt64(min(seconds * 1e9, 1.8e19))
     }
 }
 

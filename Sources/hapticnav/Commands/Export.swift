@@ -29,23 +29,10 @@ struct Export: ParsableCommand {
     }
 
     func run() throws {
-        let session: SessionExport.Session
-        do {
-            session = try SessionExport.read(self.recording)
-        } catch {
-            throw CommandFailure("\(error)")
-        }
-        reportSessionProblems(
-            self.recording, badRecords: session.badLines, firstBad: session.firstBad, cutFiles: session.cutFiles)
+        let session = try readSession(self.recording)
         let bytes = SessionExport.render(session, format: self.format)
         if let out = self.out {
-            do {
-                let file = try OutputFile(path: out)
-                defer { file.close() }
-                guard file.write(bytes) else { throw CommandFailure("\(out): cannot be written") }
-            } catch let error as SystemError {
-                throw CommandFailure("\(error)")
-            }
+            try writeFile(bytes, to: out)
         } else {
             StandardStreams.writeOutput(String(decoding: bytes, as: UTF8.self))
         }

@@ -91,6 +91,19 @@ final class StopFlag: @unchecked Sendable {
     var isSet: Bool { self.flag.load(ordering: .relaxed) }
 }
 
+/// Reads a session for a command; says on standard error what reading skipped (records that could not be read, parts
+/// left unclosed); a session that cannot be read is the command's failure.
+func readSession(_ path: String) throws -> SessionExport.Session {
+    let session: SessionExport.Session
+    do {
+        session = try SessionExport.read(path)
+    } catch {
+        throw CommandFailure("\(error)")
+    }
+    reportSessionProblems(path, badRecords: session.badLines, firstBad: session.firstBad, cutFiles: session.cutFiles)
+    return session
+}
+
 /// Says on standard error what reading a session skipped: records that could not be read, parts left unclosed.
 func reportSessionProblems(_ path: String, badRecords: Int, firstBad: String?, cutFiles: [(file: String, atByte: Int)])
 {
@@ -101,6 +114,17 @@ func reportSessionProblems(_ path: String, badRecords: Int, firstBad: String?, c
     for (file, byte) in cutFiles {
         StandardStreams.writeError(
             "\(file): not closed (its recorder stopped first); read to its last complete record at byte \(byte)\n")
+    }
+}
+
+/// Writes a command's output file (made, or emptied first); a failure names the file.
+func writeFile(_ bytes: [UInt8], to path: String) throws {
+    do {
+        let file = try OutputFile(path: path, mode: .truncate)
+        defer { file.close() }
+        guard file.write(bytes) else { throw CommandFailure("\(path): cannot be written") }
+    } catch let error as SystemError {
+        throw CommandFailure("\(error)")
     }
 }
 

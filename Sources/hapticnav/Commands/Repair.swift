@@ -47,13 +47,7 @@ struct Repair: ParsableCommand {
                 values: [("records", String(records.count)), ("cutAtByte", String(cut.atByte))])
             writer.finish()
             let temporary = file + ".repairing"
-            do {
-                let output = try OutputFile(path: temporary, mode: .truncate)
-                defer { output.close() }
-                guard output.write(writer.takeOutput()) else { throw CommandFailure("\(temporary): cannot be written") }
-            } catch let error as SystemError {
-                throw CommandFailure("\(error)")
-            }
+            try writeFile(writer.takeOutput(), to: temporary)
             guard rename(temporary, file) == 0 else { throw CommandFailure("\(file): cannot be replaced") }
             repaired += 1
             print("\(file): closed with its \(records.count) complete record(s) (it was cut at byte \(cut.atByte))")

@@ -19,22 +19,9 @@ struct Report: ParsableCommand {
     var title: String?
 
     func run() throws {
-        let session: SessionExport.Session
-        do {
-            session = try SessionExport.read(self.session)
-        } catch {
-            throw CommandFailure("\(error)")
-        }
-        reportSessionProblems(
-            self.session, badRecords: session.badLines, firstBad: session.firstBad, cutFiles: session.cutFiles)
+        let session = try readSession(self.session)
         let html = SessionReport.html(session, title: self.title ?? "HapticNav session \(self.session)")
-        do {
-            let file = try OutputFile(path: self.out, mode: .truncate)
-            defer { file.close() }
-            guard file.write(Array(html.utf8)) else { throw CommandFailure("\(self.out): cannot be written") }
-        } catch let error as SystemError {
-            throw CommandFailure("\(error)")
-        }
+        try writeFile(Array(html.utf8), to: self.out)
         let summary = SessionReport.summary(session)
         let routes = session.routes.map { "\(Int($0.lengthMeters.rounded())) m" }.joined(separator: ", ")
         print(
