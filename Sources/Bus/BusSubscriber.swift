@@ -102,6 +102,17 @@ public struct SubscriberOptions: Sendable {
     /// Keep each message's frames byte for byte (recorders do; it costs a copy of every message).
     public var keepsFrames = false
 
+    /// These options for a recorder, which keeps everything: every message's frames, no topic conflated or cut short
+    /// by a small queue (whether a full queue waits, for a replay, stays as it was).
+    public func recording() -> SubscriberOptions {
+        var options = self
+        options.keepsFrames = true
+        options.defaultTopicOptions = TopicOptions(
+            highWaterMark: 100_000, waitsWhenFull: self.defaultTopicOptions.waitsWhenFull)
+        options.topicOptions = [:]
+        return options
+    }
+
     /// Creates options with the defaults.
     public init(
         topics: [String] = [], defaultTopicOptions: TopicOptions = TopicOptions(),

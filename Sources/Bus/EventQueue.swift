@@ -34,13 +34,18 @@ final class EventQueue: Sendable {
     /// Replaced by a newer message on a conflated topic [count].
     let conflated = Atomic<UInt64>(0)
 
+    /// Some topic waits when full: only then does the receive thread look before it pushes.
+    let someTopicWaits: Bool
+
     init(defaultLimits: Limits, limitsByTopic: [String: Limits]) {
         self.defaultLimits = defaultLimits
         self.limitsByTopic = limitsByTopic
+        self.someTopicWaits = ([defaultLimits] + limitsByTopic.values).contains { $0.waitsWhenFull && !$0.conflate }
     }
 
     /// True when `topic` waits when full and its queue is at the high-water mark (the queue not finished).
     func mustWait(topic: String) -> Bool {
+        guard self.someTopicWaits else { return false }
         let limits = self.limitsByTopic[topic] ?? self.defaultLimits
         guard limits.waitsWhenFull, !limits.conflate else { return false }
         return self.state.withLock { !$0.finished && $0.countByTopic[topic, default: 0] >= limits.highWaterMark }

@@ -52,13 +52,7 @@ public enum StageHost {
             options.curve = try LinkSecurity.subscriberOptions(reading: stage.inputs, as: stage.key, in: pipeline)
             options.expectedStages = stage.inputStages
             options.topics = stage.topics
-            if stage.role == .recorder {
-                // A recorder keeps everything: no topic is conflated or cut short by a small queue.
-                options.keepsFrames = true
-                options.defaultTopicOptions = TopicOptions(
-                    highWaterMark: 100_000, waitsWhenFull: options.defaultTopicOptions.waitsWhenFull)
-                options.topicOptions = [:]
-            }
+            if stage.role == .recorder { options = options.recording() }
             subscriber = try BusSubscriber(context: context, connect: stage.inputs, options: options, logger: logger)
         }
         // The bus's counters in the stage's status: what its input dropped, and the readers its publisher refused.

@@ -82,7 +82,8 @@ public final class MCAPRecorder: MessageSink, Sendable {
         return options
     }
 
-    /// Starts recording into `options.folder` (made if missing); `output` opens each part (a file by default).
+    /// Starts recording into `options.folder` (made if missing); `output` opens each part (a file by default); `now`
+    /// is the clock that parts' and chunks' ages are measured on [seconds, monotonic by default].
     public init(
         options: Options, logger: Logger,
         output: (@Sendable (String) throws -> any Output)? = nil,
@@ -90,7 +91,10 @@ public final class MCAPRecorder: MessageSink, Sendable {
     ) throws {
         self.options = options
         self.logger = logger
-        self.now = now ?? { Date().timeIntervalSince1970 }
+        // Ages of parts and chunks on a clock that never jumps: a wall clock set back must not hold a part open.
+        let clock = ContinuousClock()
+        let zero = clock.now
+        self.now = now ?? { zero.duration(to: clock.now).inSeconds }
         self.openOutput = output ?? { path in FileOutput(file: try OutputFile(path: path, mode: .truncate)) }
         do {
             try Paths.createFolders(options.folder)
@@ -149,7 +153,7 @@ public final class MCAPRecorder: MessageSink, Sendable {
     private func newWriter(part: Int) -> SessionWriter {
         var metadata = self.options.metadata
         metadata.append(("part", String(part)))
-        metadata.append(("startedSeconds", String(self.now())))
+        metadata.append(("startedSeconds", String(Date().timeIntervalSince1970)))
         return SessionWriter(library: "hapticnav", metadata: metadata)
     }
 

@@ -48,17 +48,13 @@ struct Record: AsyncParsableCommand {
         let logger = self.logging.bootstrap()
         let (endpoints, listening, pipeline) = try busListening(
             config: self.config, endpoints: self.endpoints, key: self.key, topics: self.topic)
-        var options = listening
+        let options = listening.recording()
         var metadata: [(String, String)] = [("recorder", "hapticnav record")]
         if let config = self.config, let pipeline {
             metadata.append(("config", config))
             metadata.append(("pipeline", pipeline.name))
         }
         metadata.append(("endpoints", endpoints.joined(separator: " ")))
-        options.keepsFrames = true
-        // A recorder keeps everything: no topic is conflated or cut short by a small queue.
-        options.defaultTopicOptions = TopicOptions(highWaterMark: 100_000)
-        options.topicOptions = [:]
         var recorderOptions = MCAPRecorder.Options(folder: self.out)
         recorderOptions.maxFileBytes = UInt64(max(0.01, self.maxFileMegabytes) * 1_048_576)
         recorderOptions.maxFileSeconds = max(0.01, self.maxFileMinutes) * 60
