@@ -88,7 +88,7 @@ struct Replay: ParsableCommand {
         } catch {
             throw CommandFailure("\(self.publish): \(error)")
         }
-        let stop = StopFlag()
+        let stop = StopSignals()
         let outcome: SessionReplay.Outcome
         do {
             try SessionReplay.waitForSubscribers(self.subscribers, on: publisher, seconds: self.waitSeconds)
