@@ -1,3 +1,4 @@
+import NavCore
 import CZlib
 
 // MCAP (https://mcap.dev/spec), the container of HapticNav's recordings and of `export --format mcap`: magic, header,
@@ -434,20 +435,22 @@ public enum MCAP {
     }
 }
 
-/// MCAP's little-endian fields: integers, u32-prefixed strings and byte strings, maps with a u32 byte length.
+/// MCAP's little-endian fields on the wire format's writer: integers, u32-prefixed strings and byte strings, maps with
+/// a u32 byte length.
 struct MCAPBytes: Sendable {
-    var bytes: [UInt8] = []
+    private var writer = WireWriter()
+    var bytes: [UInt8] { self.writer.bytes }
 
-    mutating func u8(_ value: UInt8) { self.bytes.append(value) }
-    mutating func u16(_ value: UInt16) { withUnsafeBytes(of: value.littleEndian) { self.bytes.append(contentsOf: $0) } }
-    mutating func u32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { self.bytes.append(contentsOf: $0) } }
-    mutating func u64(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { self.bytes.append(contentsOf: $0) } }
-    mutating func append(_ raw: [UInt8]) { self.bytes.append(contentsOf: raw) }
+    mutating func u8(_ value: UInt8) { self.writer.write(value) }
+    mutating func u16(_ value: UInt16) { self.writer.write(value) }
+    mutating func u32(_ value: UInt32) { self.writer.write(value) }
+    mutating func u64(_ value: UInt64) { self.writer.write(value) }
+    mutating func append(_ raw: [UInt8]) { self.writer.append(contentsOf: raw) }
 
     mutating func string(_ value: String) {
         let utf8 = Array(value.utf8)
         self.u32(UInt32(utf8.count))
-        self.bytes.append(contentsOf: utf8)
+        self.append(utf8)
     }
 
     mutating func stringMap(_ pairs: [(String, String)]) {
