@@ -194,6 +194,19 @@ def decode(frames):
     return header, topic, payload
 
 
+def subscribe(context, endpoints, topics=None):
+    """A SUB socket connected to every endpoint, for `topics` (and heartbeats) or everything, and a poller on it."""
+    socket = context.socket(zmq.SUB)
+    socket.setsockopt(zmq.LINGER, 0)
+    for topic in ([*topics, HEARTBEAT_TOPIC.decode()] if topics else [""]):
+        socket.setsockopt(zmq.SUBSCRIBE, topic.encode())
+    for endpoint in endpoints:
+        socket.connect(endpoint)
+    poller = zmq.Poller()
+    poller.register(socket, zmq.POLLIN)
+    return socket, poller
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--connect", action="append", required=True, help="endpoint (repeatable)")
@@ -203,13 +216,7 @@ def main():
     args = parser.parse_args()
 
     context = zmq.Context()
-    socket = context.socket(zmq.SUB)
-    socket.setsockopt(zmq.LINGER, 0)
-    socket.setsockopt(zmq.SUBSCRIBE, b"")
-    for endpoint in args.connect:
-        socket.connect(endpoint)
-    poller = zmq.Poller()
-    poller.register(socket, zmq.POLLIN)
+    socket, poller = subscribe(context, args.connect)
     deadline = time.monotonic() + args.seconds if args.seconds else None
     printed = dropped = 0
     try:

@@ -28,7 +28,7 @@ import pylsl
 import zmq
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hapticnav_listen import CUE_KIND, TARGET_KIND, Truncated, decode  # noqa: E402
+from hapticnav_listen import CUE_KIND, TARGET_KIND, Truncated, decode, subscribe  # noqa: E402
 
 STREAMS = {
     "cue": ("HapticNav cues", "HapticCue",
@@ -81,15 +81,7 @@ def main():
 
     outlets = {topic: outlet(topic, args.source_id) for topic in STREAMS}
     context = zmq.Context()
-    socket = context.socket(zmq.SUB)
-    socket.setsockopt(zmq.LINGER, 0)
-    for topic in STREAMS:
-        socket.setsockopt(zmq.SUBSCRIBE, topic.encode())
-    socket.setsockopt(zmq.SUBSCRIBE, b"_hb")
-    for endpoint in args.connect:
-        socket.connect(endpoint)
-    poller = zmq.Poller()
-    poller.register(socket, zmq.POLLIN)
+    socket, poller = subscribe(context, args.connect, list(STREAMS))
     deadline = time.monotonic() + args.seconds if args.seconds else None
     print(f"bridging {', '.join(args.connect)} to LSL streams: "
           + ", ".join(name for name, _, _ in STREAMS.values()), file=sys.stderr, flush=True)
