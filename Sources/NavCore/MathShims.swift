@@ -13,3 +13,4 @@ import Darwin
 @inline(__always) func _atan2(_ y: Double, _ x: Double) -> Double { atan2(y, x) }
 @inline(__always) func _fmod(_ x: Double, _ y: Double) -> Double { fmod(x, y) }
 @inline(__always) func _pow(_ x: Double, _ y: Double) -> Double { pow(x, y) }
+@inline(__always) func _asin(_ x: Double) -> Double { asin(x) }

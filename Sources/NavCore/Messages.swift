@@ -452,3 +452,15 @@ public struct StageStatus: Codable, Equatable, Sendable {
         self.counters = counters
     }
 }
+
+extension Coordinate {
+    /// Reads "LAT,LON" in degrees (southern and western ones negative), as commands take a position; nil when it is
+    /// not two finite numbers within ±90 and ±180.
+    public init?(latitudeLongitude text: String) {
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { Double($0.trimmed()) }
+        guard parts.count == 2, let lat = parts[0], let lon = parts[1], lat.isFinite, lon.isFinite, abs(lat) <= 90,
+            abs(lon) <= 180
+        else { return nil }
+        self.init(latitude: lat, longitude: lon)
+    }
+}

@@ -14,9 +14,27 @@ public protocol MessageSource: Sendable {
     /// How long between two messages of each kind, at the source's pace [seconds]; empty where it is not known
     /// before running (a log played as fast as possible). `hapticnav config check` holds stale limits against it.
     var nominalPeriods: [BusMessage.Kind: Double] { get }
+    /// What is wrong with the input now, for the stage's status ("compass disturbed: …", "phone unreachable: …");
+    /// nil while all is well.
+    func condition() async -> SourceCondition?
+}
+
+/// A live source's own word on its input, carried into the stage's status.
+public struct SourceCondition: Sendable, Equatable {
+    /// How the stage should report itself: `.degraded` (data flows, with a problem) or `.stale` (no data).
+    public var health: StageHealth
+    /// One line: what is wrong.
+    public var message: String
+
+    /// Creates a condition.
+    public init(health: StageHealth, message: String) {
+        self.health = health
+        self.message = message
+    }
 }
 
 extension MessageSource {
+    public func condition() async -> SourceCondition? { nil }
     public var isLive: Bool { false }
     public var nominalPeriods: [BusMessage.Kind: Double] { [:] }
     public func statusCounters() async -> [StatusCounter] { [] }

@@ -40,6 +40,8 @@ public struct SinkFailSafe: Sendable {
     private var headingCurrentAt: Double?
     private var targetCurrentAt: Double?
     private var lostPublisher: String?
+    /// Why the latest headings could not be used, until a usable one comes.
+    private var headingProblem: String?
     /// True while the sink is silent for want of fresh input.
     public private(set) var isSilent = true
     /// Why the sink is silent, or "" while it guides.
@@ -56,8 +58,15 @@ public struct SinkFailSafe: Sendable {
 
     /// A heading that was current at `currentAt` [seconds, monotonic].
     public mutating func heading(currentAt: Double, now: Double) -> Transition? {
+        self.headingProblem = nil
         self.headingCurrentAt = max(self.headingCurrentAt ?? -.infinity, currentAt)
         return self.evaluate(now: now)
+    }
+
+    /// A heading came that cannot be used (`why`: a disturbed compass, a magnetic heading with no position): it
+    /// does not count as fresh, and the silence it leads to says why.
+    public mutating func headingUnusable(_ why: String) {
+        self.headingProblem = why
     }
 
     /// A guidance target that was current at `currentAt` [seconds, monotonic].
@@ -95,7 +104,10 @@ public struct SinkFailSafe: Sendable {
                 reason = self.targetCurrentAt.map { "no guidance for \(Self.seconds(now - $0)) s" } ?? "no guidance yet"
             }
         } else {
-            reason = self.headingCurrentAt.map { "no heading for \(Self.seconds(now - $0)) s" } ?? "no heading yet"
+            let missing =
+                self.headingProblem == nil ? "no heading" : "no usable heading"
+            let since = self.headingCurrentAt.map { "\(missing) for \(Self.seconds(now - $0)) s" } ?? "\(missing) yet"
+            reason = self.headingProblem.map { "\(since): \($0)" } ?? since
         }
         if let reason {
             self.liveSince = nil

@@ -49,6 +49,9 @@ public enum CalibrationRunner {
         defer { subscriber.close() }
 
         var calibration = Calibration()
+        // North is true north: a magnetic heading is corrected with the latest position, or waits for one.
+        var trueNorth = TrueNorth()
+        var waitingForPosition = false
         var lastPrompt = ""
         var result: CalibrationResult?
         let deadline = ContinuousClock.now + .seconds(timeoutSeconds)
@@ -62,9 +65,20 @@ public enum CalibrationRunner {
                 return nil
             }
             for await received in subscriber.messages {
+                trueNorth.observe(received.message)
                 let inputs: [Calibration.Input]
                 switch received.message {
-                case let .heading(sample): inputs = [.heading(sample)]
+                case let .heading(raw):
+                    guard let sample = trueNorth.trueHeading(raw) else {
+                        if !waitingForPosition {
+                            waitingForPosition = true
+                            print(
+                                "waiting for a GPS fix: the compass gives magnetic north, and true north needs a position"
+                            )
+                        }
+                        continue
+                    }
+                    inputs = [.heading(sample)]
                 case let .attitude(attitude): inputs = [.attitude(attitude)]
                 case let .fix(fix):
                     inputs =

@@ -67,6 +67,8 @@ enum HapticStageOptions {
         options.guidance.releaseBandDegrees = try settings.value(Guide.releaseBandDegrees)
         options.guidance.repeatPeriodSeconds = try settings.value(Guide.repeatPeriodSeconds)
         options.staleAfterSeconds = try settings.value(HapticSinkOptions.Setting.staleAfterSeconds)
+        options.maximumHeadingAccuracyDegrees = try settings.value(
+            HapticSinkOptions.Setting.maximumHeadingAccuracyDegrees)
         options.echoEveryHeading = try settings.bool(HapticSinkOptions.Setting.echoEveryHeading.key, default: false)
         let headingLimit = HapticSinkOptions.Setting.headingStaleAfterSeconds
         options.headingStaleAfterSeconds =

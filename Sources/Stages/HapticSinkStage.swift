@@ -14,6 +14,10 @@ public struct HapticSinkOptions: Sendable {
         public static let headingStaleAfterSeconds = SettingSpec(
             "headingStaleAfterSeconds", unit: "s", default: 1.0, in: 0.1...30,
             "the same for headings; when absent, staleAfterSeconds")
+        public static let maximumHeadingAccuracyDegrees = SettingSpec(
+            "maximumHeadingAccuracyDegrees", unit: "°", default: 30.0, in: 5...180,
+            "a heading whose accuracy is worse than this (a disturbed compass says so) is not acted on: it does not count as fresh, so the sink goes quiet after headingStaleAfterSeconds and says why"
+        )
         /// How to navigate: a calibration or an explicit offset, documented beside the numbers.
         public static let calibrationFile = SettingDoc(
             key: "calibrationFile", defaultText: "—", rangeText: "a path",
@@ -35,7 +39,10 @@ public struct HapticSinkOptions: Sendable {
         /// Every setting of a haptic stage's `options`, guidance's among them, in documentation order.
         public static let all: [SettingDoc] =
             [calibrationFile, offsetDegrees, fallback] + Guidance.Options.Setting.all
-            + [staleAfterSeconds.doc, headingStaleAfterSeconds.doc, echoEveryHeading]
+            + [
+                staleAfterSeconds.doc, headingStaleAfterSeconds.doc, maximumHeadingAccuracyDegrees.doc,
+                echoEveryHeading,
+            ]
     }
 
     /// Guidance thresholds, the calibrated offset among them.
@@ -45,6 +52,8 @@ public struct HapticSinkOptions: Sendable {
     public var staleAfterSeconds = Setting.staleAfterSeconds.defaultValue
     /// The same for headings [seconds]; nil: `staleAfterSeconds`.
     public var headingStaleAfterSeconds: Double?
+    /// A heading less accurate than this is not acted on [degrees, one standard deviation].
+    public var maximumHeadingAccuracyDegrees = Setting.maximumHeadingAccuracyDegrees.defaultValue
     /// How often the sink checks for stale input and device availability [seconds].
     public var checkIntervalSeconds = 0.05
     /// How often the sink reports its status and counters while nothing changes [seconds].
@@ -91,6 +100,10 @@ where Input.Element == Arrival<SinkInput> {
     /// The oldest input a cue was computed from, since the start [seconds]: the fail-safe keeps it within the limit.
     private var oldestInputActedOn = 0.0
     private var lastStatus = -Double.infinity
+    /// Magnetic headings turned true at the guidance target's position (a few metres from the walker).
+    private var trueNorth = TrueNorth()
+    /// Headings not acted on because their accuracy was worse than the limit [count].
+    private var inaccurateHeadings: UInt64 = 0
 
     /// Creates the stage with devices in order of preference; `now` is the monotonic clock that arrivals' receive
     /// times are on [seconds], and `sleep` waits on the same clock between checks (a test passes a manual clock's).
@@ -131,7 +144,8 @@ where Input.Element == Arrival<SinkInput> {
                 value: UInt64(max(0, min(1e9, (self.oldestInputActedOn * 1000).rounded())))),
         ]
         if let active = self.active { counters.append(StatusCounter(name: "activeDevice", value: UInt64(active))) }
-        counters += self.timeCheck.statusCounters + self.inputCounters()
+        counters.append(StatusCounter(name: "heading.inaccurate", value: self.inaccurateHeadings))
+        counters += self.trueNorth.statusCounters + self.timeCheck.statusCounters + self.inputCounters()
         let drops = self.timeCheck.dropSummary
         let message = drops.isEmpty ? message : "\(message); \(drops)"
         try? await self.output.publish(
@@ -225,6 +239,7 @@ where Input.Element == Arrival<SinkInput> {
             guard let current = await self.admit(arrival, topic: "target", measurementSeconds: target.timeSeconds)
             else { return }
             self.target = target
+            self.trueNorth.observe(.target(target))
             await self.apply(self.failSafe.target(currentAt: current, now: self.now()))
         case let .progress(progress):
             guard await self.admit(arrival, topic: "progress", measurementSeconds: progress.timeSeconds) != nil else {
@@ -240,6 +255,7 @@ where Input.Element == Arrival<SinkInput> {
         case .attitude:
             break
         case let .context(message):
+            self.trueNorth.observe(message)
             for device in self.devices { await device.observe(message) }
         case let .publisherLost(stage):
             self.logger.warning("sink '\(self.name)': publisher '\(stage)' lost")
@@ -249,9 +265,22 @@ where Input.Element == Arrival<SinkInput> {
         }
     }
 
-    private func handleHeading(_ sample: HeadingSample, _ arrival: Arrival<SinkInput>) async {
-        guard let current = await self.admit(arrival, topic: "heading", measurementSeconds: sample.timeSeconds)
+    private func handleHeading(_ raw: HeadingSample, _ arrival: Arrival<SinkInput>) async {
+        guard let current = await self.admit(arrival, topic: "heading", measurementSeconds: raw.timeSeconds)
         else { return }
+        // Bearings are true: a magnetic heading is corrected first, or not used at all.
+        guard let sample = self.trueNorth.trueHeading(raw) else {
+            self.failSafe.headingUnusable("magnetic heading and no position yet to correct it")
+            return
+        }
+        // A heading that says it may be far off (a disturbed compass) is not acted on, nor counted as fresh.
+        if let accuracy = sample.accuracyDegrees, accuracy > self.options.maximumHeadingAccuracyDegrees {
+            self.inaccurateHeadings &+= 1
+            self.failSafe.headingUnusable(
+                "compass unreliable (accuracy \(fixedDecimal(accuracy, digits: 0))° > \(fixedDecimal(self.options.maximumHeadingAccuracyDegrees, digits: 0))°)"
+            )
+            return
+        }
         await self.apply(self.failSafe.heading(currentAt: current, now: self.now()))
         guard !self.failSafe.isSilent, let cue = self.guidance.update(heading: sample, target: self.target) else {
             return

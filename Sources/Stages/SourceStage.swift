@@ -19,6 +19,10 @@ where StageClock.Duration == Duration {
     private var lastEmission: StageClock.Instant
     private var lastStatus: StageClock.Instant
     private let staleAfterSeconds: Double
+    /// Magnetic headings are referred to true north here, with the latest fix; before the first fix they go out as
+    /// magnetic (and say so), for the readers to correct or refuse.
+    private var trueNorth = TrueNorth()
+    private var declinationDegrees: Double?
 
     /// Creates the stage on `clock`.
     public init(
@@ -45,12 +49,34 @@ where StageClock.Duration == Duration {
         let counters =
             BusMessage.Kind.allCases.compactMap { kind in
                 self.published[kind].map { StatusCounter(name: "published.\(kind.topic)", value: $0) }
-            } + (await self.source.statusCounters())
+            } + self.trueNorth.statusCounters + (await self.source.statusCounters())
         try await self.output.publish(
             .status(
                 StageStatus(
                     timeSeconds: time, stage: self.name, health: health,
                     message: message, counters: counters)))
+    }
+
+    /// Observes fixes; turns magnetic headings true once a fix has been seen.
+    private func referToTrueNorth(_ message: BusMessage) -> BusMessage {
+        switch message {
+        case .fix:
+            self.trueNorth.observe(message)
+            return message
+        case let .heading(sample) where sample.reference == .magneticNorth:
+            guard let corrected = self.trueNorth.trueHeading(sample) else { return message }
+            self.declinationDegrees = Angle.signedDifference(from: sample.headingDegrees, to: corrected.headingDegrees)
+            return .heading(corrected)
+        default:
+            return message
+        }
+    }
+
+    /// "; headings to true north (declination +3.3°)" once a magnetic heading has been corrected.
+    private var declinationText: String {
+        guard let declination = self.declinationDegrees else { return "" }
+        return
+            "; headings to true north (declination \(declination >= 0 ? "+" : "")\(fixedDecimal(declination, digits: 1))°)"
     }
 
     private var silenceSeconds: Double {
@@ -73,6 +99,7 @@ where StageClock.Duration == Duration {
             group.addTask {
                 try await cancelWhenGracefulShutdown {
                     try await self.source.run { message in
+                        let message = await self.referToTrueNorth(message)
                         try await self.output.publish(message)
                         await self.count(message.kind)
                     }
@@ -81,6 +108,7 @@ where StageClock.Duration == Duration {
             }
             group.addTask {
                 var wasStale = false
+                var lastCondition: SourceCondition?
                 while !Task.isCancelled {
                     // A live source that goes quiet says so at once, not at the next periodic report.
                     try await self.clock.sleep(
@@ -88,12 +116,23 @@ where StageClock.Duration == Duration {
                     let silence = await self.silenceSeconds
                     let stale = self.source.isLive && silence >= self.staleAfterSeconds
                     let due = await self.takeStatusDue()
-                    if stale != wasStale || due {
+                    let condition = await self.source.condition()
+                    if stale != wasStale || due || condition != lastCondition {
                         wasStale = stale
-                        try await self.status(
-                            stale ? .stale : .running,
-                            stale ? "\(sourceID): no data for \(Int(silence)) s" : "\(sourceID) running",
-                            at: WallClock.nowSeconds())
+                        lastCondition = condition
+                        let declination = await self.declinationText
+                        if stale {
+                            let why = condition.map { ": \($0.message)" } ?? ""
+                            try await self.status(
+                                .stale, "\(sourceID): no data for \(Int(silence)) s\(why)", at: WallClock.nowSeconds())
+                        } else if let condition {
+                            try await self.status(
+                                condition.health, "\(sourceID): \(condition.message)\(declination)",
+                                at: WallClock.nowSeconds())
+                        } else {
+                            try await self.status(
+                                .running, "\(sourceID) running\(declination)", at: WallClock.nowSeconds())
+                        }
                     }
                 }
                 return false

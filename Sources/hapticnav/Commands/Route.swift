@@ -48,11 +48,10 @@ struct RouteCommand: AsyncParsableCommand {
     var turnThreshold = 30.0
 
     private func coordinate(_ text: String, _ name: String) throws -> Coordinate {
-        let parts = text.split(separator: ",").map { Double($0.trimmed()) }
-        guard parts.count == 2, let lat = parts[0], let lon = parts[1], abs(lat) <= 90, abs(lon) <= 180 else {
+        guard let coordinate = Coordinate(latitudeLongitude: text) else {
             throw ValidationError("--\(name): expected LAT,LON, like 43.7319,7.4216")
         }
-        return Coordinate(latitude: lat, longitude: lon)
+        return coordinate
     }
 
     func run() async throws {
