@@ -36,7 +36,8 @@ private let repository = URL(fileURLWithPath: #filePath).deletingLastPathCompone
         let dipole = MagneticModel(
             name: "dipole", epoch: 2025, validYears: 2025...2030,
             coefficients: [.init(n: 1, m: 0, g: -30000, h: 0, gDot: 0, hDot: 0)])
-        let equator = try #require(dipole.field(latitude: 0, longitude: 0, heightKilometers: 6371.2 - 6378.137, year: 2025))
+        let equator = try #require(
+            dipole.field(latitude: 0, longitude: 0, heightKilometers: 6371.2 - 6378.137, year: 2025))
         #expect(abs(equator.northNanoTesla - 30000) < 1e-6)
         #expect(abs(equator.downNanoTesla) < 1e-6 && abs(equator.declinationDegrees) < 1e-9)
         let pole = try #require(dipole.field(latitude: 90, longitude: 0, year: 2025))

@@ -4,7 +4,8 @@ public import NavCore
 import Parsers
 import Synchronization
 
-/// NMEA from a live serial device or a TCP stream (for example a phone app or `gpsfake -t`), decoded as it arrives.
+/// NMEA from a live serial device, a TCP stream (for example `gpsfake -t`) or UDP datagrams (what GPS-forwarding phone
+/// apps send, to port 10110 by convention), decoded as it arrives.
 public struct LiveNMEASource: MessageSource {
     public static let id = "nmea"
 
@@ -16,6 +17,8 @@ public struct LiveNMEASource: MessageSource {
         case tcp(host: String, port: UInt16)
         /// A file, replayed at a pace.
         case file(path: String, pace: Double)
+        /// A UDP port (host to bind, port), taking datagrams from the given senders only when `from` is not nil.
+        case udp(host: String, port: UInt16, from: Set<String>?)
     }
 
     /// The input.
@@ -35,34 +38,50 @@ public struct LiveNMEASource: MessageSource {
         case let .serial(path, _): name = path
         case let .tcp(host, port): name = "tcp://\(host):\(port)"
         case let .file(path, _): name = path
+        case let .udp(host, port, _): name = "udp://\(host):\(port)"
         }
         self.problems = ProblemCounter(logger: logger, source: name)
     }
 
-    /// Reads a config's settings: one of `file` (with `pace`), `device` (with `baud`) or `tcp` ("host:port").
+    /// Reads a config's settings: one of `file` (with `pace`), `device` (with `baud`), `tcp` ("host:port") or `udp`
+    /// ("0.0.0.0:10110", with `udpFrom`, the senders' addresses to take datagrams from).
     public init(settings: Settings, logger: Logger) throws {
         var settings = settings
         let file = try settings.inputFile("file")
         let device = try settings.optionalString("device")
         let tcp = try settings.optionalString("tcp")
+        let udp = try settings.optionalString("udp")
+        let udpFrom = settings.value("udpFrom") == nil ? nil : try settings.strings("udpFrom")
         let pace = try settings.double("pace", default: 1, in: 0...100_000)
         let baud = try settings.int("baud", default: 9600, in: 300...4_000_000)
         let options = try LogSettings.readerOptions(&settings)
         try settings.finish()
         let input: Input
-        switch (file, device, tcp) {
-        case let (file?, nil, nil): input = .file(path: file, pace: pace)
-        case let (nil, device?, nil): input = .serial(path: device, baud: baud)
-        case let (nil, nil, address?):
+        func hostPort(_ address: String, _ key: String) throws -> (String, UInt16) {
             guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...])
             else {
                 throw ConfigError.invalidValue(
-                    path: "\(settings.path).tcp", expected: "host:port", found: "'\(address)'")
+                    path: "\(settings.path).\(key)", expected: "host:port", found: "'\(address)'")
             }
-            input = .tcp(host: String(address[..<colon]), port: port)
+            var host = String(address[..<colon])
+            if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            return (host, port)
+        }
+        switch (file, device, tcp, udp) {
+        case let (file?, nil, nil, nil): input = .file(path: file, pace: pace)
+        case let (nil, device?, nil, nil): input = .serial(path: device, baud: baud)
+        case let (nil, nil, address?, nil):
+            let (host, port) = try hostPort(address, "tcp")
+            input = .tcp(host: host, port: port)
+        case let (nil, nil, nil, address?):
+            let (host, port) = try hostPort(address, "udp")
+            input = .udp(host: host, port: port, from: udpFrom.map(Set.init))
         default:
             throw ConfigError.invalidValue(
-                path: settings.path, expected: "exactly one of file, device or tcp", found: "\(settings.keys)")
+                path: settings.path, expected: "exactly one of file, device, tcp or udp", found: "\(settings.keys)")
+        }
+        if udpFrom != nil, udp == nil {
+            throw ConfigError.invalidValue(path: "\(settings.path).udpFrom", expected: "udp beside it", found: "no udp")
         }
         self.init(input: input, options: options, logger: logger)
     }
@@ -81,16 +100,9 @@ public struct LiveNMEASource: MessageSource {
                 emit: emit)
             return
         }
-        let link: ByteLink
-        switch self.input {
-        case let .serial(path, baud): link = try ByteLink.serial(path: path, baud: baud, splitLines: true)
-        case let .tcp(host, port): link = try ByteLink.tcp(host: host, port: port, splitLines: true)
-        case .file: preconditionFailure("files are replayed above")
-        }
-        defer { link.close() }
         var decoder = NMEADecoder(options: self.options.nmea)
         var number = 0
-        for await bytes in link.chunks {
+        func take(_ bytes: some Collection<UInt8>) async throws {
             let line = String(decoding: bytes, as: UTF8.self)
             number += 1
             self.problems.read()
@@ -101,9 +113,48 @@ public struct LiveNMEASource: MessageSource {
                 self.problems.report(LogProblem(line: number, reason: "\(error)"))
             }
         }
+        if case let .udp(host, port, from) = self.input {
+            let link = try DatagramLink(host: host, port: port, allowedSenders: from)
+            self.udp.set(link)
+            defer { link.close() }
+            try await withTaskCancellationHandler {
+                // A datagram holds one or more sentences; a sentence never spans two.
+                for await datagram in link.datagrams {
+                    for line in datagram.bytes.split(whereSeparator: { $0 == 10 || $0 == 13 }) where !line.isEmpty {
+                        try await take(line.prefix(4096))
+                    }
+                }
+            } onCancel: {
+                link.close()
+            }
+        } else {
+            let link: ByteLink
+            switch self.input {
+            case let .serial(path, baud): link = try ByteLink.serial(path: path, baud: baud, splitLines: true)
+            case let .tcp(host, port): link = try ByteLink.tcp(host: host, port: port, splitLines: true)
+            case .file, .udp: preconditionFailure("handled above")
+            }
+            defer { link.close() }
+            for await bytes in link.chunks { try await take(bytes) }
+        }
         for message in decoder.finish() { try await emit(message) }
         try Task.checkCancellation()
     }
 
-    public func statusCounters() async -> [StatusCounter] { self.problems.counters }
+    /// The UDP link while one is open, for its counters.
+    private let udp = LinkBox()
+    private final class LinkBox: Sendable {
+        let link = Mutex<DatagramLink?>(nil)
+        func set(_ link: DatagramLink) { self.link.withLock { $0 = link } }
+        var current: DatagramLink? { self.link.withLock { $0 } }
+    }
+
+    public func statusCounters() async -> [StatusCounter] {
+        var counters = self.problems.counters
+        if let link = self.udp.current {
+            counters.append(StatusCounter(name: "udp.datagrams", value: link.receivedCount))
+            counters.append(StatusCounter(name: "udp.refusedSenders", value: link.refusedCount))
+        }
+        return counters
+    }
 }
