@@ -20,6 +20,13 @@ public struct HTTPError: Error, Equatable, Sendable, CustomStringConvertible {
     public let request: String
     public let reason: Reason
 
+    /// An error of `request` to `server`.
+    public init(server: String, request: String, reason: Reason) {
+        self.server = server
+        self.request = request
+        self.reason = reason
+    }
+
     public var description: String {
         let why =
             switch self.reason {

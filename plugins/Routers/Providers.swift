@@ -196,11 +196,12 @@ struct EngineClient: Sendable {
             }
             let object = try? JSONDecoder().decode(JSONValue.self, from: Data(response.body))
             if (200..<300).contains(response.status), let object, object.objectValue != nil { return object }
-            // A 4xx with a body is the engine's answer (no route): no point retrying.
+            // A 4xx with a JSON body is the engine's answer (no route): no point retrying. One without (a request
+            // the server could not read whole, seen from a loaded Valhalla) is tried again like a lost answer.
             let message =
                 object.flatMap { $0["error"]?.stringValue ?? $0["message"]?.stringValue }
                 ?? "HTTP \(response.status)\(object == nil ? " without a JSON body" : "")"
-            if (400..<500).contains(response.status) {
+            if (400..<500).contains(response.status), object != nil {
                 throw RoutingError.providerFailed(
                     reason: "\(self.engine) \(self.http.server) \(method) \(target): \(message)")
             }

@@ -1,0 +1,189 @@
+import Foundation
+import Links
+@testable import LocationSources
+import Logging
+import NavCore
+import Synchronization
+import TestSupport
+import Testing
+
+/// The bundled real phyphox recording (a phone carried round an indoor loop, 105 s).
+private let recording = repositoryRoot.appendingPathComponent("data/walks/phyphox-indoor-loop-116m").path
+
+/// Messages a source emitted, collected from its task.
+private final class Collected: Sendable {
+    let messages = Mutex<[BusMessage]>([])
+    func add(_ message: BusMessage) { self.messages.withLock { $0.append(message) } }
+    var all: [BusMessage] { self.messages.withLock { $0 } }
+    var fixes: [LocationFix] {
+        self.all.compactMap {
+            if case let .fix(fix) = $0 { return fix }
+            return nil
+        }
+    }
+    var headings: [HeadingSample] {
+        self.all.compactMap {
+            if case let .heading(heading) = $0 { return heading }
+            return nil
+        }
+    }
+}
+
+/// Runs `source` until the test ends (the returned task is cancelled by the caller).
+private func start(_ source: PhyphoxSource, into collected: Collected) -> Task<Void, Never> {
+    Task { try? await source.run { collected.add($0) } }
+}
+
+private func phyphox(_ url: String, timeout: Double = 0.5) throws -> PhyphoxSource {
+    var options = PhyphoxSource.Options(url: url)
+    options.timeoutSeconds = timeout
+    return try PhyphoxSource(options: options, logger: Logger(label: "test"))
+}
+
+@Suite(.serialized) struct PhyphoxTests {
+    @Test func numbersAreWrittenAsTheAppWritesThem() {
+        #expect(PhyphoxProtocol.format(43.565153) == "4.3565153E1")
+        #expect(PhyphoxProtocol.format(-9.81) == "-9.81E0")
+        #expect(PhyphoxProtocol.format(0) == "0E0")
+        #expect(PhyphoxProtocol.format(1) == "1E0")
+        #expect(PhyphoxProtocol.format(0.003446083327) == "3.4460833E-3")
+        #expect(PhyphoxProtocol.format(104.5509558) == "1.0455096E2")
+        #expect(PhyphoxStandIn.java(1_764_496_800.123) == "1.764496800123E9")
+        #expect(PhyphoxStandIn.java(0) == "0")
+        #expect(PhyphoxStandIn.java(12.5) == "12.5")
+        // Experiment time to UTC: the start that covers it, pauses left out.
+        let events = [
+            PhyphoxProtocol.TimeEvent(isStart: true, experimentTime: 0, systemTime: 1000),
+            PhyphoxProtocol.TimeEvent(isStart: false, experimentTime: 10, systemTime: 1010),
+            PhyphoxProtocol.TimeEvent(isStart: true, experimentTime: 10, systemTime: 1100),
+        ]
+        #expect(PhyphoxProtocol.utc(experimentTime: 5, events: events) == 1005)
+        #expect(PhyphoxProtocol.utc(experimentTime: 12, events: events) == 1102)
+        #expect(PhyphoxProtocol.utc(experimentTime: 12, events: []) == nil)
+    }
+
+    /// The stand-in serves the recording ten times faster than it was made; the source reads it over real HTTP,
+    /// asking only for new samples, and gives the recording's fixes and ten headings a second of experiment time,
+    /// equal to the headings the recorded-file reader computes from the same CSV files.
+    @Test func theRecordingServedOverHTTPGivesItsFixesAndTenHeadingsASecond() async throws {
+        var options = PhyphoxStandIn.Options()
+        options.rate = 10
+        options.loop = false
+        let phone = try PhyphoxStandIn(recording: recording, options: options)
+        defer { phone.close() }
+        let source = try phyphox(phone.url)
+        let collected = Collected()
+        let task = start(source, into: collected)
+        defer { task.cancel() }
+        // 105 s of recording at ten times: all of it within about 11 s.
+        let done = await eventually(within: 40) {
+            (collected.fixes.last?.latitude).map { abs($0 - 43.5651) < 0.001 } == true && collected.fixes.count >= 30
+                && collected.headings.count >= 900
+        }
+        #expect(done, "fixes \(collected.fixes.count), headings \(collected.headings.count)")
+        let fixes = collected.fixes, headings = collected.headings
+        // Every fix once, in order (a threshold that let a sample through twice would repeat one).
+        #expect(Set(fixes.map(\.timeSeconds)).count == fixes.count)
+        #expect(zip(fixes, fixes.dropFirst()).allSatisfy { $0.timeSeconds < $1.timeSeconds })
+        #expect(fixes.allSatisfy { abs($0.latitude - 43.565) < 0.01 && abs($0.longitude - 1.3925) < 0.01 })
+        #expect(fixes.allSatisfy { $0.speedMetersPerSecond == nil || $0.speedMetersPerSecond! >= 0 })
+        // Ten headings a second of experiment time (the phone's clock runs at the host's; experiment time ten times).
+        let span = (headings.last!.timeSeconds - headings.first!.timeSeconds)
+        let rate = Double(headings.count - 1) / span
+        print(
+            "phyphox over HTTP: \(fixes.count) fixes, \(headings.count) headings, \(fixedDecimal(rate, digits: 2)) a second"
+        )
+        #expect(rate > 9.5 && rate <= 10.01, "\(rate) headings a second")
+        #expect(headings.allSatisfy { $0.reference == .magneticNorth })
+        // The same headings as the file reader's (the same maths on the same samples; bins are whole tenths of a
+        // second on both clocks, which the phone's start does not align, so compare each with the file's nearest).
+        let file = try SensorLog.phyphox(folder: recording, startTime: 0, interval: 0.1).messages.compactMap {
+            if case let .heading(heading) = $0.message { return heading }
+            return nil
+        }
+        let start = try #require(phone.firstStart)
+        var byBin: [Int: Double] = [:]
+        for heading in file { byBin[Int((heading.timeSeconds / 0.1).rounded(.down))] = heading.headingDegrees }
+        var differences: [Double] = []
+        for heading in headings {
+            // File headings sit at the middle of each tenth of experiment time.
+            let bin = Int(((heading.timeSeconds - start) / 0.1).rounded(.down))
+            guard let expected = byBin[bin] else { continue }
+            differences.append(abs(Angle.signedDifference(from: expected, to: heading.headingDegrees)))
+        }
+        #expect(differences.count > 800)
+        let median = differences.sorted()[differences.count / 2]
+        #expect(median < 3, "median difference from the file reader's headings \(median)°")
+        let counters = await source.statusCounters()
+        #expect(counters.first { $0.name == "phyphox.polls" }!.value > 20)
+        let condition = await source.condition()
+        print("phyphox recording's compass: \(condition?.message ?? "within the model's limits")")
+        #expect(condition == nil || condition?.message.hasPrefix("compass disturbed") == true)
+    }
+
+    /// A paused experiment, a phone that stops answering and one that comes back: each a condition in the status,
+    /// never a hang; data flows again after each.
+    @Test func aPauseAndAPhoneThatStopsAnsweringAreConditionsAndDataFlowsAgain() async throws {
+        var options = PhyphoxStandIn.Options()
+        options.measuring = false  // the source starts it
+        let phone = try PhyphoxStandIn(recording: recording, options: options)
+        defer { phone.close() }
+        let source = try phyphox(phone.url, timeout: 0.3)
+        let collected = Collected()
+        let task = start(source, into: collected)
+        defer { task.cancel() }
+        #expect(await eventually(within: 15) { collected.headings.count >= 10 }, "started and measuring")
+        phone.pause()
+        let paused = await eventually(within: 5) { await source.condition()?.message.contains("paused") == true }
+        #expect(paused)
+        #expect(await source.condition()?.health == .stale)
+        let before = collected.headings.count
+        phone.resume()
+        #expect(await eventually(within: 5) { collected.headings.count > before + 10 })
+        #expect(await eventually(within: 5) { await source.condition() == nil })
+        phone.setAnswering(false)
+        let unreachable = await eventually(within: 5) {
+            await source.condition()?.message.hasPrefix("phone unreachable") == true
+        }
+        #expect(unreachable)
+        phone.setAnswering(true)
+        let again = collected.headings.count
+        #expect(await eventually(within: 10) { collected.headings.count > again + 10 }, "data again")
+        // Nothing old was sent on after the gap: times only rise.
+        let times = collected.headings.map(\.timeSeconds)
+        #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 })
+        // Cancelled, the source stops at once.
+        task.cancel()
+        let stopped = await withDeadline(seconds: 3) { await task.value }
+        #expect(stopped != nil)
+    }
+
+    @Test func aWrongExperimentNamesTheMissingBuffers() async throws {
+        var options = PhyphoxStandIn.Options()
+        options.title = "Magnetometer"
+        options.withoutBuffers = ["locAccuracy", "magX"]
+        let phone = try PhyphoxStandIn(recording: recording, options: options)
+        defer { phone.close() }
+        let source = try phyphox(phone.url)
+        let collected = Collected()
+        let task = start(source, into: collected)
+        defer { task.cancel() }
+        #expect(await eventually(within: 5) { await source.condition() != nil })
+        let message = await source.condition()?.message ?? ""
+        #expect(message.contains("'Magnetometer'") && message.contains("locAccuracy, magX"), "\(message)")
+        #expect(message.contains("hapticnav.phyphox"))
+        #expect(collected.all.isEmpty)
+    }
+
+    @Test func settingsAreReadAndAMissingURLIsNamed() throws {
+        let settings = try Settings(
+            .object(["url": .string("http://192.168.1.20:8080"), "pollIntervalSeconds": .number(0.2)]),
+            path: "stages.source.settings", baseDirectory: "/")
+        let source = try PhyphoxSource(settings: settings, logger: Logger(label: "test"))
+        #expect(source.options.pollIntervalSeconds == 0.2 && source.options.url == "http://192.168.1.20:8080")
+        let missing = try Settings(.object([:]), path: "stages.source.settings", baseDirectory: "/")
+        #expect(throws: ConfigError.self) { try PhyphoxSource(settings: missing, logger: Logger(label: "test")) }
+        let bad = try Settings(.object(["url": .string("ftp://x")]), path: "p", baseDirectory: "/")
+        #expect(throws: ConfigError.self) { try PhyphoxSource(settings: bad, logger: Logger(label: "test")) }
+    }
+}

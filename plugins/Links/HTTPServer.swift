@@ -1,0 +1,327 @@
+import Glibc
+public import NavCore
+import SystemIO
+import Synchronization
+
+/// One HTTP request as the server read it.
+public struct HTTPRequest: Sendable {
+    /// "POST", "GET", …
+    public let method: String
+    /// The request target: path and query ("/push?token=…").
+    public let target: String
+    /// Header fields, names in lower case.
+    public let headers: [String: String]
+    /// The whole body.
+    public let body: [UInt8]
+    /// The peer's numeric address.
+    public let peer: String
+
+    /// The target's path, without the query.
+    public var path: String { String(self.target.prefix { $0 != "?" }) }
+
+    /// The query's parameters, percent-decoded (`+` as space); a pair that does not decode is left out.
+    public var query: [String: String] {
+        Dictionary(self.queryItems, uniquingKeysWith: { _, last in last })
+    }
+
+    /// The query's parameters in order, percent-decoded; a pair that does not decode is left out.
+    public var queryItems: [(name: String, value: String)] {
+        guard let mark = self.target.firstIndex(of: "?") else { return [] }
+        var result: [(String, String)] = []
+        for pair in self.target[self.target.index(after: mark)...].split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let key = Self.percentDecoded(parts[0]),
+                let value = parts.count > 1 ? Self.percentDecoded(parts[1]) : ""
+            else { continue }
+            result.append((key, value))
+        }
+        return result
+    }
+
+    /// Creates a request (the server makes them; tests may too).
+    public init(method: String, target: String, headers: [String: String], body: [UInt8], peer: String) {
+        self.method = method
+        self.target = target
+        self.headers = headers
+        self.body = body
+        self.peer = peer
+    }
+
+    static func percentDecoded(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            switch byte {
+            case UInt8(ascii: "+"): bytes.append(32)
+            case UInt8(ascii: "%"):
+                guard let high = iterator.next().flatMap(Self.hexValue),
+                    let low = iterator.next().flatMap(Self.hexValue)
+                else { return nil }
+                bytes.append(high << 4 | low)
+            default: bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 48...57: byte - 48
+        case 65...70: byte - 55
+        case 97...102: byte - 87
+        default: nil
+        }
+    }
+}
+
+/// An HTTP answer from the server.
+public struct HTTPServerResponse: Sendable {
+    public var status: Int
+    public var contentType: String
+    public var body: [UInt8]
+
+    /// A response with a body (plain text by default).
+    public init(status: Int, contentType: String = "text/plain; charset=utf-8", body: [UInt8] = []) {
+        self.status = status
+        self.contentType = contentType
+        self.body = body
+    }
+
+    /// A short plain-text answer.
+    public static func text(_ status: Int, _ text: String) -> HTTPServerResponse {
+        HTTPServerResponse(status: status, body: Array((text + "\n").utf8))
+    }
+}
+
+/// A small HTTP/1.1 server for what phones push to the lab (Sensor Logger's batches): bound to one address, a
+/// thread per connection (at most `maximumConnections` at once; more are closed at once and counted), keep-alive,
+/// a bound on the head and the body (413 beyond it), and a deadline on every request, so a slow or hostile client
+/// holds nothing for long. The handler runs on the connection's thread and must not block.
+public final class HTTPServer: Sendable {
+    /// The limits.
+    public struct Limits: Sendable {
+        /// The largest body taken [bytes].
+        public var maximumBodyBytes = 1 << 20
+        /// The largest request head [bytes].
+        public var maximumHeadBytes = 16 * 1024
+        /// How long a request may take to arrive, head and body [seconds].
+        public var requestSeconds = 10.0
+        /// How long a kept-alive connection may wait for its next request [seconds].
+        public var idleSeconds = 15.0
+        /// Connections served at once.
+        public var maximumConnections = 8
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// The port bound (the one asked for, or the one the system chose for 0).
+    public let port: UInt16
+    private let descriptor: Int32
+    private final class State: Sendable {
+        let closed = Atomic<Bool>(false)
+        let connections = Atomic<Int>(0)
+        let requests = Atomic<UInt64>(0)
+        let refusedConnections = Atomic<UInt64>(0)
+        let tooLarge = Atomic<UInt64>(0)
+        let malformed = Atomic<UInt64>(0)
+        let timedOut = Atomic<UInt64>(0)
+    }
+    private let state = State()
+
+    /// Binds `host`:`port` and serves `handler` until ``close()``.
+    public init(
+        host: String, port: UInt16, limits: Limits = Limits(),
+        handler: @escaping @Sendable (HTTPRequest) -> HTTPServerResponse
+    ) throws(LinkError) {
+        let fd = try ListeningSocket.bind(host: host, port: port, type: Int32(SOCK_STREAM.rawValue), scheme: "http")
+        self.descriptor = fd
+        self.port = ListeningSocket.port(of: fd)
+        let state = self.state
+        SystemThread.start(name: "http-accept") {
+            while !state.closed.load(ordering: .relaxed) {
+                guard ListeningSocket.readable(fd, milliseconds: 100) else { continue }
+                var address = sockaddr_storage()
+                var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+                let client = withUnsafeMutablePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        accept(fd, $0, &length)
+                    }
+                }
+                guard client >= 0 else { continue }
+                _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+                guard state.connections.add(1, ordering: .relaxed).newValue <= limits.maximumConnections else {
+                    state.connections.subtract(1, ordering: .relaxed)
+                    state.refusedConnections.add(1, ordering: .relaxed)
+                    Glibc.close(client)
+                    continue
+                }
+                let peer = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { ListeningSocket.host($0, length) }
+                }
+                SystemThread.start(name: "http-connection") {
+                    Self.serve(client, peer: peer, limits: limits, state: state, handler: handler)
+                    Glibc.close(client)
+                    state.connections.subtract(1, ordering: .relaxed)
+                }
+            }
+            Glibc.close(fd)
+        }
+    }
+
+    /// Counters for a status: requests served, connections refused (too many at once), bodies too large, requests
+    /// that were not HTTP, requests that did not arrive in time.
+    public var counters: [StatusCounter] {
+        [
+            StatusCounter(name: "http.requests", value: self.state.requests.load(ordering: .relaxed)),
+            StatusCounter(
+                name: "http.refusedConnections", value: self.state.refusedConnections.load(ordering: .relaxed)),
+            StatusCounter(name: "http.tooLarge", value: self.state.tooLarge.load(ordering: .relaxed)),
+            StatusCounter(name: "http.malformed", value: self.state.malformed.load(ordering: .relaxed)),
+            StatusCounter(name: "http.timedOut", value: self.state.timedOut.load(ordering: .relaxed)),
+        ]
+    }
+
+    /// Stops accepting; the listening socket closes within 0.1 s. Connections being served finish their request.
+    public func close() {
+        self.state.closed.store(true, ordering: .relaxed)
+    }
+
+    deinit {
+        self.state.closed.store(true, ordering: .relaxed)
+    }
+
+    private enum Failure: Error {
+        case closed, timedOut, tooLarge, malformed
+    }
+
+    /// Serves requests on one connection until it closes, idles out or misbehaves.
+    private static func serve(
+        _ fd: Int32, peer: String, limits: Limits, state: State,
+        handler: @Sendable (HTTPRequest) -> HTTPServerResponse
+    ) {
+        var buffer: [UInt8] = []
+        while !state.closed.load(ordering: .relaxed) {
+            let request: HTTPRequest
+            var keepAlive = true
+            do {
+                request = try Self.read(fd, &buffer, peer: peer, limits: limits, state: state)
+                keepAlive = request.headers["connection"]?.lowercased() != "close"
+            } catch .closed {
+                return
+            } catch .timedOut {
+                if !buffer.isEmpty { state.timedOut.add(1, ordering: .relaxed) }
+                return
+            } catch .tooLarge {
+                state.tooLarge.add(1, ordering: .relaxed)
+                Self.write(fd, .text(413, "request too large"), keepAlive: false)
+                return
+            } catch {
+                state.malformed.add(1, ordering: .relaxed)
+                Self.write(fd, .text(400, "not an HTTP/1.1 request"), keepAlive: false)
+                return
+            }
+            state.requests.add(1, ordering: .relaxed)
+            guard Self.write(fd, handler(request), keepAlive: keepAlive), keepAlive else { return }
+        }
+    }
+
+    private static func now() -> Double { HTTPClient.now() }
+
+    /// Reads one request: the head (up to a blank line), then Content-Length bytes of body.
+    private static func read(
+        _ fd: Int32, _ buffer: inout [UInt8], peer: String, limits: Limits, state: State
+    ) throws(Failure) -> HTTPRequest {
+        let idleDeadline = Self.now() + limits.idleSeconds
+        var deadline = idleDeadline
+        func fill() throws(Failure) {
+            while true {
+                if state.closed.load(ordering: .relaxed) { throw .closed }
+                let left = deadline - Self.now()
+                guard left > 0 else { throw .timedOut }
+                if ListeningSocket.readable(fd, milliseconds: Int32(min(100, left * 1000) + 1)) { break }
+            }
+            var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+            let count = recv(fd, &chunk, chunk.count, 0)
+            guard count > 0 else { throw .closed }
+            if buffer.isEmpty { deadline = min(idleDeadline, Self.now() + limits.requestSeconds) }
+            buffer += chunk[0..<count]
+        }
+        // The head.
+        var headEnd: Int?
+        while headEnd == nil {
+            headEnd = Self.find([13, 10, 13, 10], in: buffer)
+            if headEnd == nil {
+                guard buffer.count <= limits.maximumHeadBytes else { throw .tooLarge }
+                try fill()
+                deadline = min(deadline, Self.now() + limits.requestSeconds)
+            }
+        }
+        let head = Array(buffer[0..<headEnd!])
+        guard head.count <= limits.maximumHeadBytes, let text = String(validating: head, as: UTF8.self) else {
+            throw .malformed
+        }
+        let lines = text.split(separator: "\r\n", omittingEmptySubsequences: false)
+        let requestLine = lines[0].split(separator: " ")
+        guard requestLine.count == 3, requestLine[2].hasPrefix("HTTP/1.") else { throw .malformed }
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() where !line.isEmpty {
+            guard let colon = line.firstIndex(of: ":") else { throw .malformed }
+            headers[line[..<colon].lowercased()] = String(line[line.index(after: colon)...]).trimmed()
+        }
+        if headers["transfer-encoding"] != nil { throw .malformed }  // phones send a length; chunks are not taken
+        let length: Int
+        if let field = headers["content-length"] {
+            guard let value = Int(field), value >= 0 else { throw .malformed }
+            guard value <= limits.maximumBodyBytes else { throw .tooLarge }
+            length = value
+        } else {
+            length = 0
+        }
+        let bodyStart = headEnd! + 4
+        while buffer.count < bodyStart + length { try fill() }
+        let body = Array(buffer[bodyStart..<(bodyStart + length)])
+        buffer.removeFirst(bodyStart + length)
+        return HTTPRequest(
+            method: String(requestLine[0]), target: String(requestLine[1]), headers: headers, body: body, peer: peer)
+    }
+
+    /// Writes a response; false when the peer has gone.
+    @discardableResult
+    private static func write(_ fd: Int32, _ response: HTTPServerResponse, keepAlive: Bool) -> Bool {
+        let reason =
+            switch response.status {
+            case 200: "OK"
+            case 204: "No Content"
+            case 400: "Bad Request"
+            case 401: "Unauthorized"
+            case 403: "Forbidden"
+            case 404: "Not Found"
+            case 405: "Method Not Allowed"
+            case 413: "Content Too Large"
+            case 415: "Unsupported Media Type"
+            default: "Status"
+            }
+        let head =
+            "HTTP/1.1 \(response.status) \(reason)\r\nContent-Type: \(response.contentType)\r\n"
+            + "Content-Length: \(response.body.count)\r\nConnection: \(keepAlive ? "keep-alive" : "close")\r\n\r\n"
+        let bytes = Array(head.utf8) + response.body
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBufferPointer {
+                send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+            if written <= 0 { return false }
+            offset += written
+        }
+        return true
+    }
+
+    private static func find(_ pattern: [UInt8], in bytes: [UInt8]) -> Int? {
+        guard bytes.count >= pattern.count else { return nil }
+        for start in 0...(bytes.count - pattern.count) where bytes[start] == pattern[0] {
+            if bytes[start..<(start + pattern.count)].elementsEqual(pattern) { return start }
+        }
+        return nil
+    }
+}
