@@ -15,6 +15,7 @@ public enum PluginRegistry {
         SimulatedWalker.id: { settings, _ in try SimulatedWalker(settings: settings) },
         LiveNMEASource.id: { try LiveNMEASource(settings: $0, logger: $1) },
         PhyphoxSource.id: { try PhyphoxSource(settings: $0, logger: $1) },
+        SensorLoggerSource.id: { try SensorLoggerSource(settings: $0, logger: $1) },
         GPSDSource.id: { try GPSDSource(settings: $0, logger: $1) },
         GPXSource.id: { try GPXSource(settings: $0, logger: $1) },
         SensorLogSource.id: { try SensorLogSource(settings: $0, logger: $1) },

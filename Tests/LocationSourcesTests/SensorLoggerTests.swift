@@ -1,0 +1,124 @@
+import Foundation
+import Links
+@testable import LocationSources
+import Logging
+import NavCore
+import Synchronization
+import TestSupport
+import Testing
+
+private let recording = repositoryRoot.appendingPathComponent("data/walks/phyphox-indoor-loop-116m").path
+
+/// The bundled phyphox recording as Sensor Logger's HTTP push would send it: one batch a second, readings named as
+/// its documentation names them (`location`, `totalacceleration`, `magnetometer`), times in nanoseconds since 1970.
+private func batches(startingAt start: Double) throws -> [[UInt8]] {
+    func table(_ file: String) throws -> [[Double]] {
+        let text = try String(contentsOfFile: recording + "/" + file, encoding: .utf8)
+        return text.split(separator: "\n").dropFirst().map { $0.split(separator: ",").compactMap { Double($0) } }
+    }
+    var readings: [(time: Double, json: String)] = []
+    func ns(_ t: Double) -> String { String(format: "%.0f", (start + t) * 1e9) }
+    for row in try table("Location.csv") where row.count >= 7 {
+        readings.append(
+            (
+                row[0],
+                "{\"name\":\"location\",\"time\":\(ns(row[0])),\"values\":{\"latitude\":\(row[1]),\"longitude\":\(row[2]),"
+                    + "\"altitude\":\(row[3]),\"speed\":\(row[4]),\"bearing\":\(row[5]),\"horizontalAccuracy\":\(row[6]),"
+                    + "\"verticalAccuracy\":-1,\"speedAccuracy\":-1,\"bearingAccuracy\":-1,\"altitudeAboveMeanSeaLevel\":\(row[3])}}"
+            ))
+    }
+    for (file, name) in [("Accelerometer.csv", "totalacceleration"), ("Magnetometer.csv", "magnetometer")] {
+        for row in try table(file) where row.count >= 4 {
+            readings.append(
+                (
+                    row[0],
+                    "{\"name\":\"\(name)\",\"time\":\(ns(row[0])),\"values\":{\"z\":\(row[3]),\"y\":\(row[2]),\"x\":\(row[1])},\"accuracy\":3}"
+                ))
+        }
+    }
+    readings.sort { $0.time < $1.time }
+    let seconds = Int(readings.last!.time) + 1
+    return (0..<seconds).enumerated().map { index, second in
+        let inSecond = readings.filter { Int($0.time) == second }.map(\.json)
+        return Array(
+            "{\"messageId\":\(index),\"sessionId\":\"5b7a\",\"deviceId\":\"d1\",\"payload\":[\(inSecond.joined(separator: ","))]}"
+                .utf8)
+    }
+}
+
+private final class Collected: Sendable {
+    let messages = Mutex<[BusMessage]>([])
+    func add(_ message: BusMessage) { self.messages.withLock { $0.append(message) } }
+    var all: [BusMessage] { self.messages.withLock { $0 } }
+}
+
+@Suite struct SensorLoggerTests {
+    /// Batches pushed over real HTTP give the recording's fixes and the same headings the recorded-file reader
+    /// computes from the same samples; strangers, a wrong path, a malformed batch and an oversized body are refused and
+    /// counted, and the stream goes on.
+    @Test func pushedBatchesGiveTheFixesAndHeadingsAndAnythingElseIsRefused() async throws {
+        var options = SensorLoggerSource.Options(token: "s3cret-token-for-the-lab")
+        options.host = "127.0.0.1"
+        options.port = 0
+        options.maximumBodyBytes = 1_000_000
+        let source = try SensorLoggerSource(options: options, logger: Logger(label: "test"))
+        let collected = Collected()
+        let task = Task { try? await source.run { collected.add($0) } }
+        defer { task.cancel() }
+        #expect(await eventually(within: 5) { source.port != nil })
+        let client = HTTPClient(host: "127.0.0.1", port: source.port!)
+        func post(_ path: String, _ body: [UInt8], headers method: String = "POST") async throws -> Int {
+            try await client.send(
+                method: method, path: path, body: body, contentType: "application/json", timeoutSeconds: 5
+            ).status
+        }
+        // Whole seconds, so the tenths of a second fall where the file reader's do.
+        let start = (Date().timeIntervalSince1970 - 200).rounded(.down)
+        let pushes = try batches(startingAt: start)
+        let good = "/hapticnav?token=s3cret-token-for-the-lab"
+        #expect(try await post("/hapticnav?token=guess", pushes[0]) == 403)
+        #expect(try await post("/hapticnav", pushes[0]) == 403)
+        #expect(try await post("/other?token=s3cret-token-for-the-lab", pushes[0]) == 404)
+        #expect(try await post(good, [], headers: "GET") == 405)
+        #expect(try await post(good, Array("{\"payload\": 3".utf8)) == 400)
+        #expect(try await post(good, Array(repeating: 0x20, count: 1_100_000)) == 413)
+        for push in pushes { #expect(try await post(good, push) == 200) }
+        let fixes = { collected.all.compactMap { if case let .fix(f) = $0 { return f } else { return nil } } }
+        let headings = { collected.all.compactMap { if case let .heading(h) = $0 { return h } else { return nil } } }
+        #expect(await eventually(within: 10) { headings().count > 1000 && fixes().count == 35 })
+        let file = try SensorLog.phyphox(folder: recording, startTime: start, interval: 0.1).messages.compactMap {
+            if case let .heading(heading) = $0.message { return heading }
+            return nil
+        }
+        var byTime: [Int: Double] = [:]
+        for heading in file { byTime[Int((heading.timeSeconds * 10).rounded(.down))] = heading.headingDegrees }
+        let compared = headings().compactMap { heading in
+            byTime[Int((heading.timeSeconds * 10).rounded(.down))].map {
+                abs(Angle.signedDifference(from: $0, to: heading.headingDegrees))
+            }
+        }
+        print(
+            "sensorlogger: \(fixes().count) fixes, \(headings().count) headings, \(compared.count) compared with the file reader's, largest difference \(compared.max() ?? -1)°"
+        )
+        #expect(compared.count > 1000 && compared.max()! < 1e-6)
+        let counters = await source.statusCounters()
+        func counter(_ name: String) -> UInt64? { counters.first { $0.name == name }?.value }
+        #expect(counter("sensorlogger.refused.token") == 2)
+        #expect(counter("sensorlogger.refused.path") == 1)
+        #expect(counter("sensorlogger.malformedBatches") == 1)
+        #expect(counter("http.tooLarge") == 1)
+        #expect(counter("sensorlogger.batches") == UInt64(pushes.count))
+    }
+
+    @Test func settingsNeedAToken() throws {
+        let none = try Settings(.object([:]), path: "stages.source.settings", baseDirectory: "/")
+        #expect(throws: ConfigError.self) { try SensorLoggerSource(settings: none, logger: Logger(label: "t")) }
+        let short = try Settings(.object(["token": .string("abc")]), path: "p", baseDirectory: "/")
+        #expect(throws: ConfigError.self) { try SensorLoggerSource(settings: short, logger: Logger(label: "t")) }
+        let good = try Settings(
+            .object(["token": .string("0123456789abcdef"), "listen": .string("127.0.0.1:8123"), "path": .string("/p")]),
+            path: "p", baseDirectory: "/")
+        let source = try SensorLoggerSource(settings: good, logger: Logger(label: "t"))
+        #expect(source.options.port == 8123 && source.options.host == "127.0.0.1" && source.options.path == "/p")
+    }
+}
