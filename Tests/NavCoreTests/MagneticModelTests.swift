@@ -176,3 +176,79 @@ extension CompassCheckTests {
         #expect(turned == nil)
     }
 }
+
+/// Our World Magnetic Model against NOAA's published test values and against an independent implementation.
+@Suite struct MagneticModelReferenceTests {
+    /// NOAA's WMM2025 test-value table, to the precision it is printed with (0.1 nT, 0.01°): a value printed as 6521.6
+    /// is anything within 0.05 of it.
+    @Test func noaasPublishedTestValuesToTheirPrintedPrecision() throws {
+        let text = try String(
+            contentsOf: repository.appendingPathComponent("data/magnetic/WMM2025_TestValues.txt"), encoding: .utf8)
+        let rows = text.split(separator: "\n").filter { !$0.hasPrefix("#") }.map {
+            $0.split(separator: " ").compactMap { Double($0) }
+        }
+        #expect(rows.count == 12)
+        var worst = (nanoTesla: 0.0, degrees: 0.0)
+        for row in rows {
+            let field = try #require(
+                MagneticModel.wmm2025.field(
+                    latitude: row[2], longitude: row[3], heightKilometers: row[1], year: row[0]))
+            for (computed, printed) in [
+                (field.northNanoTesla, row[4]), (field.eastNanoTesla, row[5]), (field.downNanoTesla, row[6]),
+            ] {
+                worst.nanoTesla = max(worst.nanoTesla, abs(computed - printed))
+                #expect(abs(computed - printed) <= 0.05 + 1e-9, "\(row): \(computed) nT printed as \(printed)")
+            }
+            worst.degrees = max(worst.degrees, abs(field.declinationDegrees - row[7]))
+            #expect(abs(field.declinationDegrees - row[7]) <= 0.005 + 1e-9, "\(row): D \(field.declinationDegrees)")
+        }
+        print(
+            "WMM2025 against NOAA's 12 test values: worst \(worst.nanoTesla) nT, \(worst.degrees)° (printed to 0.1 nT, 0.01°)"
+        )
+    }
+
+    /// PyPI's `pygeomag` (installed by scripts/setup, used by this test only) on a global grid: latitudes from pole to
+    /// pole, every 30° of longitude, two heights and three dates across the model's five years.
+    @Test func anIndependentImplementationAgreesOnAGlobalGrid() throws {
+        let script = """
+            import json, pygeomag, os
+            cof = os.path.join(os.path.dirname(pygeomag.__file__), 'wmm', 'WMM_2025.COF')
+            g = pygeomag.GeoMag(coefficients_file=cof)
+            for year in (2025.0, 2027.31, 2029.99):
+                for h in (0.0, 12.5):
+                    for lat in (-89.5, -75, -52.3, -30, -10, 0, 10, 33.3, 60, 75, 89.5):
+                        for lon in range(-180, 180, 30):
+                            r = g.calculate(glat=lat, glon=lon, alt=h, time=year)
+                            print(json.dumps([year, h, lat, lon, r.x, r.y, r.z, r.d, r.i, r.f]))
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "pygeomag ran (scripts/setup installs it)")
+        let rows = String(decoding: output, as: UTF8.self).split(separator: "\n").compactMap {
+            try? JSONDecoder().decode([Double].self, from: Data($0.utf8))
+        }
+        #expect(rows.count == 3 * 2 * 11 * 12)
+        var worst = (nanoTesla: 0.0, degrees: 0.0)
+        for row in rows {
+            let field = try #require(
+                MagneticModel.wmm2025.field(latitude: row[2], longitude: row[3], heightKilometers: row[1], year: row[0])
+            )
+            let nanoTesla = [
+                field.northNanoTesla - row[4], field.eastNanoTesla - row[5], field.downNanoTesla - row[6],
+                field.totalNanoTesla - row[9],
+            ].map(abs).max()!
+            let degrees = max(
+                abs(Angle.signedDifference(from: row[7], to: field.declinationDegrees)),
+                abs(field.inclinationDegrees - row[8]))
+            worst = (max(worst.nanoTesla, nanoTesla), max(worst.degrees, degrees))
+            #expect(nanoTesla < 0.01 && degrees < 1e-4, "\(row): \(nanoTesla) nT, \(degrees)°")
+        }
+        print("WMM2025 against pygeomag on \(rows.count) grid points: worst \(worst.nanoTesla) nT, \(worst.degrees)°")
+    }
+}
