@@ -1,0 +1,86 @@
+import Foundation
+import TestSupport
+import Testing
+
+extension ProcessSuites {
+    /// `hapticnav preflight` against live parts in their own processes: a go with a walker and an answering band, a
+    /// no-go with the phone stand-in serving the bundled indoor phyphox recording (GPS accuracy of an indoor fix, few
+    /// fixes) and a band that is not there.
+    @Suite struct PreflightTests {
+        private let binary: String
+        private let folder: String
+        init() throws {
+            self.binary = try hapticnavExecutable()
+            self.folder = try scratchFolder()
+        }
+
+        private func write(_ name: String, source: String, band: Int) throws -> String {
+            let config = """
+                {
+                  stages: {
+                    source: { \(source), publish: "ipc://\(self.folder)/source.sock" },
+                    haptic: { plugin: "band", inputs: ["source"], topics: ["heading"],
+                              publish: "ipc://\(self.folder)/haptic.sock", settings: { tcp: "127.0.0.1:\(band)" },
+                              options: { offsetDegrees: 0, fallback: [{ plugin: "console", settings: {} }] } },
+                    recorder: { role: "recorder", plugin: "jsonl", inputs: ["source"],
+                                settings: { file: "\(self.folder)/recording.jsonl" } },
+                  },
+                }
+                """
+            let file = "\(self.folder)/\(name).json5"
+            try config.write(toFile: file, atomically: true, encoding: .utf8)
+            return file
+        }
+
+        @Test func aWalkerAndAnAnsweringBandAreAGo() async throws {
+            let port = freeTCPPort()
+            let band = try ChildProcess(
+                self.binary, ["band-emulator", "--tcp", "127.0.0.1:\(port)", "--log", "\(self.folder)/band.jsonl"])
+            defer { band.ensureStopped() }
+            let route = repositoryRoot.appendingPathComponent("data/routes/monaco-demo-walk.geojson").path
+            let config = try self.write(
+                "go",
+                source: "plugin: \"sim\", settings: { route: \"\(route)\", pace: 1, compassNoiseDegrees: 2, seed: 3, "
+                    + "startTimeSeconds: \(Int(Date().timeIntervalSince1970) + 1) }",
+                band: port)
+            let preflight = try ChildProcess(self.binary, ["preflight", "--config", config, "--seconds", "6"])
+            let status = await preflight.wait(seconds: 40)
+            print(preflight.stdout)
+            #expect(status == 0, "\(preflight.stdout)\n\(preflight.stderr.suffix(2000))")
+            for check in [
+                "phone answers", "fixes", "headings", "phone clock", "GPS accuracy", "device band", "device console",
+                "run folders", "disk",
+            ] {
+                let output: String = preflight.stdout
+                let lines = output.split(separator: "\n")
+                #expect(lines.contains { $0.hasPrefix(check) && $0.contains(" go ") }, "\(check): \(output)")
+            }
+            #expect(preflight.stdout.contains("preflight: GO"))
+        }
+
+        @Test func anIndoorPhoneAndNoBandAreANoGoNamingEach() async throws {
+            let phonePort = freeTCPPort()
+            let recording = repositoryRoot.appendingPathComponent("data/walks/phyphox-indoor-loop-116m").path
+            let phone = try ChildProcess(
+                self.binary, ["phone-standin", "--recording", recording, "--listen", "127.0.0.1:\(phonePort)"])
+            defer { phone.ensureStopped() }
+            #expect(await eventually(within: 20) { phone.stdout.contains("serving") }, "\(phone.stderr)")
+            let config = try self.write(
+                "no-go", source: "plugin: \"phyphox\", settings: { url: \"http://127.0.0.1:\(phonePort)\" }",
+                band: freeTCPPort())
+            let preflight = try ChildProcess(self.binary, ["preflight", "--config", config, "--seconds", "8"])
+            let status = await preflight.wait(seconds: 40)
+            print(preflight.stdout)
+            #expect(status == 1, "\(preflight.stdout)\n\(preflight.stderr.suffix(2000))")
+            let output: String = preflight.stdout
+            let lines = output.split(separator: "\n")
+            func row(_ check: String) -> Substring? { lines.first { $0.hasPrefix(check) } }
+            #expect(row("phone answers")?.contains(" go ") == true, "the stand-in answers")
+            #expect(row("headings")?.contains(" go ") == true, "ten headings a second from the phone's sensors")
+            #expect(row("device band")?.contains("NO-GO") == true, "no band")
+            #expect(row("fixes")?.contains("NO-GO") == true, "indoors: a fix every few seconds")
+            #expect(row("compass")?.contains("field") == true, "the field against the model")
+            #expect(preflight.stdout.contains("preflight: NO-GO"))
+        }
+    }
+}
