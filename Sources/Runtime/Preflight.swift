@@ -258,7 +258,7 @@ public enum Preflight {
         // The recording's disk.
         for stage in config.stages where stage.role == .recorder {
             var settings = stage.settings
-            guard let file = try? settings.path("file") ?? settings.path("directory") else { continue }
+            guard let file = (try? settings.path("file")) ?? (try? settings.path("folder")) else { continue }
             var folder = Paths.folder(of: file)
             while !folder.isEmpty, access(folder, F_OK) != 0 { folder = Paths.folder(of: folder) }
             var info = statvfs()

@@ -175,6 +175,20 @@ private func phyphox(_ url: String, timeout: Double = 0.5) throws -> PhyphoxSour
         #expect(collected.all.isEmpty)
     }
 
+    /// The experiment file the docs tell the lab to load declares every buffer the source asks for, each filled by a
+    /// sensor output, and exports them under the column names the recording readers take.
+    @Test func theShippedExperimentHasEveryBufferTheSourceReads() throws {
+        let text = try String(
+            contentsOf: repositoryRoot.appendingPathComponent("configs/phone/hapticnav.phyphox"), encoding: .utf8)
+        for buffer in PhyphoxProtocol.buffers {
+            #expect(text.contains(">\(buffer)</container>"), "container \(buffer)")
+            #expect(text.contains("\">\(buffer)</output>"), "a sensor output into \(buffer)")
+        }
+        #expect(text.contains("<sensor type=\"accelerometer\" rate=\"50\">"))
+        #expect(text.contains("<sensor type=\"magnetic_field\" rate=\"50\">"))
+        #expect(text.contains("<set name=\"Location\">") && text.contains("<set name=\"Magnetometer\">"))
+    }
+
     @Test func settingsAreReadAndAMissingURLIsNamed() throws {
         let settings = try Settings(
             .object(["url": .string("http://192.168.1.20:8080"), "pollIntervalSeconds": .number(0.2)]),

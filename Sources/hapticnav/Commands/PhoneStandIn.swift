@@ -3,6 +3,7 @@ import ArgumentParser
 import Glibc
 #endif
 import LocationSources
+import SystemIO
 
 struct PhoneStandInCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -37,7 +38,10 @@ struct PhoneStandInCommand: AsyncParsableCommand {
         } catch {
             throw CommandFailure("\(error)")
         }
-        print("phyphox stand-in serving \(self.recording) at \(standIn.url)")
+        let started =
+            standIn.firstStart.map { " (experiment started at \(String(cFormat: "%.6f", $0)) on the phone's clock)" }
+            ?? ""
+        print("phyphox stand-in serving \(self.recording) at \(standIn.url)\(started)")
         fflush(nil)
         while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
         standIn.close()
