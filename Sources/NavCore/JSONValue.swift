@@ -5,14 +5,17 @@ public typealias JSONValue = SettingValue
 extension SettingValue: Codable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
+        // Numbers first: they are most of what arrives (a phone's samples, a route's coordinates), and each failed
+        // attempt costs a thrown error. A number never decodes as a Bool nor a Bool as a number, so the order does
+        // not change what a document decodes to.
         if container.decodeNil() {
             self = .null
-        } else if let flag = try? container.decode(Bool.self) {
-            self = .bool(flag)
         } else if let number = try? container.decode(Double.self) {
             self = .number(number)
         } else if let string = try? container.decode(String.self) {
             self = .string(string)
+        } else if let flag = try? container.decode(Bool.self) {
+            self = .bool(flag)
         } else if let array = try? container.decode([SettingValue].self) {
             self = .array(array)
         } else {

@@ -1,4 +1,5 @@
 import Foundation
+import NavCore
 import Testing
 
 /// `hapticnav calibrate` against a simulated walker who follows the calibration routine in another process.
@@ -44,6 +45,55 @@ extension ProcessSuites {
                 JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: file))) as? [String: Any])
             let offset = try #require(saved["offsetDegrees"] as? Double)
             #expect(abs(offset - 73) < 3, "offset \(offset)")
+        }
+
+        /// The phone live: the stand-in serves a phone (by phyphox's protocol) held flat facing 40° and turned to north
+        /// over four seconds, held there, put in the pocket 73° off (5 s countdown), then carried walking due north.
+        /// The phone's headings are magnetic; the source turns them true with the model at its fixes.
+        @Test func aPhoneReadLiveByPhyphoxIsCalibrated() async throws {
+            let folder = try scratchFolder()
+            let start = Coordinate(latitude: 43.7300, longitude: 7.4200)
+            try writePhyphoxRecording(
+                folder: "\(folder)/phone", seconds: 40, at: start,
+                heading: { t in t < 2 ? 40 : (t < 6 ? 40 - 10 * (t - 2) : (t < 8 ? 0 : 73)) },
+                fix: { t in
+                    // Walking north at 1.3 m/s from 14 s.
+                    let walked = max(0, t - 14) * 1.3
+                    return (
+                        Coordinate(latitude: start.latitude + walked / 111_195, longitude: start.longitude),
+                        t < 14 ? 0 : 1.3, 0
+                    )
+                })
+            let port = freeTCPPort()
+            let config = """
+                {
+                  bus: { joinGraceSeconds: 0.5 },
+                  stages: {
+                    source: { plugin: "phyphox", publish: "ipc://\(folder)/source.sock",
+                              settings: { url: "http://127.0.0.1:\(port)" } },
+                    haptic: { plugin: "console", inputs: ["source"], publish: "ipc://\(folder)/haptic.sock",
+                              options: { calibrationFile: "\(folder)/calibration.json" } },
+                  },
+                }
+                """
+            try config.write(toFile: "\(folder)/phone.json5", atomically: true, encoding: .utf8)
+            let binary = try hapticnavExecutable()
+            let calibrate = try ChildProcess(
+                binary, ["calibrate", "--config", "\(folder)/phone.json5", "--timeout", "60"])
+            defer { calibrate.ensureStopped() }
+            let source = try ChildProcess(binary, ["stage", "source", "--config", "\(folder)/phone.json5"])
+            defer { source.ensureStopped() }
+            let (phone, _) = try await startPhoneStandIn(binary, recording: "\(folder)/phone", port: port)
+            defer { phone.ensureStopped() }
+            let status = await calibrate.wait(seconds: 60)
+            print(calibrate.stdout.split(separator: "\n").last ?? "")
+            #expect(status == 0, "\(calibrate.stdout)\n\(source.stderr.suffix(1500))")
+            #expect(calibrate.stdout.contains("[findNorth]") && calibrate.stdout.contains("[move]"))
+            let saved = try #require(
+                JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(folder)/calibration.json")))
+                    as? [String: Any])
+            let offset = try #require(saved["offsetDegrees"] as? Double)
+            #expect(abs(offset - 73) < 2, "offset \(offset)")
         }
 
         @Test func aTiltEpisodeAbortsTheCalibration() async throws {

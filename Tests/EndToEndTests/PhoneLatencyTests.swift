@@ -11,44 +11,6 @@ extension ProcessSuites {
     /// to the band's first frame with a motor running; then freezes the phone and checks the sink goes quiet with one
     /// signal-lost.
     @Suite struct PhoneLatencyTests {
-        /// Monaco's field at the route's start (WMM2025, late 2026): horizontal and downward [µT], declination [°].
-        private static let horizontal = 23.66, down = 40.79
-
-        /// Writes a phyphox CSV export: fixes once a second at `place`, the phone flat, facing `on` (true) for 1.5 s
-        /// and `on + 90°` for 1.5 s, over and over, sampled at 50 Hz.
-        private func recording(
-            at place: Coordinate, facing on: Double, seconds: Double, folder: String
-        ) throws
-            -> [Double]
-        {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let declination = try #require(
-                MagneticModel.wmm2025.field(latitude: place.latitude, longitude: place.longitude, year: 2026.9)
-            )
-            .declinationDegrees
-            var location = "\"Time (s)\",\"Latitude (°)\",\"Longitude (°)\",\"Height (m)\",\"Velocity (m/s)\","
-            location += "\"Direction (°)\",\"Horizontal Accuracy (m)\",\"Vertical Accuracy (m)\"\n"
-            for second in 0..<Int(seconds) {
-                location += "\(Double(second) + 0.5),\(place.latitude),\(place.longitude),40,-1,-1,4,6\n"
-            }
-            var accelerometer = "\"Time (s)\",\"X (m/s^2)\",\"Y (m/s^2)\",\"Z (m/s^2)\"\n"
-            var magnetometer = "\"Time (s)\",\"X (µT)\",\"Y (µT)\",\"Z (µT)\"\n"
-            var turns: [Double] = []
-            for index in 0..<Int(seconds * 50) {
-                let t = Double(index) / 50 + 0.001
-                let half = Int(t / 1.5)
-                if index > 0, Int((t - 0.02) / 1.5) != half, half % 2 == 1 { turns.append(Double(half) * 1.5) }
-                let magnetic = (half % 2 == 0 ? on : on + 90) - declination
-                let h = magnetic * .pi / 180
-                accelerometer += "\(t),0.01,-0.02,9.81\n"
-                magnetometer += "\(t),\(-Self.horizontal * sin(h)),\(Self.horizontal * cos(h)),\(-Self.down)\n"
-            }
-            try location.write(toFile: folder + "/Location.csv", atomically: true, encoding: .utf8)
-            try accelerometer.write(toFile: folder + "/Accelerometer.csv", atomically: true, encoding: .utf8)
-            try magnetometer.write(toFile: folder + "/Magnetometer.csv", atomically: true, encoding: .utf8)
-            return turns
-        }
-
         @Test func fromAPhoneSampleToABandFrameAndAPhoneThatGoesAway() async throws {
             let binary = try hapticnavExecutable()
             let folder = try scratchFolder()
@@ -58,7 +20,11 @@ extension ProcessSuites {
             // The route's direction over its first 25 m: guidance says nothing while the phone faces it.
             let ahead = route.points.first { Geodesic.wgs84.inverse(start, $0).distanceMeters > 25 } ?? route.points[1]
             let bearing = Geodesic.wgs84.inverse(start, ahead).initialAzimuthDegrees
-            let turns = try self.recording(at: start, facing: bearing, seconds: 40, folder: "\(folder)/phone")
+            // Facing the route for 1.5 s, then 90° off it for 1.5 s, over and over; the turns away at 1.5 s, 4.5 s, ….
+            try writePhyphoxRecording(
+                folder: "\(folder)/phone", seconds: 40, at: start,
+                heading: { Int($0 / 1.5) % 2 == 0 ? bearing : bearing + 90 }, fix: { _ in (start, -1, -1) })
+            let turns = stride(from: 1.5, to: 40, by: 3.0).map { $0 }
             let phonePort = freeTCPPort(), bandPort = freeTCPPort()
             let band = try ChildProcess(
                 binary, ["band-emulator", "--tcp", "127.0.0.1:\(bandPort)", "--log", "\(folder)/band.jsonl"])
@@ -84,13 +50,8 @@ extension ProcessSuites {
                 try ChildProcess(binary, ["stage", $0, "--config", "\(folder)/field.json5"])
             }
             defer { for stage in stages { stage.ensureStopped() } }
-            let phone = try ChildProcess(
-                binary, ["phone-standin", "--recording", "\(folder)/phone", "--listen", "127.0.0.1:\(phonePort)"])
+            let (phone, startedAt) = try await startPhoneStandIn(binary, recording: "\(folder)/phone", port: phonePort)
             defer { phone.ensureStopped() }
-            #expect(await eventually(within: 20) { phone.stdout.contains("started at") }, "\(phone.stderr)")
-            let line = phone.stdout.split(separator: "\n").first { $0.contains("started at") } ?? ""
-            let startedAt = try #require(
-                line.split(separator: " ").compactMap { Double($0) }.first { $0 > 1e9 }, "\(line)")
             // Every turn away from the route that the band can have heard of, 2 s after the first fix.
             let lastTurn = turns.filter { $0 > 4 && $0 < 34 }
             #expect(await eventually(within: 60) { Date().timeIntervalSince1970 > startedAt + lastTurn.last! + 1.5 })

@@ -5,7 +5,7 @@ import Testing
 extension ProcessSuites {
     /// `hapticnav preflight` against live parts in their own processes: a go with a walker and an answering band, a
     /// no-go with the phone stand-in serving the bundled indoor phyphox recording (GPS accuracy of an indoor fix, few
-    /// fixes) and a band that is not there.
+    /// fixes) with its clock an hour ahead, and a band that is not there.
     @Suite struct PreflightTests {
         private let binary: String
         private let folder: String
@@ -62,7 +62,11 @@ extension ProcessSuites {
             let phonePort = freeTCPPort()
             let recording = repositoryRoot.appendingPathComponent("data/walks/phyphox-indoor-loop-116m").path
             let phone = try ChildProcess(
-                self.binary, ["phone-standin", "--recording", recording, "--listen", "127.0.0.1:\(phonePort)"])
+                self.binary,
+                [
+                    "phone-standin", "--recording", recording, "--listen", "127.0.0.1:\(phonePort)", "--clock-offset",
+                    "3600",
+                ])
             defer { phone.ensureStopped() }
             #expect(await eventually(within: 20) { phone.stdout.contains("serving") }, "\(phone.stderr)")
             let config = try self.write(
@@ -78,6 +82,9 @@ extension ProcessSuites {
             #expect(row("phone answers")?.contains(" go ") == true, "the stand-in answers")
             #expect(row("headings")?.contains(" go ") == true, "ten headings a second from the phone's sensors")
             #expect(row("device band")?.contains("NO-GO") == true, "no band")
+            #expect(
+                row("phone clock")?.contains("NO-GO") == true && row("phone clock")?.contains("-3600") == true,
+                "an hour off")
             #expect(row("fixes")?.contains("NO-GO") == true, "indoors: a fix every few seconds")
             #expect(row("compass")?.contains("field") == true, "the field against the model")
             #expect(preflight.stdout.contains("preflight: NO-GO"))

@@ -1,4 +1,5 @@
 import Foundation
+import NavCore
 import Testing
 @_exported import TestSupport
 
@@ -100,4 +101,50 @@ struct MotorPipeline {
             try ChildProcess(self.binary, ["stage", $0, "--config", self.config], environment: environment)
         }
     }
+}
+
+/// Writes a phyphox CSV export (`Location.csv`, `Accelerometer.csv`, `Magnetometer.csv`, as the app exports them) of
+/// a phone lying flat: a fix every second from `fix(t)` (position, speed, course; 4 m accuracy), and the
+/// accelerometer and magnetometer at 50 Hz for a phone facing `heading(t)` [degrees, true], in the Earth's field at
+/// `place` from the World Magnetic Model. For `phone-standin` to serve.
+func writePhyphoxRecording(
+    folder: String, seconds: Double, at place: Coordinate, heading: (Double) -> Double,
+    fix: (Double) -> (position: Coordinate, speed: Double, course: Double)
+) throws {
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    let field = try #require(
+        MagneticModel.wmm2025.field(latitude: place.latitude, longitude: place.longitude, year: 2026.9))
+    let horizontal = field.horizontalNanoTesla / 1000, down = field.downNanoTesla / 1000
+    var location = "\"Time (s)\",\"Latitude (°)\",\"Longitude (°)\",\"Height (m)\",\"Velocity (m/s)\","
+    location += "\"Direction (°)\",\"Horizontal Accuracy (m)\",\"Vertical Accuracy (m)\"\n"
+    for second in 0..<Int(seconds) {
+        let t = Double(second) + 0.5
+        let (position, speed, course) = fix(t)
+        location += "\(t),\(position.latitude),\(position.longitude),40,\(speed),\(course),4,6\n"
+    }
+    var accelerometer = "\"Time (s)\",\"X (m/s^2)\",\"Y (m/s^2)\",\"Z (m/s^2)\"\n"
+    var magnetometer = "\"Time (s)\",\"X (µT)\",\"Y (µT)\",\"Z (µT)\"\n"
+    for index in 0..<Int(seconds * 50) {
+        let t = Double(index) / 50 + 0.001
+        // Device axes: x right, y to the top edge, z out of the screen (up when flat).
+        let h = (heading(t) - field.declinationDegrees) * .pi / 180
+        accelerometer += "\(t),0.01,-0.02,9.81\n"
+        magnetometer += "\(t),\(-horizontal * sin(h)),\(horizontal * cos(h)),\(-down)\n"
+    }
+    try location.write(toFile: folder + "/Location.csv", atomically: true, encoding: .utf8)
+    try accelerometer.write(toFile: folder + "/Accelerometer.csv", atomically: true, encoding: .utf8)
+    try magnetometer.write(toFile: folder + "/Magnetometer.csv", atomically: true, encoding: .utf8)
+}
+
+/// Starts `hapticnav phone-standin` on `port` serving `recording`; returns it and the phone's clock at the
+/// experiment's start (what the stand-in prints) once it serves.
+func startPhoneStandIn(_ binary: String, recording: String, port: Int) async throws -> (ChildProcess, Double) {
+    let phone = try ChildProcess(binary, ["phone-standin", "--recording", recording, "--listen", "127.0.0.1:\(port)"])
+    _ = await eventually(within: 20) { phone.stdout.contains("started at") }
+    let line = phone.stdout.split(separator: "\n").first { $0.contains("started at") } ?? ""
+    guard let startedAt = line.split(separator: " ").compactMap({ Double($0) }).first(where: { $0 > 1e9 }) else {
+        phone.ensureStopped()
+        throw TestProcessError("phone-standin did not start: \(phone.stdout) \(phone.stderr)")
+    }
+    return (phone, startedAt)
 }

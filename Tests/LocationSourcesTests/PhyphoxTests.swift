@@ -69,7 +69,7 @@ private func phyphox(_ url: String, timeout: Double = 0.5) throws -> PhyphoxSour
         var options = PhyphoxStandIn.Options()
         options.rate = 10
         options.loop = false
-        let phone = try PhyphoxStandIn(recording: recording, options: options)
+        let phone = try await offThePool { [options] in try PhyphoxStandIn(recording: recording, options: options) }
         defer { phone.close() }
         let source = try phyphox(phone.url)
         let collected = Collected()
@@ -97,10 +97,11 @@ private func phyphox(_ url: String, timeout: Double = 0.5) throws -> PhyphoxSour
         #expect(headings.allSatisfy { $0.reference == .magneticNorth })
         // The same headings as the file reader's (the same maths on the same samples; bins are whole tenths of a
         // second on both clocks, which the phone's start does not align, so compare each with the file's nearest).
-        let file = try SensorLog.phyphox(folder: recording, startTime: 0, interval: 0.1).messages.compactMap {
-            if case let .heading(heading) = $0.message { return heading }
-            return nil
-        }
+        let file = try await offThePool { try SensorLog.phyphox(folder: recording, startTime: 0, interval: 0.1) }
+            .messages.compactMap {
+                if case let .heading(heading) = $0.message { return heading }
+                return nil
+            }
         let start = try #require(phone.firstStart)
         var byBin: [Int: Double] = [:]
         for heading in file { byBin[Int((heading.timeSeconds / 0.1).rounded(.down))] = heading.headingDegrees }
@@ -126,7 +127,7 @@ private func phyphox(_ url: String, timeout: Double = 0.5) throws -> PhyphoxSour
     @Test func aPauseAndAPhoneThatStopsAnsweringAreConditionsAndDataFlowsAgain() async throws {
         var options = PhyphoxStandIn.Options()
         options.measuring = false  // the source starts it
-        let phone = try PhyphoxStandIn(recording: recording, options: options)
+        let phone = try await offThePool { [options] in try PhyphoxStandIn(recording: recording, options: options) }
         defer { phone.close() }
         let source = try phyphox(phone.url, timeout: 0.3)
         let collected = Collected()
@@ -162,7 +163,7 @@ private func phyphox(_ url: String, timeout: Double = 0.5) throws -> PhyphoxSour
         var options = PhyphoxStandIn.Options()
         options.title = "Magnetometer"
         options.withoutBuffers = ["locAccuracy", "magX"]
-        let phone = try PhyphoxStandIn(recording: recording, options: options)
+        let phone = try await offThePool { [options] in try PhyphoxStandIn(recording: recording, options: options) }
         defer { phone.close() }
         let source = try phyphox(phone.url)
         let collected = Collected()
@@ -187,6 +188,46 @@ private func phyphox(_ url: String, timeout: Double = 0.5) throws -> PhyphoxSour
         #expect(text.contains("<sensor type=\"accelerometer\" rate=\"50\">"))
         #expect(text.contains("<sensor type=\"magnetic_field\" rate=\"50\">"))
         #expect(text.contains("<set name=\"Location\">") && text.contains("<set name=\"Magnetometer\">"))
+    }
+
+    /// What a hostile or broken phone might answer: wrong types, nulls, columns of different lengths, positions out of
+    /// range, a time going backwards. Each bad sample is counted and dropped; the good ones go through.
+    @Test func aHostileAnswerIsCountedAndDroppedSampleBySample() throws {
+        var poller = PhyphoxProtocol.Poller()
+        poller.take(time: [["event": "START", "experimentTime": .number(0), "systemTime": .number(1_800_000_000)]])
+        func column(_ values: [JSONValue]) -> JSONValue { ["size": .number(0), "buffer": .array(values)] }
+        let resume: JSONValue = [
+            "buffer": ["locTime": column([.null]), "accTime": column([.number(1)]), "magTime": column([.number(1)])],
+            "status": ["session": "a", "measuring": .bool(true)],
+        ]
+        _ = poller.take(get: resume, receivedAt: 0)  // the first poll only learns where the buffers stand
+        #expect(poller.request().contains("locTime=full") && poller.request().contains("accTime=1.0"))
+        let answer: JSONValue = [
+            "buffer": [
+                "locTime": column([.number(2), .number(3), .string("x"), .number(4)]),
+                "locLat": column([.number(43.7), .number(999), .number(43.7), .number(43.7)]),
+                "locLon": column([.number(7.4), .number(7.4), .number(7.4), .number(7.4)]),
+                "locZ": column([.null, .null, .null, .null]),
+                "locV": column([.number(-1), .number(1), .number(1), .string("fast")]),
+                "locDir": column([.number(-1), .number(90), .number(90), .number(90)]),
+                "locAccuracy": column([.number(5), .number(5), .number(5), .number(-3)]),
+                "accTime": column([.number(1.5), .number(1.52)]),
+                "accX": column([.number(0), .string("nan")]), "accY": column([.number(0)]),
+                "accZ": column([.number(9.8), .number(9.8)]),
+                "magTime": column([.number(1.5)]), "magX": column([.object([:])]), "magY": column([.number(20)]),
+                "magZ": column([.number(-40)]),
+            ],
+            "status": ["session": "a", "measuring": .bool(true)],
+        ]
+        let result = poller.take(get: answer, receivedAt: 1_800_000_010)
+        let fixes = result.messages.compactMap { if case let .fix(f) = $0 { return f } else { return nil } }
+        #expect(fixes.count == 1 && fixes[0].timeSeconds == 1_800_000_002 && fixes[0].speedMetersPerSecond == nil)
+        // lat 999, time "x", accuracy −3; accelerometer row 2's x, y missing; magnetometer x an object.
+        #expect(result.dropped >= 5, "\(result.dropped)")
+        #expect(result.measuring)
+        // A paused phone and an answer that is not the shape expected: nothing, and no crash.
+        let nothing = poller.take(get: ["buffer": .array([]), "status": .string("?")], receivedAt: 0)
+        #expect(nothing.messages.isEmpty && !nothing.measuring)
     }
 
     @Test func settingsAreReadAndAMissingURLIsNamed() throws {

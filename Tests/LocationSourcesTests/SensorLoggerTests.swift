@@ -16,32 +16,30 @@ private func batches(startingAt start: Double) throws -> [[UInt8]] {
         let text = try String(contentsOfFile: recording + "/" + file, encoding: .utf8)
         return text.split(separator: "\n").dropFirst().map { $0.split(separator: ",").compactMap { Double($0) } }
     }
-    var readings: [(time: Double, json: String)] = []
-    func ns(_ t: Double) -> String { String(format: "%.0f", (start + t) * 1e9) }
+    // Readings grouped by the second of the recording they fall in, in one pass.
+    var seconds: [Int: [(time: Double, json: String)]] = [:]
+    func add(_ time: Double, _ json: String) { seconds[Int(time), default: []].append((time, json)) }
+    func ns(_ t: Double) -> String { String(Int64(((start + t) * 1e9).rounded())) }
     for row in try table("Location.csv") where row.count >= 7 {
-        readings.append(
-            (
-                row[0],
-                "{\"name\":\"location\",\"time\":\(ns(row[0])),\"values\":{\"latitude\":\(row[1]),\"longitude\":\(row[2]),"
-                    + "\"altitude\":\(row[3]),\"speed\":\(row[4]),\"bearing\":\(row[5]),\"horizontalAccuracy\":\(row[6]),"
-                    + "\"verticalAccuracy\":-1,\"speedAccuracy\":-1,\"bearingAccuracy\":-1,\"altitudeAboveMeanSeaLevel\":\(row[3])}}"
-            ))
+        add(
+            row[0],
+            "{\"name\":\"location\",\"time\":\(ns(row[0])),\"values\":{\"latitude\":\(row[1]),\"longitude\":\(row[2]),"
+                + "\"altitude\":\(row[3]),\"speed\":\(row[4]),\"bearing\":\(row[5]),\"horizontalAccuracy\":\(row[6]),"
+                + "\"verticalAccuracy\":-1,\"speedAccuracy\":-1,\"bearingAccuracy\":-1,\"altitudeAboveMeanSeaLevel\":\(row[3])}}"
+        )
     }
     for (file, name) in [("Accelerometer.csv", "totalacceleration"), ("Magnetometer.csv", "magnetometer")] {
         for row in try table(file) where row.count >= 4 {
-            readings.append(
-                (
-                    row[0],
-                    "{\"name\":\"\(name)\",\"time\":\(ns(row[0])),\"values\":{\"z\":\(row[3]),\"y\":\(row[2]),\"x\":\(row[1])},\"accuracy\":3}"
-                ))
+            add(
+                row[0],
+                "{\"name\":\"\(name)\",\"time\":\(ns(row[0])),\"values\":{\"z\":\(row[3]),\"y\":\(row[2]),\"x\":\(row[1])},\"accuracy\":3}"
+            )
         }
     }
-    readings.sort { $0.time < $1.time }
-    let seconds = Int(readings.last!.time) + 1
-    return (0..<seconds).enumerated().map { index, second in
-        let inSecond = readings.filter { Int($0.time) == second }.map(\.json)
+    return seconds.keys.sorted().enumerated().map { index, second in
+        let readings = seconds[second]!.sorted { $0.time < $1.time }.map(\.json)
         return Array(
-            "{\"messageId\":\(index),\"sessionId\":\"5b7a\",\"deviceId\":\"d1\",\"payload\":[\(inSecond.joined(separator: ","))]}"
+            "{\"messageId\":\(index),\"sessionId\":\"5b7a\",\"deviceId\":\"d1\",\"payload\":[\(readings.joined(separator: ","))]}"
                 .utf8)
     }
 }
@@ -74,7 +72,7 @@ private final class Collected: Sendable {
         }
         // Whole seconds, so the tenths of a second fall where the file reader's do.
         let start = (Date().timeIntervalSince1970 - 200).rounded(.down)
-        let pushes = try batches(startingAt: start)
+        let pushes = try await offThePool { try batches(startingAt: start) }
         let good = "/hapticnav?token=s3cret-token-for-the-lab"
         #expect(try await post("/hapticnav?token=guess", pushes[0]) == 403)
         #expect(try await post("/hapticnav", pushes[0]) == 403)
@@ -86,10 +84,11 @@ private final class Collected: Sendable {
         let fixes = { collected.all.compactMap { if case let .fix(f) = $0 { return f } else { return nil } } }
         let headings = { collected.all.compactMap { if case let .heading(h) = $0 { return h } else { return nil } } }
         #expect(await eventually(within: 10) { headings().count > 1000 && fixes().count == 35 })
-        let file = try SensorLog.phyphox(folder: recording, startTime: start, interval: 0.1).messages.compactMap {
-            if case let .heading(heading) = $0.message { return heading }
-            return nil
-        }
+        let file = try await offThePool { try SensorLog.phyphox(folder: recording, startTime: start, interval: 0.1) }
+            .messages.compactMap {
+                if case let .heading(heading) = $0.message { return heading }
+                return nil
+            }
         var byTime: [Int: Double] = [:]
         for heading in file { byTime[Int((heading.timeSeconds * 10).rounded(.down))] = heading.headingDegrees }
         let compared = headings().compactMap { heading in
@@ -108,6 +107,31 @@ private final class Collected: Sendable {
         #expect(counter("sensorlogger.malformedBatches") == 1)
         #expect(counter("http.tooLarge") == 1)
         #expect(counter("sensorlogger.batches") == UInt64(pushes.count))
+    }
+
+    /// A phone that sends gravity and its own compass but no magnetometer: the compass's bearings go out (magnetic),
+    /// and one stream without the other never stalls or breaks the estimator.
+    @Test func aPhoneWithoutAMagnetometerStreamGivesItsCompass() throws {
+        var options = SensorLoggerSource.Options(token: "0123456789abcdef")
+        options.port = 0
+        let source = try SensorLoggerSource(options: options, logger: Logger(label: "test"))
+        let t0 = 1_800_000_000_000_000_000.0
+        var readings: [String] = []
+        for i in 0..<30 {
+            let ns = String(Int64(t0 + Double(i) * 1e8))
+            readings.append("{\"name\":\"gravity\",\"time\":\(ns),\"values\":{\"x\":0,\"y\":0,\"z\":9.81}}")
+            readings.append("{\"name\":\"compass\",\"time\":\(ns),\"values\":{\"magneticBearing\":\(100 + i)}}")
+        }
+        let body = Array(
+            "{\"messageId\":0,\"sessionId\":\"s\",\"deviceId\":\"d\",\"payload\":[\(readings.joined(separator: ","))]}"
+                .utf8)
+        let request = HTTPRequest(
+            method: "POST", target: "/hapticnav?token=0123456789abcdef", headers: [:], body: body, peer: "127.0.0.1")
+        let (response, messages) = source.handle(request)
+        #expect(response.status == 200)
+        let headings = messages.compactMap { if case let .heading(h) = $0 { return h } else { return nil } }
+        #expect(headings.count == 30 && headings.allSatisfy { $0.reference == .magneticNorth })
+        #expect(headings.first?.headingDegrees == 100 && headings.first?.timeSeconds == 1_800_000_000)
     }
 
     @Test func settingsNeedAToken() throws {

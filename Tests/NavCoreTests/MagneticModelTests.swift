@@ -209,7 +209,7 @@ extension CompassCheckTests {
 
     /// PyPI's `pygeomag` (installed by scripts/setup, used by this test only) on a global grid: latitudes from pole to
     /// pole, every 30° of longitude, two heights and three dates across the model's five years.
-    @Test func anIndependentImplementationAgreesOnAGlobalGrid() throws {
+    @Test func anIndependentImplementationAgreesOnAGlobalGrid() async throws {
         let script = """
             import json, pygeomag, os
             cof = os.path.join(os.path.dirname(pygeomag.__file__), 'wmm', 'WMM_2025.COF')
@@ -226,9 +226,12 @@ extension CompassCheckTests {
         process.arguments = ["python3", "-c", script]
         let pipe = Pipe()
         process.standardOutput = pipe
+        // Waited for without holding one of the test pool's few threads.
+        let exited = AsyncStream<Void>.makeStream()
+        process.terminationHandler = { _ in exited.continuation.finish() }
         try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let output = await Task.detached { pipe.fileHandleForReading.readDataToEndOfFile() }.value
+        for await _ in exited.stream {}
         #expect(process.terminationStatus == 0, "pygeomag ran (scripts/setup installs it)")
         let rows = String(decoding: output, as: UTF8.self).split(separator: "\n").compactMap {
             try? JSONDecoder().decode([Double].self, from: Data($0.utf8))

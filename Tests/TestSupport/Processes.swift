@@ -101,3 +101,13 @@ public func eventually(within seconds: Double, _ condition: () async -> Bool) as
     }
     return await condition()
 }
+
+/// Runs `body` (synchronous work that takes a while: parsing a recording, building test data) on a thread of its own,
+/// so that it does not hold one of the cooperative pool's few threads while other suites' stages wait to run.
+public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread { continuation.resume(with: Result { try body() }) }
+        thread.stackSize = 8 << 20
+        thread.start()
+    }
+}

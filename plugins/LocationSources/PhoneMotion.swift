@@ -84,9 +84,11 @@ public struct PhoneMotion: Sendable {
 
     /// The heading and attitude of every interval both streams have moved past, oldest first.
     public mutating func drain() -> [BusMessage] {
-        let through = min(self.latestAccelerometerBin, self.latestMagnetometerBin) - 1
+        // Int.min: a stream that has sent nothing yet (subtracting from it saturates, never wraps).
+        let through = min(self.latestAccelerometerBin, self.latestMagnetometerBin).subtractingSaturated(1)
         // A stream that stopped: what the other holds is given up after two seconds, so nothing grows without bound.
-        let giveUpThrough = max(self.latestAccelerometerBin, self.latestMagnetometerBin) - Int(2 / self.interval)
+        let giveUpThrough = max(self.latestAccelerometerBin, self.latestMagnetometerBin).subtractingSaturated(
+            Int(2 / self.interval))
         let last = max(through, giveUpThrough)
         guard last > self.doneThrough else { return [] }
         var out: [BusMessage] = []
@@ -133,5 +135,12 @@ public struct PhoneMotion: Sendable {
             StatusCounter(name: "motion.droppedSamples", value: self.droppedSamples),
             StatusCounter(name: "motion.intervalsWithoutHeading", value: self.intervalsWithoutHeading),
         ] + self.compass.statusCounters
+    }
+}
+
+extension Int {
+    fileprivate func subtractingSaturated(_ other: Int) -> Int {
+        let (result, overflow) = self.subtractingReportingOverflow(other)
+        return overflow ? Int.min : result
     }
 }
