@@ -155,8 +155,11 @@ private func phyphox(_ url: String, timeout: Double = 0.5) throws -> PhyphoxSour
         #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 })
         // Cancelled, the source stops at once.
         task.cancel()
-        let stopped = await withDeadline(seconds: 3) { await task.value }
-        #expect(stopped != nil)
+        let stopped: Bool? = await withDeadline(seconds: 3) {
+            await task.value
+            return true
+        }
+        #expect(stopped == true)
     }
 
     @Test func aWrongExperimentNamesTheMissingBuffers() async throws {

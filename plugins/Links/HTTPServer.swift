@@ -215,10 +215,12 @@ public final class HTTPServer: Sendable {
             } catch .tooLarge {
                 state.tooLarge.add(1, ordering: .relaxed)
                 Self.write(fd, .text(413, "request too large"), keepAlive: false)
+                Self.lingeringClose(fd, limits: limits)
                 return
             } catch {
                 state.malformed.add(1, ordering: .relaxed)
                 Self.write(fd, .text(400, "not an HTTP/1.1 request"), keepAlive: false)
+                Self.lingeringClose(fd, limits: limits)
                 return
             }
             state.requests.add(1, ordering: .relaxed)
@@ -227,6 +229,22 @@ public final class HTTPServer: Sendable {
     }
 
     private static func now() -> Double { HTTPClient.now() }
+
+    /// After refusing a request whose body is still arriving: stops writing and reads what the client still sends
+    /// (for at most a second and twice the body limit) before the caller closes, so that the client finishes sending
+    /// and reads the refusal instead of a connection reset.
+    private static func lingeringClose(_ fd: Int32, limits: Limits) {
+        _ = shutdown(fd, Int32(SHUT_WR))
+        let deadline = Self.now() + 1
+        var discarded = 0
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while Self.now() < deadline, discarded < 2 * limits.maximumBodyBytes {
+            guard ListeningSocket.readable(fd, milliseconds: 50) else { continue }
+            let count = recv(fd, &chunk, chunk.count, 0)
+            if count <= 0 { return }
+            discarded += count
+        }
+    }
 
     /// Reads one request: the head (up to a blank line), then Content-Length bytes of body.
     private static func read(
