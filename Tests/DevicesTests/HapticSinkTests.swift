@@ -113,7 +113,7 @@ struct SinkHarness {
         let band = try EmulatedBand(pty: pty)
         let device = BandDevice(address: band.address, logger: Logger(label: "test"))
         let sink = SinkHarness(devices: [device])
-        #expect(await eventually(within: 10) { await device.isAvailable() }, "the band connected")
+        #expect(await eventually(within: 60) { await device.isAvailable() }, "the band connected")
         var marks: [(String, Double)] = []
         for (label, heading) in [
             ("inside 355", 355.0), ("inside 8", 8), ("right 20", 340), ("right 50", 310), ("right 100", 260),
@@ -152,7 +152,7 @@ struct SinkHarness {
         let band = try EmulatedBand(pty: false)
         let device = BandDevice(address: band.address, logger: Logger(label: "test"))
         let sink = SinkHarness(devices: [device])
-        #expect(await eventually(within: 10) { await device.isAvailable() }, "the band connected")
+        #expect(await eventually(within: 60) { await device.isAvailable() }, "the band connected")
         try await sink.hold(heading: 270, seconds: 1.5)  // 90° off: a strong right cue
         let lastInput = Date().timeIntervalSince1970
         // The route controller is gone: wait (bounded) for the signal-lost pulse.
@@ -181,7 +181,7 @@ struct SinkHarness {
         let speaker = SpeakerDevice(wavFile: wav, logger: Logger(label: "test"))
         let sink = SinkHarness(devices: [device, speaker])
         func audioBytes() -> Int { ((try? FileManager.default.attributesOfItem(atPath: wav)[.size]) as? Int ?? 0) }
-        #expect(await eventually(within: 10) { await device.isAvailable() }, "the band connected")
+        #expect(await eventually(within: 60) { await device.isAvailable() }, "the band connected")
         try await sink.hold(heading: 300, seconds: 1)
         #expect(audioBytes() == 0, "the band plays while it answers")
         band.emulator.muted.store(true, ordering: .relaxed)
