@@ -109,7 +109,10 @@ let package = Package(
         // uses it; the pipeline never does.
         .target(
             name: "Evaluation",
-            dependencies: ["NavCore", "Bus", "CZeroMQ", "SystemIO", "Routers", "Parsers", "Devices", "Links"]
+            dependencies: [
+                "NavCore", "Bus", "CZeroMQ", "SystemIO", "Routers", "Parsers", "Devices", "Links",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .executableTarget(
             name: "hapticnav",

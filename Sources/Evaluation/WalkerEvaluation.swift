@@ -7,7 +7,9 @@ import Foundation
 import Glibc
 #endif
 import Bus
+import Logging
 public import NavCore
+import Routers
 import Synchronization
 import SystemIO
 
@@ -35,6 +37,13 @@ public enum WalkerEvaluation {
         }
     }
 
+    /// Who walks: the open-space participant (``Participant``), who walks wherever they face, or the participant held
+    /// to the walkable ways (``NetworkParticipant``), who chooses a branch at each junction.
+    public enum ParticipantKind: String, Sendable, Codable, CaseIterable {
+        case open
+        case network
+    }
+
     /// What to run.
     public struct Setup: Sendable {
         /// The `hapticnav` executable that runs the stages.
@@ -48,11 +57,17 @@ public enum WalkerEvaluation {
         /// A folder of the run's own (configs, sockets).
         public var folder: String
         public var behaviour = Participant.Behaviour()
+        /// Who walks; each kind walks every route × seed × condition.
+        public var participants: [ParticipantKind] = [.open]
+        /// The junction rules of network participants.
+        public var rules = NetworkParticipant.Rules()
+        /// A map (OSM XML or PBF) to route and walk on instead of the config's (its route stage must be `osm`).
+        public var map: String?
         /// The calibration's error [degrees, one sigma] and the compass noise [degrees, one sigma].
         public var calibrationErrorDegrees = 3.0
         public var compassNoiseDegrees = 5.0
-        /// The receiver's velocity error [m/s, one sigma per axis].
-        public var velocityNoise = 0.2
+        /// The receiver's velocity error [m/s, one sigma per axis]: a phone's Doppler velocity.
+        public var velocityNoise = 0.3
         /// Where to keep each walk's bus as a session (an `mcap` recorder per walk, ``sigma10-corr-route3-seed1`), for
         /// `hapticnav report` and `replay`; nil to keep none.
         public var sessionsFolder: String?
@@ -75,8 +90,17 @@ public enum WalkerEvaluation {
         public var route: Int
         public var seed: UInt64
         public var condition: String
+        public var participant: ParticipantKind = .open
         /// The arrival cue came while the participant was truly within 10 m of the destination.
         public var arrived: Bool
+        /// The arrival cue came while the participant was truly more than 10 m from the destination.
+        public var falseArrival = false
+        /// Junctions passed within 5 m of the route in force, and at how many of them the branch taken left it
+        /// (its point 8 m along more than 5 m from the route, or behind the junction along it) [count].
+        public var junctionsOnRoute = 0
+        public var wrongBranches = 0
+        /// Junctions at which the participant stopped to orient [count].
+        public var junctionStops = 0
         /// Never more than 10 m from the route in use.
         public var onRoute: Bool
         public var maximumOffRouteMeters: Double
@@ -100,6 +124,7 @@ public enum WalkerEvaluation {
     /// One condition's figures over its walks.
     public struct Summary: Sendable, Codable {
         public var condition: String
+        public var participant: ParticipantKind = .open
         public var walks: Int
         public var arrivedPercent: Double
         public var onRoutePercent: Double
@@ -113,6 +138,12 @@ public enum WalkerEvaluation {
         public var timeouts: Int
         /// Walks whose stages were started again because they never answered [count].
         public var restarts: Int
+        /// Walks announced as arrived more than 10 m from the destination [count].
+        public var falseArrivals = 0
+        public var wrongBranchesPerWalk = 0.0
+        /// Of the junctions passed on the route, the share where the right branch was taken [percent].
+        public var junctionsRightPercent = 100.0
+        public var junctionStopsPerWalk = 0.0
     }
 
     public struct Failure: Error, CustomStringConvertible {
@@ -131,36 +162,50 @@ public enum WalkerEvaluation {
         _ setup: Setup, progress: @Sendable (String) -> Void
     ) async throws -> (walks: [Walk], summaries: [Summary]) {
         try FileManager.default.createDirectory(atPath: setup.folder, withIntermediateDirectories: true)
-        let template = try StageTemplate(config: setup.config)
+        let template = try StageTemplate(config: setup.config, map: setup.map)
+        let graph = setup.participants.contains(.network) ? try template.walkingGraph() : nil
         var walks: [Walk] = []
-        for condition in setup.conditions {
-            for (index, pair) in setup.pairs.enumerated() {
-                for seed in setup.seeds {
-                    var attempt = 0
-                    var result: Walk?
-                    while result == nil {
-                        do {
-                            result = try await self.walk(
-                                setup, template: template, route: index, pair: pair, seed: seed, condition: condition)
-                        } catch let failure as StartFailure {
-                            attempt += 1
-                            progress("\(condition.name) route \(index) seed \(seed): \(failure); starting again")
-                            guard attempt < 3 else { throw Failure(description: failure.description) }
+        for kind in setup.participants {
+            for condition in setup.conditions {
+                for (index, pair) in setup.pairs.enumerated() {
+                    for seed in setup.seeds {
+                        let name = "\(kind.rawValue) \(condition.name) route \(index) seed \(seed)"
+                        var attempt = 0
+                        var result: Walk?
+                        while result == nil {
+                            do {
+                                result = try await self.walk(
+                                    setup, template: template, graph: graph, kind: kind, route: index, pair: pair,
+                                    seed: seed, condition: condition)
+                            } catch let failure as StartFailure {
+                                attempt += 1
+                                progress("\(name): \(failure); starting again")
+                                guard attempt < 3 else { throw Failure(description: failure.description) }
+                            }
                         }
+                        var walk = result!
+                        walk.restarts = attempt
+                        progress(
+                            "\(name): "
+                                + (walk.arrived ? "arrived" : walk.falseArrival ? "ARRIVED FALSELY" : "not arrived")
+                                + ", max \(fixedDecimal(walk.maximumOffRouteMeters, digits: 1)) m off, \(walk.turnOnsets) turn cues, \(walk.reroutes) reroutes, "
+                                + (kind == .network
+                                    ? "\(walk.wrongBranches) wrong of \(walk.junctionsOnRoute) junctions, \(walk.junctionStops) stops, "
+                                    : "")
+                                + "\(fixedDecimal(walk.seconds, digits: 0)) s")
+                        walks.append(walk)
                     }
-                    var walk = result!
-                    walk.restarts = attempt
-                    progress(
-                        "\(condition.name) route \(index) seed \(seed): "
-                            + (walk.arrived ? "arrived" : "not arrived")
-                            + ", max \(fixedDecimal(walk.maximumOffRouteMeters, digits: 1)) m off, \(walk.turnOnsets) turn cues, \(walk.reroutes) reroutes, \(fixedDecimal(walk.seconds, digits: 0)) s"
-                    )
-                    walks.append(walk)
                 }
             }
         }
-        let summaries = setup.conditions.map { condition in
-            self.summary(condition.name, walks.filter { $0.condition == condition.name })
+        var summaries: [Summary] = []
+        for kind in setup.participants {
+            for condition in setup.conditions {
+                var summary = self.summary(
+                    condition.name, walks.filter { $0.condition == condition.name && $0.participant == kind })
+                summary.participant = kind
+                summaries.append(summary)
+            }
         }
         return (walks, summaries)
     }
@@ -185,21 +230,35 @@ public enum WalkerEvaluation {
             smoothedRMSMeters: squared.squareRoot(),
             cueLatencyP50Milliseconds: percentile(latencies, 0.5),
             cueLatencyP99Milliseconds: percentile(latencies, 0.99),
-            timeouts: walks.map(\.timeouts).reduce(0, +), restarts: walks.map(\.restarts).reduce(0, +))
+            timeouts: walks.map(\.timeouts).reduce(0, +), restarts: walks.map(\.restarts).reduce(0, +),
+            falseArrivals: walks.filter(\.falseArrival).count,
+            wrongBranchesPerWalk: Double(walks.map(\.wrongBranches).reduce(0, +)) / count,
+            junctionsRightPercent: 100
+                * (1 - Double(walks.map(\.wrongBranches).reduce(0, +))
+                    / Double(max(1, walks.map(\.junctionsOnRoute).reduce(0, +)))),
+            junctionStopsPerWalk: Double(walks.map(\.junctionStops).reduce(0, +)) / count)
     }
 
     /// The table the command prints.
     public static func table(_ summaries: [Summary]) -> String {
         var lines = [
-            "condition   walks  arrived  on route  turn cues/min  time ×route  reroutes/walk  wrong-way/walk  smoothed RMS  cue latency p50/p99"
+            "participant  condition   walks  arrived  false arr.  on route  wrong branches/walk  junctions right  stops/walk  turn cues/min  time ×route  reroutes/walk  wrong-way/walk  smoothed RMS  cue latency p50/p99"
         ]
         for s in summaries {
+            let network = s.participant == .network
             lines.append(
-                s.condition.padded(to: 10)
+                s.participant.rawValue.padded(to: 13) + s.condition.padded(to: 10)
                     + String(
-                        cFormat: "%6d  %6.1f%%  %7.1f%%  %13.1f  %11.2f  %13.2f  %14.2f  %10.1f m  %7.2f / %.2f ms",
-                        s.walks,
-                        s.arrivedPercent, s.onRoutePercent, s.turnOnsetsPerMinute, s.medianTimeRatio, s.reroutesPerWalk,
+                        cFormat: "%6d  %6.1f%%  %10d  %7.1f%%  ", s.walks, s.arrivedPercent, s.falseArrivals,
+                        s.onRoutePercent)
+                    + (network
+                        ? String(
+                            cFormat: "%19.2f  %14.1f%%  %10.2f", s.wrongBranchesPerWalk, s.junctionsRightPercent,
+                            s.junctionStopsPerWalk)
+                        : "                  —                —           —")
+                    + String(
+                        cFormat: "  %13.1f  %11.2f  %13.2f  %14.2f  %10.1f m  %7.2f / %.2f ms",
+                        s.turnOnsetsPerMinute, s.medianTimeRatio, s.reroutesPerWalk,
                         s.wrongWayCuesPerWalk, s.smoothedRMSMeters, s.cueLatencyP50Milliseconds,
                         s.cueLatencyP99Milliseconds)
                     + (s.timeouts > 0 ? "  (\(s.timeouts) answers timed out)" : "")
@@ -223,8 +282,21 @@ public enum WalkerEvaluation {
         let state = Mutex(State())
     }
 
+    /// Whether a network participant's choice at a junction kept to `line` (the route in force): nil when the
+    /// junction is more than 5 m from it; false when the point 8 m along the branch taken lies more than 5 m from the
+    /// route, or behind the junction along it.
+    static func keptToRoute(_ choice: NetworkParticipant.Choice, line: Polyline) -> Bool? {
+        guard let junction = line.project(choice.junction), junction.distanceMeters <= 5 else { return nil }
+        let along = junction.distanceAlongMeters
+        guard
+            let branch = line.project(choice.branchPoint, alongRange: (along - 12)...(along + 12))
+                ?? line.project(choice.branchPoint)
+        else { return nil }
+        return branch.distanceMeters <= 5 && branch.distanceAlongMeters > along
+    }
+
     private static func walk(
-        _ setup: Setup, template: StageTemplate, route index: Int,
+        _ setup: Setup, template: StageTemplate, graph: WalkingGraph?, kind: ParticipantKind, route index: Int,
         pair: (origin: Coordinate, destination: Coordinate), seed: UInt64, condition: Condition
     ) async throws -> Walk {
         var random = SeededGenerator(
@@ -350,7 +422,22 @@ public enum WalkerEvaluation {
 
         // The walk.
         let dt = 0.1
-        var participant = Participant(at: pair.origin, facing: 0, behaviour: setup.behaviour)
+        func placed(facing heading: Double) throws -> any SimulatedParticipant {
+            switch kind {
+            case .open:
+                return Participant(at: pair.origin, facing: heading, behaviour: setup.behaviour)
+            case .network:
+                guard
+                    let graph,
+                    let walker = NetworkParticipant(
+                        graph: graph, at: pair.origin, facing: heading, behaviour: setup.behaviour, rules: setup.rules)
+                else { throw Failure(description: "route \(index + 1): no walkable way within 250 m of its start") }
+                return walker
+            }
+        }
+        var participant = try placed(facing: 0)
+        var judgedChoices = 0
+        var junctionsOnRoute = 0, wrongBranches = 0
         var gps = GPSError(sigmaMeters: condition.sigmaMeters, timeConstantSeconds: condition.timeConstantSeconds)
         var felt: CueKind = .silent
         var lastKind: CueKind = .silent
@@ -358,7 +445,7 @@ public enum WalkerEvaluation {
         var worstOff = 0.0
         var squaredErrors: [Double] = []
         var latencies: [Double] = []
-        var announcedArrivalNear = false
+        var announcedArrivalNear = false, announcedArrivalFar = false
         var firstRoute: Route?
         var currentRouteID: UInt32 = 0
         var currentLine: Polyline?
@@ -373,7 +460,7 @@ public enum WalkerEvaluation {
                 let noisy = FlatProjection(origin: participant.position).unproject(
                     ENU(east: error.east, north: error.north))
                 // Speed and course from the receiver's Doppler velocity, with its error per axis; no course below 0.5 m/s.
-                let speed = participant.speedMetersPerSecond
+                let speed = participant.speedMetersPerSecond  // along the body's heading
                 let radians = participant.bodyHeadingDegrees * .pi / 180
                 let velocityEast = speed * sin(radians) + random.gaussian(standardDeviation: setup.velocityNoise)
                 let velocityNorth = speed * cos(radians) + random.gaussian(standardDeviation: setup.velocityNoise)
@@ -404,12 +491,11 @@ public enum WalkerEvaluation {
                     if firstRoute == nil {
                         firstRoute = route
                         limit = t + 3 * route.lengthMeters / setup.behaviour.speedMetersPerSecond + 120
-                        let opening =
-                            route.points.count > 1
-                            ? FlatProjection.bearing(from: route.points[0], to: route.points[1]) : 0
-                        participant = Participant(
-                            at: participant.position, facing: opening + random.gaussian(standardDeviation: 30),
-                            behaviour: setup.behaviour)
+                        // The route's direction over its first metres (its first points may be a metre apart).
+                        let opening = route.waypoints.first?.outgoingBearingDegrees ?? 0
+                        // Open space: facing roughly along the route; on the network: along its way, toward the route.
+                        let spread = random.gaussian(standardDeviation: 30)
+                        participant = try placed(facing: kind == .open ? opening + spread : opening)
                         participant.start()
                     }
                 }
@@ -441,10 +527,19 @@ public enum WalkerEvaluation {
             lastKind = felt
             if felt == .arrival {
                 announcedArrivalNear = FlatProjection.distance(participant.position, pair.destination) <= 10
+                announcedArrivalFar = !announcedArrivalNear
                 endedAt = t
                 break
             }
             participant.step(feeling: felt, at: t, dt: dt)
+            if let walker = participant as? NetworkParticipant, walker.choices.count > judgedChoices {
+                for choice in walker.choices[judgedChoices...] {
+                    guard let line = currentLine, let kept = Self.keptToRoute(choice, line: line) else { continue }
+                    junctionsOnRoute += 1
+                    if !kept { wrongBranches += 1 }
+                }
+                judgedChoices = walker.choices.count
+            }
             if participant.started, let line = currentLine, let projection = line.project(participant.position) {
                 worstOff = max(worstOff, projection.distanceMeters)
             }
@@ -453,7 +548,7 @@ public enum WalkerEvaluation {
         }
         let routeIDs = inbox.state.withLock { Set($0.routes.keys) }
         let startedAt = firstRoute.map { $0.timeSeconds - epoch } ?? 0
-        return Walk(
+        var walk = Walk(
             route: index, seed: seed, condition: condition.name, arrived: announcedArrivalNear,
             onRoute: worstOff <= 10 && firstRoute != nil, maximumOffRouteMeters: worstOff, turnOnsets: turnOnsets,
             wrongWayCues: wrongWay, reroutes: max(0, routeIDs.count - 1), seconds: max(0, endedAt - startedAt),
@@ -461,6 +556,12 @@ public enum WalkerEvaluation {
             smoothedRMSMeters: squaredErrors.isEmpty
                 ? .nan : (squaredErrors.reduce(0, +) / Double(squaredErrors.count)).squareRoot(),
             latenciesMilliseconds: latencies, timeouts: timeouts)
+        walk.participant = kind
+        walk.falseArrival = announcedArrivalFar
+        walk.junctionsOnRoute = junctionsOnRoute
+        walk.wrongBranches = wrongBranches
+        walk.junctionStops = (participant as? NetworkParticipant)?.choices.filter(\.stopped).count ?? 0
+        return walk
     }
 }
 
@@ -475,7 +576,10 @@ struct StageTemplate {
     private let bus: SettingValue?
     private let baseDirectory: String
 
-    init(config: String) throws {
+    /// The map to route and walk on, when it replaces the route stage's.
+    private let map: String?
+
+    init(config: String, map: String? = nil) throws {
         let bytes = try InputFile.contents(of: config)
         let decoder = JSONDecoder()
         decoder.allowsJSON5 = true
@@ -496,6 +600,45 @@ struct StageTemplate {
         self.stages = stages
         self.bus = root["bus"]
         self.baseDirectory = Paths.absolute(Paths.folder(of: config))
+        if let map {
+            guard (stages[self.route]?["plugin"]?.stringValue ?? "") == "osm" else {
+                throw WalkerEvaluation.Failure(
+                    description: "--map: the route stage '\(self.route)' of \(config) does not route with 'osm'")
+            }
+            self.map = Paths.absolute(map)
+        } else {
+            self.map = nil
+        }
+    }
+
+    /// The route stage's settings, its file paths made absolute and the map replaced when one was given.
+    private var routeSettings: SettingValue? {
+        guard case var .object(settings)? = self.resolved(self.stages[self.route]?["settings"]) else {
+            return self.map.map { .object(["map": .string($0)]) }
+        }
+        if let map = self.map { settings["map"] = .string(map) }
+        return .object(settings)
+    }
+
+    /// The walking graph the offline router of the route stage uses (its map, its walkability rules), for
+    /// participants held to the ways.
+    func walkingGraph() throws -> WalkingGraph {
+        var plugin = self.stages[self.route]?["plugin"]?.stringValue ?? ""
+        var settings = self.routeSettings
+        if plugin != "osm", case let .array(fallbacks)? = self.stages[self.route]?["options"]?["fallback"],
+            let osm = fallbacks.first(where: { $0["plugin"]?.stringValue == "osm" })
+        {
+            plugin = "osm"
+            settings = self.resolved(osm["settings"])
+        }
+        guard plugin == "osm" else {
+            throw WalkerEvaluation.Failure(
+                description:
+                    "network participants walk the offline router's map: the route stage '\(self.route)' has no 'osm' router (give --map)"
+            )
+        }
+        let parsed = try Settings(settings, path: "stages.\(self.route).settings", baseDirectory: self.baseDirectory)
+        return try OSMRouteProvider(settings: parsed, logger: Logger(label: "eval")).graph
     }
 
     /// Makes relative file paths in a plugin's settings absolute (against the config's folder).
@@ -521,7 +664,7 @@ struct StageTemplate {
         route["publish"] = endpoint(self.route)
         route["inputs"] = .array([endpoint(self.smoother)])
         route["topics"] = .array([.string("smoothed")])
-        route["settings"] = self.resolved(route["settings"])
+        route["settings"] = self.routeSettings
         var routeOptions = route["options"]?.objectValue ?? [:]
         routeOptions["destination"] = .array([.number(destination.latitude), .number(destination.longitude)])
         if case let .array(fallbacks)? = routeOptions["fallback"] {

@@ -66,6 +66,25 @@ public struct WalkingGraph: Sendable {
         self.grid = grid
     }
 
+    /// The nodes joined to `node` by an edge, each once, with the edge's length [metres] (the shortest, when
+    /// two ways join the same pair of nodes).
+    public func neighbours(of node: Int32) -> [(node: Int32, lengthMeters: Double)] {
+        var result: [(node: Int32, lengthMeters: Double)] = []
+        for slot in Int(self.edgeStart[Int(node)])..<Int(self.edgeStart[Int(node) + 1]) {
+            let next = self.edgeTargets[slot]
+            guard next != node else { continue }
+            if let index = result.firstIndex(where: { $0.node == next }) {
+                result[index].lengthMeters = min(result[index].lengthMeters, self.edgeLengths[slot])
+            } else {
+                result.append((next, self.edgeLengths[slot]))
+            }
+        }
+        return result
+    }
+
+    /// The size of the connected piece of network `node` belongs to [segments].
+    public func pieceSize(ofNode node: Int32) -> Int { self.componentSize[self.component[Int(node)]] ?? 0 }
+
     /// Connected pieces by union–find: each node's representative.
     private static func components(nodeCount: Int, edges: [(a: Int32, b: Int32, name: Int32)]) -> [Int32] {
         var parent = (0..<Int32(nodeCount)).map { $0 }

@@ -186,6 +186,18 @@ extension Eval {
         )
         var sessions: String?
 
+        @Option(
+            help:
+                "Who walks (repeatable): 'open' (walks wherever they face) or 'network' (held to the walkable ways, choosing a branch at each junction)."
+        )
+        var participant: [String] = ["open"]
+
+        @Option(
+            help:
+                "An OpenStreetMap extract to route and walk on instead of the config's map (its route stage must be 'osm')."
+        )
+        var map: String?
+
         func run() async throws {
             let conditions = try self.noise.map { text -> WalkerEvaluation.Condition in
                 guard let condition = WalkerEvaluation.Condition(text) else {
@@ -204,6 +216,13 @@ extension Eval {
                 executable: executable, config: self.config, pairs: pairs,
                 seeds: (1...max(1, self.seeds)).map { UInt64($0) }, conditions: conditions, folder: folder)
             setup.sessionsFolder = self.sessions.map { Paths.absolute($0) }
+            for name in self.participant where WalkerEvaluation.ParticipantKind(rawValue: name) == nil {
+                throw ValidationError("--participant: '\(name)' is neither 'open' nor 'network'")
+            }
+            setup.participants = WalkerEvaluation.ParticipantKind.allCases.filter {
+                self.participant.contains($0.rawValue)
+            }
+            setup.map = self.map
             let quiet = self.json
             let (walks, summaries) = try await WalkerEvaluation.run(setup) { line in
                 if !quiet { StandardStreams.writeError(line + "\n") }
@@ -220,7 +239,7 @@ extension Eval {
                 print(String(decoding: try encoder.encode(Output(summaries: summaries, walks: walks)), as: UTF8.self))
             } else {
                 print(
-                    "\(pairs.count) routes × \(self.seeds) seeds, config \(self.config): participants at 1.3 m/s, pocket 70° (calibrated ±3°), compass ±5°, fixes 1 Hz, headings 10 Hz"
+                    "\(pairs.count) routes × \(self.seeds) seeds, config \(self.config): participants at 1.3 m/s, pocket 70° (calibrated ±3°), compass ±5°, Doppler velocity ±\(fixedDecimal(setup.velocityNoise, digits: 1)) m/s, fixes 1 Hz, headings 10 Hz"
                 )
                 print(WalkerEvaluation.table(summaries))
             }

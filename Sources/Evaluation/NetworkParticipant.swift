@@ -1,0 +1,339 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+public import NavCore
+
+/// What the evaluation harness needs of a simulated participant: where they are, which way their body faces, how
+/// fast they move, and a step that takes the cue felt.
+public protocol SimulatedParticipant: Sendable {
+    var behaviour: Participant.Behaviour { get }
+    /// Where the participant truly is.
+    var position: Coordinate { get }
+    /// The walking direction [degrees, true north, clockwise].
+    var bodyHeadingDegrees: Double { get }
+    /// Moving now [m/s], along `bodyHeadingDegrees`.
+    var speedMetersPerSecond: Double { get }
+    var started: Bool { get }
+    mutating func start()
+    mutating func step(feeling cue: CueKind, at time: Double, dt: Double)
+}
+
+extension SimulatedParticipant {
+    /// The phone's true heading [degrees]: the body's, turned by the phone's angle in the pocket.
+    public var phoneHeadingDegrees: Double {
+        Angle.normalized(self.bodyHeadingDegrees + self.behaviour.pocketOffsetDegrees)
+    }
+}
+
+extension Participant: SimulatedParticipant {}
+
+/// A simulated participant held to the walkable ways, as a blind walker follows the kerb or the building line: they
+/// walk along their way, follow its bends, and choose a branch only at a junction (three or more ways meet), by the
+/// cues. Pure: the harness feeds it cues and time and reads the junctions it passed from `choices`.
+///
+/// - A turn-around cue: stops, pauses, turns 180° and walks back.
+/// - A left or right cue between junctions: keeps walking (it cannot leave the way) and remembers the side for
+///   `rememberMeters`.
+/// - At a junction, with a turn cue playing or remembered: stops, pauses, turns in place toward the cued side while
+///   a turn cue plays (at most `orientSeconds`), then takes the branch closest to where it faces (the way it came
+///   only within `backWithinDegrees` of it). With no cue: the straightest branch if within `straightDegrees`, else
+///   it stops and turns with the cues, and after `waitSeconds` without one takes the straightest branch.
+/// - At a dead end it turns around; at the arrival cue it stops for good.
+public struct NetworkParticipant: SimulatedParticipant {
+    /// How choices at junctions are made, beyond the walking of ``Participant/Behaviour``.
+    public struct Rules: Sendable, Equatable {
+        /// A side cued between junctions is remembered this far [metres].
+        public var rememberMeters = 20.0
+        /// Turning in place at a junction lasts at most this long [seconds].
+        public var orientSeconds = 8.0
+        /// The way it came is taken only when facing within this of it [degrees].
+        public var backWithinDegrees = 45.0
+        /// With no cue, the straightest branch is taken without stopping when within this [degrees].
+        public var straightDegrees = 60.0
+        /// Stopped at a junction with no cue, it takes the straightest branch after this long [seconds].
+        public var waitSeconds = 2.0
+        /// How far along a branch its direction and the wrong-branch check are taken [metres].
+        public var branchProbeMeters = 8.0
+
+        /// The rules of the evaluation (issue 23: 20 m, 8 s, 45°, 60°, 2 s, 8 m).
+        public init() {}
+    }
+
+    /// One junction passed: where, the way it came from and the branch it took, and the point `branchProbeMeters`
+    /// along that branch.
+    public struct Choice: Sendable, Equatable {
+        public var junction: Coordinate
+        /// The point `branchProbeMeters` along the branch taken.
+        public var branchPoint: Coordinate
+        /// It stopped to orient before choosing.
+        public var stopped: Bool
+        /// The branch was the way it came.
+        public var wentBack: Bool
+    }
+
+    enum Phase: Sendable, Equatable {
+        case walking
+        /// Stopped for a turn-around cue between junctions, since a time.
+        case pausingToTurnAround(since: Double)
+        /// Turning around: degrees still to turn.
+        case turningAround(remaining: Double)
+        /// Stopped at the junction at the end of the current edge: since when, when turning toward a cue began (nil
+        /// before), whether it stopped because of a cue (else for want of a straight branch).
+        case atJunction(since: Double, turningSince: Double?, cued: Bool)
+        case arrived
+    }
+
+    public let behaviour: Participant.Behaviour
+    public let rules: Rules
+    private let graph: WalkingGraph
+    /// The edge walked: from node, to node, metres along it, its length.
+    private var from: Int32
+    private var to: Int32
+    private var along: Double
+    private var length: Double
+    public private(set) var bodyHeadingDegrees: Double
+    var phase: Phase = .walking
+    public private(set) var started = false
+    /// A side cued between junctions (+1 right, −1 left) and the distance walked when it was last felt.
+    private var remembered: (side: Double, at: Double)?
+    /// Metres walked since the start.
+    public private(set) var walkedMeters = 0.0
+    /// The junctions passed, in order.
+    public private(set) var choices: [Choice] = []
+    /// Dead ends turned at [count].
+    public private(set) var deadEnds = 0
+
+    /// A participant on the way nearest `start` (within `snapMeters`), facing along it in the direction closest to
+    /// `heading`; nil when no way is that near.
+    public init?(
+        graph: WalkingGraph, at start: Coordinate, facing heading: Double, behaviour: Participant.Behaviour = .init(),
+        rules: Rules = Rules(), snapMeters: Double = 250
+    ) {
+        guard let snap = graph.snap(start, maximumMeters: snapMeters) else { return nil }
+        let segment = graph.segments[snap.segment]
+        self.graph = graph
+        self.behaviour = behaviour
+        self.rules = rules
+        self.from = segment.a
+        self.to = segment.b
+        self.length = FlatProjection.distance(graph.nodes[Int(segment.a)], graph.nodes[Int(segment.b)])
+        self.along = snap.fraction * self.length
+        self.bodyHeadingDegrees = 0
+        self.bodyHeadingDegrees = self.edgeBearing
+        self.face(heading)
+    }
+
+    /// Turns to walk along the current way in the direction closest to `heading` (before the start).
+    public mutating func face(_ heading: Double) {
+        if Angle.separation(self.edgeBearing, heading) > 90 { self.reverse() }
+        self.bodyHeadingDegrees = self.edgeBearing
+    }
+
+    public var position: Coordinate {
+        let a = self.graph.nodes[Int(self.from)], b = self.graph.nodes[Int(self.to)]
+        guard self.length > 0 else { return b }
+        let plane = FlatProjection(origin: a)
+        let end = plane.project(b), f = min(1, max(0, self.along / self.length))
+        return plane.unproject(ENU(east: end.east * f, north: end.north * f))
+    }
+
+    public var speedMetersPerSecond: Double {
+        self.started && self.phase == .walking ? self.behaviour.speedMetersPerSecond : 0
+    }
+
+    public mutating func start() { self.started = true }
+
+    /// The current edge's direction of travel [degrees].
+    private var edgeBearing: Double {
+        let a = self.graph.nodes[Int(self.from)], b = self.graph.nodes[Int(self.to)]
+        return FlatProjection.distance(a, b) > 0.01
+            ? FlatProjection.bearing(from: a, to: b) : self.bodyHeadingDegrees
+    }
+
+    /// Walks back along the current edge.
+    private mutating func reverse() {
+        swap(&self.from, &self.to)
+        self.along = self.length - self.along
+    }
+
+    /// The point `meters` along the branch from `node` through `next`, following the way through nodes where only
+    /// two ways meet, and stopping at a junction or dead end.
+    func pointAlong(from node: Int32, through next: Int32, meters: Double) -> Coordinate {
+        var previous = node, current = next, left = meters
+        var visited: Set<Int32> = [node]
+        while true {
+            let a = self.graph.nodes[Int(previous)], b = self.graph.nodes[Int(current)]
+            let step = FlatProjection.distance(a, b)
+            if step >= left {
+                let plane = FlatProjection(origin: a)
+                let end = plane.project(b), f = step > 0 ? left / step : 0
+                return plane.unproject(ENU(east: end.east * f, north: end.north * f))
+            }
+            left -= step
+            let onward = self.graph.neighbours(of: current).filter { $0.node != previous }
+            guard onward.count == 1, visited.insert(current).inserted else { return b }
+            previous = current
+            current = onward[0].node
+        }
+    }
+
+    /// The branches at the junction `node`, reached from `from`: each neighbour, its direction, and whether it is the
+    /// way back.
+    private func branches(at node: Int32, from: Int32) -> [(node: Int32, lengthMeters: Double, bearing: Double)] {
+        let centre = self.graph.nodes[Int(node)]
+        return self.graph.neighbours(of: node).map { neighbour in
+            let probe = self.pointAlong(from: node, through: neighbour.node, meters: self.rules.branchProbeMeters)
+            return (neighbour.node, neighbour.lengthMeters, FlatProjection.bearing(from: centre, to: probe))
+        }
+    }
+
+    /// Leaves the junction at the end of the current edge by the branch to `next`.
+    private mutating func take(_ next: Int32, lengthMeters: Double, stopped: Bool) {
+        let junction = self.to
+        self.choices.append(
+            Choice(
+                junction: self.graph.nodes[Int(junction)],
+                branchPoint: self.pointAlong(from: junction, through: next, meters: self.rules.branchProbeMeters),
+                stopped: stopped, wentBack: next == self.from))
+        self.from = junction
+        self.to = next
+        self.along = 0
+        self.length = lengthMeters
+        self.bodyHeadingDegrees = self.edgeBearing
+        self.remembered = nil
+        self.phase = .walking
+    }
+
+    /// Takes the branch closest to where the body faces (the way back only within `backWithinDegrees`).
+    private mutating func takeFacing(stopped: Bool) {
+        let options = self.branches(at: self.to, from: self.from)
+        let candidates = options.filter {
+            $0.node != self.from
+                || Angle.separation($0.bearing, self.bodyHeadingDegrees) <= self.rules.backWithinDegrees
+        }
+        guard
+            let best = (candidates.isEmpty ? options : candidates).min(by: {
+                Angle.separation($0.bearing, self.bodyHeadingDegrees)
+                    < Angle.separation($1.bearing, self.bodyHeadingDegrees)
+            })
+        else { return }
+        self.take(best.node, lengthMeters: best.lengthMeters, stopped: stopped)
+    }
+
+    /// The branch closest to straight on (never the way back), and how far from straight it is [degrees].
+    private func straightest() -> (node: Int32, lengthMeters: Double, offDegrees: Double)? {
+        let travel = self.bodyHeadingDegrees
+        return self.branches(at: self.to, from: self.from).filter { $0.node != self.from }
+            .map { ($0.node, $0.lengthMeters, Angle.separation($0.bearing, travel)) }
+            .min(by: { $0.2 < $1.2 })
+    }
+
+    /// Reached the end of the current edge, with `cue` felt: follows the way, turns at a dead end, or chooses at a
+    /// junction. Returns false when it stopped there.
+    private mutating func reachNode(feeling cue: CueKind, at time: Double) -> Bool {
+        let onward = self.graph.neighbours(of: self.to)
+        if onward.count <= 1 {
+            self.deadEnds += 1
+            self.phase = .turningAround(remaining: 180)
+            return false
+        }
+        if onward.count == 2, let next = onward.first(where: { $0.node != self.from }) {
+            // Where two ways meet, or a way bends: follow it.
+            let node = self.to
+            self.from = node
+            self.to = next.node
+            self.along = 0
+            self.length = next.lengthMeters
+            self.bodyHeadingDegrees = self.edgeBearing
+            return true
+        }
+        let side = cue == .turnLeft ? -1.0 : cue == .turnRight ? 1.0 : nil
+        if side != nil || self.remembered != nil || cue == .turnAround {
+            self.phase = .atJunction(since: time, turningSince: nil, cued: true)
+            return false
+        }
+        if let straight = self.straightest(), straight.offDegrees <= self.rules.straightDegrees {
+            self.take(straight.node, lengthMeters: straight.lengthMeters, stopped: false)
+            return true
+        }
+        self.phase = .atJunction(since: time, turningSince: nil, cued: false)
+        return false
+    }
+
+    public mutating func step(feeling cue: CueKind, at time: Double, dt: Double) {
+        guard self.started, self.phase != .arrived else { return }
+        if cue == .arrival {
+            self.phase = .arrived
+            return
+        }
+        let side: Double? = cue == .turnLeft ? -1 : cue == .turnRight ? 1 : nil
+        let rate = self.behaviour.turnRateDegreesPerSecond
+        switch self.phase {
+        case .arrived:
+            return
+        case .walking:
+            if cue == .turnAround {
+                self.phase = .pausingToTurnAround(since: time)
+                return
+            }
+            if let side { self.remembered = (side, self.walkedMeters) }
+            if let memory = self.remembered, self.walkedMeters - memory.at > self.rules.rememberMeters {
+                self.remembered = nil
+            }
+            var distance = self.behaviour.speedMetersPerSecond * dt
+            while distance > 0 {
+                let left = self.length - self.along
+                if distance < left {
+                    self.along += distance
+                    self.walkedMeters += distance
+                    break
+                }
+                self.along = self.length
+                self.walkedMeters += left
+                distance -= left
+                guard self.reachNode(feeling: cue, at: time) else { break }
+            }
+        case let .pausingToTurnAround(since):
+            if time - since >= self.behaviour.pauseSeconds { self.phase = .turningAround(remaining: 180) }
+        case let .turningAround(remaining):
+            let turn = min(remaining, rate * dt)
+            self.bodyHeadingDegrees = Angle.normalized(self.bodyHeadingDegrees + turn)
+            guard remaining - turn <= 0 else {
+                self.phase = .turningAround(remaining: remaining - turn)
+                return
+            }
+            if self.along >= self.length, self.graph.neighbours(of: self.to).count >= 3 {
+                // Turned around at a junction: choose by where it now faces (the way back, most likely).
+                self.takeFacing(stopped: true)
+            } else {
+                self.reverse()
+                self.bodyHeadingDegrees = self.edgeBearing
+                self.remembered = nil
+                self.phase = .walking
+            }
+        case let .atJunction(since, turningSince, cued):
+            if cue == .turnAround, turningSince == nil {
+                self.phase = .turningAround(remaining: 180)
+                return
+            }
+            if let turningSince {
+                // Turning toward the cue while it plays, for at most orientSeconds; then the branch it faces.
+                if let side, time - turningSince < self.rules.orientSeconds {
+                    self.bodyHeadingDegrees = Angle.normalized(self.bodyHeadingDegrees + side * rate * dt)
+                } else {
+                    self.takeFacing(stopped: true)
+                }
+            } else if side != nil, time - since >= self.behaviour.pauseSeconds {
+                self.phase = .atJunction(since: since, turningSince: time, cued: cued)
+            } else if side == nil, cued, time - since >= self.behaviour.pauseSeconds {
+                self.takeFacing(stopped: true)  // the cue that stopped it is over: the branch it faces
+            } else if side == nil, !cued, time - since >= self.rules.waitSeconds {
+                if let straight = self.straightest() {
+                    self.take(straight.node, lengthMeters: straight.lengthMeters, stopped: true)
+                } else {
+                    self.takeFacing(stopped: true)
+                }
+            }
+        }
+    }
+}

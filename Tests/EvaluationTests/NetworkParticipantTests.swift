@@ -1,0 +1,125 @@
+import Evaluation
+import NavCore
+import Testing
+
+/// The participant held to the ways, on small networks drawn in metres around a point in Monaco.
+@Suite struct NetworkParticipantTests {
+    static let origin = Coordinate(latitude: 43.73, longitude: 7.42)
+
+    /// A graph from points in metres (east, north) and edges between them.
+    static func graph(_ points: [(Double, Double)], _ edges: [(Int32, Int32)]) -> WalkingGraph {
+        let plane = FlatProjection(origin: self.origin)
+        return WalkingGraph(
+            nodes: points.map { plane.unproject(ENU(east: $0.0, north: $0.1)) },
+            edges: edges.map { (a: $0.0, b: $0.1, name: -1) }, names: [], warnings: [])
+    }
+
+    static func local(_ point: Coordinate) -> ENU { FlatProjection(origin: self.origin).project(point) }
+
+    /// A way from the south up to a junction at (0, 0), where branches go west, east and on north.
+    static let crossing = graph(
+        [(0, -60), (0, 0), (-60, 0), (60, 0), (0, 60)], [(0, 1), (1, 2), (1, 3), (1, 4)])
+
+    /// Walks `seconds` feeling `cue(t, walker)` each 0.1 s.
+    static func walk(
+        _ walker: inout NetworkParticipant, seconds: Double, cue: (Double, NetworkParticipant) -> CueKind
+    ) {
+        walker.start()
+        var t = 0.0
+        while t < seconds {
+            walker.step(feeling: cue(t, walker), at: t, dt: 0.1)
+            t += 0.1
+        }
+    }
+
+    @Test func itStartsOnTheNearestWayFacingAlongItTowardTheGivenDirection() throws {
+        let way = Self.graph([(-100, 0), (100, 0)], [(0, 1)])
+        let point = FlatProjection(origin: Self.origin).unproject(ENU(east: 10, north: 4))
+        var walker = try #require(NetworkParticipant(graph: way, at: point, facing: 250))
+        #expect(abs(Self.local(walker.position).north) < 0.01)
+        #expect(Angle.separation(walker.bodyHeadingDegrees, 270) < 0.5)
+        Self.walk(&walker, seconds: 10) { _, _ in .silent }
+        #expect(abs(Self.local(walker.position).east - (10 - 13)) < 0.2)
+        #expect(abs(walker.phoneHeadingDegrees - Angle.normalized(270 + 70)) < 0.5)
+    }
+
+    @Test func withNoCueItGoesStraightOnThroughAJunctionWithoutStopping() throws {
+        let start = FlatProjection(origin: Self.origin).unproject(ENU(east: 0, north: -30))
+        var walker = try #require(NetworkParticipant(graph: Self.crossing, at: start, facing: 0))
+        Self.walk(&walker, seconds: 40) { _, _ in .silent }
+        #expect(walker.choices.count == 1)
+        #expect(walker.choices.first?.stopped == false)
+        #expect(Self.local(walker.position).north > 10)
+        #expect(abs(Self.local(walker.position).east) < 0.1)
+    }
+
+    @Test func aRightCueAtTheJunctionStopsItTurnsItAndItTakesTheEasternBranch() throws {
+        let start = FlatProjection(origin: Self.origin).unproject(ENU(east: 0, north: -30))
+        var walker = try #require(NetworkParticipant(graph: Self.crossing, at: start, facing: 0))
+        // The sink's rule, roughly: a right cue while the walker faces more than 15° left of east, once near.
+        Self.walk(&walker, seconds: 60) { _, walker in
+            let here = Self.local(walker.position)
+            guard here.north > -5, here.east < 5 else { return .silent }
+            return Angle.signedDifference(from: walker.bodyHeadingDegrees, to: 90) > 15 ? .turnRight : .silent
+        }
+        let choice = try #require(walker.choices.first)
+        #expect(choice.stopped)
+        #expect(!choice.wentBack)
+        #expect(Self.local(choice.branchPoint).east > 7)
+        #expect(Self.local(walker.position).east > 20)
+    }
+
+    @Test func aSideCuedBeforeTheJunctionIsRememberedAndStopsItThere() throws {
+        let start = FlatProjection(origin: Self.origin).unproject(ENU(east: 0, north: -30))
+        var walker = try #require(NetworkParticipant(graph: Self.crossing, at: start, facing: 0))
+        // A left cue 15 m before the junction, felt for 1 s, then nothing: it stops at the junction to orient.
+        Self.walk(&walker, seconds: 40) { t, _ in t > 11 && t < 12 ? .turnLeft : .silent }
+        #expect(walker.choices.first?.stopped == true)
+        // Felt 40 m before, it is forgotten: no stop.
+        var early = try #require(NetworkParticipant(graph: Self.crossing, at: start, facing: 0))
+        let farther = FlatProjection(origin: Self.origin).unproject(ENU(east: 0, north: -55))
+        early = try #require(NetworkParticipant(graph: Self.crossing, at: farther, facing: 0))
+        Self.walk(&early, seconds: 60) { t, _ in t > 1 && t < 2 ? .turnLeft : .silent }
+        #expect(early.choices.first?.stopped == false)
+    }
+
+    @Test func aTurnAroundCueBetweenJunctionsTurnsItBackAlongItsWay() throws {
+        let way = Self.graph([(-100, 0), (100, 0)], [(0, 1)])
+        var walker = try #require(NetworkParticipant(graph: way, at: Self.origin, facing: 90))
+        // 2 s east, then a turn-around: 0.5 s pause, 2 s turning, then west.
+        Self.walk(&walker, seconds: 10) { t, _ in t >= 2 && t < 2.2 ? .turnAround : .silent }
+        #expect(Angle.separation(walker.bodyHeadingDegrees, 270) < 0.5)
+        let east = Self.local(walker.position).east
+        #expect(abs(east - (2.0 * 1.3 - (10 - 2 - 0.5 - 2) * 1.3)) < 0.5)
+    }
+
+    @Test func atADeadEndItTurnsAround() throws {
+        let way = Self.graph([(0, 0), (20, 0)], [(0, 1)])
+        var walker = try #require(NetworkParticipant(graph: way, at: Self.origin, facing: 90))
+        Self.walk(&walker, seconds: 30) { _, _ in .silent }
+        #expect(walker.deadEnds >= 1)
+        #expect(Self.local(walker.position).east < 20)
+    }
+
+    @Test func whereTheWayBendsItFollowsTheBend() throws {
+        // An L: east 30 m, then north; two ways meet at the corner, no junction.
+        let way = Self.graph([(0, 0), (30, 0), (30, 40)], [(0, 1), (1, 2)])
+        var walker = try #require(NetworkParticipant(graph: way, at: Self.origin, facing: 90))
+        Self.walk(&walker, seconds: 30) { _, _ in .silent }
+        #expect(walker.choices.isEmpty)
+        #expect(abs(Self.local(walker.position).east - 30) < 0.1)
+        #expect(Self.local(walker.position).north > 5)
+        #expect(Angle.separation(walker.bodyHeadingDegrees, 0) < 0.5)
+    }
+
+    @Test func withNoStraightBranchAndNoCueItWaitsThenTakesTheStraightest() throws {
+        // A T: from the south into a junction with only west and east.
+        let tee = Self.graph([(0, -30), (0, 0), (-50, 0), (50, 4)], [(0, 1), (1, 2), (1, 3)])
+        let start = FlatProjection(origin: Self.origin).unproject(ENU(east: 0, north: -20))
+        var walker = try #require(NetworkParticipant(graph: tee, at: start, facing: 0))
+        Self.walk(&walker, seconds: 40) { _, _ in .silent }
+        let choice = try #require(walker.choices.first)
+        #expect(choice.stopped)
+        #expect(Self.local(choice.branchPoint).east > 5)  // east bends 4.6° toward north: the straighter
+    }
+}
