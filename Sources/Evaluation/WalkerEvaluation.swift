@@ -310,7 +310,8 @@ public enum WalkerEvaluation {
         defer { try? FileManager.default.removeItem(atPath: run) }
         let configFile = "\(run)/pipeline.json"
         let label = condition.name.map { $0 == "σ" ? "sigma" : $0 == " " ? "-" : String($0) }.joined()
-        let session = setup.sessionsFolder.map { "\($0)/\(label)-route\(index + 1)-seed\(seed)" }
+        let who = kind == .open ? "" : "\(kind.rawValue)-"
+        let session = setup.sessionsFolder.map { "\($0)/\(who)\(label)-route\(index + 1)-seed\(seed)" }
         if let session { try? FileManager.default.removeItem(atPath: session) }
         try template.write(
             to: configFile, folder: run, destination: pair.destination, offsetDegrees: calibrated, session: session)

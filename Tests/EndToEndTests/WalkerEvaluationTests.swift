@@ -56,5 +56,48 @@ extension ProcessSuites {
             #expect(report.stdout.contains("1 route(s)") || report.stdout.contains("route(s) ("), "\(report.stdout)")
             #expect(report.stdout.contains("arrived"), "\(report.stdout)")
         }
+
+        /// Participants held to the ways of a second city (Andorra la Vella), on its two shortest pairs: every junction
+        /// figure is computed, and each walk passes junctions on its route.
+        @Test func networkParticipantsOnASecondCityGiveTheJunctionFigures() async throws {
+            let folder = try scratchFolder()
+            let all = try #require(
+                JSONSerialization.jsonObject(
+                    with: Data(
+                        contentsOf: repositoryRoot.appendingPathComponent("data/routing/andorra-walking-pairs.json")))
+                    as? [String: Any])
+            let routes = try #require(all["routes"] as? [[String: Any]])
+            let shortest = routes.sorted { ($0["osm_length_m"] as? Double ?? 0) < ($1["osm_length_m"] as? Double ?? 0) }
+            let pairs = "\(folder)/pairs.json"
+            try JSONSerialization.data(withJSONObject: ["routes": Array(shortest.prefix(2))]).write(
+                to: URL(fileURLWithPath: pairs))
+            let run = try ChildProcess(
+                try hapticnavExecutable(),
+                [
+                    "eval", "walkers", "--config", repositoryRoot.appendingPathComponent("configs/demo.json5").path,
+                    "--map", repositoryRoot.appendingPathComponent("data/maps/andorra.osm.pbf").path,
+                    "--pairs", pairs, "--participant", "network", "--seeds", "1", "--noise", "5", "--json",
+                ])
+            #expect(await run.wait(seconds: 300) == 0, "\(run.stderr.suffix(2000))")
+            let object = try #require(
+                JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stdout.prefix(500))"
+            )
+            let summary = try #require((object["summaries"] as? [[String: Any]])?.first)
+            let walks = try #require(object["walks"] as? [[String: Any]])
+            #expect(summary["participant"] as? String == "network")
+            #expect(walks.count == 2)
+            let right = try #require(summary["junctionsRightPercent"] as? Double)
+            #expect((0...100).contains(right))
+            for key in ["wrongBranchesPerWalk", "junctionStopsPerWalk", "turnOnsetsPerMinute", "medianTimeRatio"] {
+                let value = try #require(summary[key] as? Double, "\(key) in \(summary)")
+                #expect(value.isFinite && value >= 0, "\(key) \(value)")
+            }
+            #expect(summary["timeouts"] as? Int == 0)
+            for walk in walks {
+                #expect(walk["participant"] as? String == "network")
+                #expect((walk["junctionsOnRoute"] as? Int ?? 0) > 0, "junctions passed on the route: \(walk)")
+                #expect((walk["seconds"] as? Double ?? 0) > 60)
+            }
+        }
     }
 }

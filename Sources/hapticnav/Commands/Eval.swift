@@ -20,7 +20,7 @@ import Runtime
 struct Eval: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Evaluations that print their figures.",
-        subcommands: [SmootherEval.self, GuidanceEval.self, TargetsEval.self, WalkersEval.self])
+        subcommands: [SmootherEval.self, GuidanceEval.self, TargetsEval.self, WalkersEval.self, PairsEval.self])
 
     struct SmootherEval: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -243,6 +243,69 @@ extension Eval {
                 )
                 print(WalkerEvaluation.table(summaries))
             }
+        }
+    }
+}
+
+extension Eval {
+    struct PairsEval: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "pairs",
+            abstract:
+                "Draws start and destination pairs from a map (places on the ways of its largest network, a walking route of a chosen length apart) and prints them as a pairs file for `eval walkers --pairs`."
+        )
+
+        @Option(help: "The OpenStreetMap extract (XML or PBF).")
+        var map: String
+
+        @Option(help: "How many pairs.")
+        var count = 25
+
+        @Option(help: "The seed of the draw.")
+        var seed: UInt64 = 1
+
+        @Option(help: "The shortest walking route between a pair [metres].")
+        var minimumMeters = 600.0
+
+        @Option(help: "The longest walking route between a pair [metres].")
+        var maximumMeters = 2000.0
+
+        @Option(help: "Only places within --radius-meters of this point, as LAT,LON (a town within a larger extract).")
+        var near: String?
+
+        @Option(help: "The radius around --near [metres].")
+        var radiusMeters = 1500.0
+
+        func run() throws {
+            let centre = try self.near.map { text -> Coordinate in
+                guard let coordinate = Coordinate(latitudeLongitude: text) else {
+                    throw ValidationError("--near: expected LAT,LON, like 42.5075,1.5300")
+                }
+                return coordinate
+            }
+            let graph = try OSMRouteProvider(map: self.map, logger: Logger(label: "eval")).graph
+            let pairs = try RoutePairs.draw(
+                from: graph, count: self.count, seed: self.seed, minimumMeters: self.minimumMeters,
+                maximumMeters: self.maximumMeters, near: centre, radiusMeters: self.radiusMeters)
+            func point(_ c: Coordinate) -> String {
+                "{ \"lat\": \(fixedDecimal(c.latitude, digits: 7)), \"lon\": \(fixedDecimal(c.longitude, digits: 7)) }"
+            }
+            let area =
+                centre.map {
+                    " within \(Int(self.radiusMeters)) m of \(fixedDecimal($0.latitude, digits: 5)),\(fixedDecimal($0.longitude, digits: 5))"
+                } ?? ""
+            print("{")
+            print(
+                "  \"source\": \"hapticnav eval pairs --map \(self.map.split(separator: "/").last.map(String.init) ?? self.map) --seed \(self.seed): places on the ways\(area), walking routes \(Int(self.minimumMeters))–\(Int(self.maximumMeters)) m by the offline router\","
+            )
+            print("  \"routes\": [")
+            for (index, pair) in pairs.enumerated() {
+                print(
+                    "    { \"origin\": \(point(pair.origin)), \"destination\": \(point(pair.destination)), \"osm_length_m\": \(fixedDecimal(pair.lengthMeters, digits: 1)) }"
+                        + (index == pairs.count - 1 ? "" : ","))
+            }
+            print("  ]")
+            print("}")
         }
     }
 }
