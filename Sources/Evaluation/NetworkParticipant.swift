@@ -31,11 +31,11 @@ extension Participant: SimulatedParticipant {}
 /// walk along their way, follow its bends, and choose a branch only at a junction (three or more ways meet), by the
 /// cues. Pure: the harness feeds it cues and time and reads the junctions it passed from `choices`.
 ///
-/// - A turn-around cue: stops, pauses, turns 180° and walks back.
+/// - A turn-around cue between junctions: stops, pauses, turns 180° and walks back.
 /// - A left or right cue between junctions: keeps walking (it cannot leave the way) and remembers the side for
 ///   `rememberMeters`.
 /// - At a junction, with a turn cue playing or remembered: stops, pauses, turns in place toward the cued side while
-///   a turn cue plays (at most `orientSeconds`), then takes the branch closest to where it faces (the way it came
+///   a turn cue (left, right or around) plays (at most `orientSeconds`), then takes the branch closest to where it faces (the way it came
 ///   only within `backWithinDegrees` of it). With no cue: the straightest branch if within `straightDegrees`, else
 ///   it stops and turns with the cues, and after `waitSeconds` without one takes the straightest branch.
 /// - At a dead end it turns around; at the arrival cue it stops for good.
@@ -302,20 +302,14 @@ public struct NetworkParticipant: SimulatedParticipant {
                 self.phase = .turningAround(remaining: remaining - turn)
                 return
             }
-            if self.along >= self.length, self.graph.neighbours(of: self.to).count >= 3 {
-                // Turned around at a junction: choose by where it now faces (the way back, most likely).
-                self.takeFacing(stopped: true)
-            } else {
-                self.reverse()
-                self.bodyHeadingDegrees = self.edgeBearing
-                self.remembered = nil
-                self.phase = .walking
-            }
+            self.reverse()
+            self.bodyHeadingDegrees = self.edgeBearing
+            self.remembered = nil
+            self.phase = .walking
         case let .atJunction(since, turningSince, cued):
-            if cue == .turnAround, turningSince == nil {
-                self.phase = .turningAround(remaining: 180)
-                return
-            }
+            // At a junction every turn cue turns it in place; a turn-around toward the side last cued (else right),
+            // until the cue says left or right or stops.
+            let side = side ?? (cue == .turnAround ? self.remembered?.side ?? 1 : nil)
             if let turningSince {
                 // Turning toward the cue while it plays, for at most orientSeconds; then the branch it faces.
                 if let side, time - turningSince < self.rules.orientSeconds {

@@ -45,6 +45,17 @@ public struct Polyline: Sendable {
     /// segments when nil: tracking a walker, this keeps the projection from jumping to another part of a
     /// route that passes nearby.
     public func project(_ point: Coordinate, alongRange: ClosedRange<Double>?) -> PolylineProjection? {
+        self.project(point, alongRange: alongRange, course: nil)
+    }
+
+    /// As ``project(_:alongRange:)``, but when the walker's direction of travel is known, a segment that runs
+    /// against it counts as farther: `weightMeters` × (1 − cos Δ) / 2 is added to its distance in the choice, Δ being
+    /// the angle between the segment and the course (the full weight for a segment walked the opposite way). Where
+    /// a route passes itself (a hairpin bend, the two sides of a square), the walker is placed on the part they walk
+    /// along; the projection returned still gives the true distance.
+    public func project(
+        _ point: Coordinate, alongRange: ClosedRange<Double>?, course: (degrees: Double, weightMeters: Double)?
+    ) -> PolylineProjection? {
         guard let first = self.points.first else { return nil }
         let plane = FlatProjection(origin: point)
         guard self.points.count > 1 else {
@@ -54,6 +65,7 @@ public struct Polyline: Sendable {
                 distanceAlongMeters: 0, segmentIndex: 0, fraction: 0)
         }
         var best: PolylineProjection?
+        var bestScore = Double.infinity
         var previous = plane.project(first)
         for index in 0..<(self.points.count - 1) {
             if let range = alongRange,
@@ -69,7 +81,13 @@ public struct Polyline: Sendable {
             let t = lengthSquared > 0 ? min(1, max(0, -(previous.east * de + previous.north * dn) / lengthSquared)) : 0
             let ce = previous.east + t * de, cn = previous.north + t * dn
             let distance = (ce * ce + cn * cn).squareRoot()
-            if best == nil || distance < best!.distanceMeters {
+            var score = distance
+            if let course, lengthSquared > 0 {
+                let mismatch = (course.degrees - _atan2(de, dn) * 180 / .pi) * .pi / 180
+                score += course.weightMeters * (1 - _cos(mismatch)) / 2
+            }
+            if best == nil || score < bestScore {
+                bestScore = score
                 // Cross product of the segment's direction and segment → walker: positive when right.
                 let cross =
                     lengthSquared > 0

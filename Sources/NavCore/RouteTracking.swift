@@ -106,6 +106,14 @@ public struct RouteTracker: Sendable {
     public struct Options: Sendable, Equatable {
         /// The settings a route stage's `options` may give, each with its key, unit, default and range.
         public enum Setting {
+            public static let announceMeters = SettingSpec(
+                "announceMeters", unit: "m", default: 10.0, in: 0...50,
+                "within this of a sharp turn the target moves onto the next leg as far past the corner as the walker is before it (a cue of half the turn, on its side); 0 aims at the corner until the turn's waypoint completes"
+            )
+            public static let courseWeightMeters = SettingSpec(
+                "courseWeightMeters", unit: "m", default: 10.0, in: 0...100,
+                "placing the walker on the route, a part walked against the fix's course counts up to this much farther (a hairpin's two legs); 0 places by distance alone"
+            )
             public static let waypointRadiusMeters = SettingSpec(
                 "waypointRadiusMeters", unit: "m", default: 10.0, in: 1...50,
                 "a waypoint completes within this distance")
@@ -131,6 +139,12 @@ public struct RouteTracker: Sendable {
             public static let rerouteMinimumMeters = SettingSpec(
                 "rerouteMinimumMeters", unit: "m", default: 30.0, in: 0...10_000,
                 "…nor nearer than this to where it was asked for")
+            public static let stallSeconds = SettingSpec(
+                "stallSeconds", unit: "s", default: 30.0, in: 0...600,
+                "walking this long without getting stallMeters farther along the route asks for a new route from where the walker is (a way beside the route, a loop of turn-arounds); 0 never"
+            )
+            public static let stallMeters = SettingSpec(
+                "stallMeters", unit: "m", default: 10.0, in: 1...200, "…the progress that counts")
             /// The choice of target, documented beside the numbers.
             public static let target = SettingDoc(
                 key: "target", defaultText: "lookAhead", rangeText: "lookAhead, waypoint",
@@ -140,10 +154,11 @@ public struct RouteTracker: Sendable {
 
             /// Every setting, in documentation order.
             public static let all: [SettingDoc] = [
-                target, lookAheadMeters.doc, sharpTurnDegrees.doc, waypointRadiusMeters.doc,
+                target, lookAheadMeters.doc, sharpTurnDegrees.doc, announceMeters.doc, courseWeightMeters.doc,
+                waypointRadiusMeters.doc,
                 arrivalRadiusMeters.doc,
                 offRouteMeters.doc, offRouteAccuracyFactor.doc, offRouteFixes.doc, rerouteMinimumSeconds.doc,
-                rerouteMinimumMeters.doc,
+                rerouteMinimumMeters.doc, stallSeconds.doc, stallMeters.doc,
             ]
         }
 
@@ -157,6 +172,11 @@ public struct RouteTracker: Sendable {
         public var lookAheadMeters = Setting.lookAheadMeters.defaultValue
         /// A waypoint turning at least this much caps the look-ahead target [degrees].
         public var sharpTurnDegrees = Setting.sharpTurnDegrees.defaultValue
+        /// Within this of a sharp turn, the target is on the next leg as far past the corner as the walker is before
+        /// it [metres]; 0 for the corner until the turn's waypoint completes.
+        public var announceMeters = Setting.announceMeters.defaultValue
+        /// A part of the route walked against the fix's course counts up to this much farther [metres].
+        public var courseWeightMeters = Setting.courseWeightMeters.defaultValue
         /// Off route beyond max(this, factor × fix accuracy) [metres]…
         public var offRouteMinimumMeters = Setting.offRouteMeters.defaultValue
         /// …with this factor…
@@ -167,6 +187,10 @@ public struct RouteTracker: Sendable {
         public var rerouteMinimumSeconds = Setting.rerouteMinimumSeconds.defaultValue
         /// …nor nearer than this to where it was asked for [metres].
         public var rerouteMinimumMeters = Setting.rerouteMinimumMeters.defaultValue
+        /// Walking this long [seconds] without getting `stallMeters` farther along asks for a new route; 0 never.
+        public var stallSeconds = Setting.stallSeconds.defaultValue
+        /// The progress that counts [metres].
+        public var stallMeters = Setting.stallMeters.defaultValue
         /// Walking against the route by more than this counts as the wrong way [degrees]…
         public var wrongWayDegrees = 120.0
         /// …at at least this speed [metres per second]…
@@ -212,6 +236,8 @@ public struct RouteTracker: Sendable {
     private var offRouteCount = 0
     private var wrongWayCount = 0
     private var lastReroute: (time: Double, position: Coordinate)?
+    /// The farthest along the route the walker has been since the last progress, and the seconds walked since.
+    private var progressMark: (along: Double, walkedSeconds: Double, lastTime: Double)?
 
     /// Creates a tracker.
     public init(options: Options = Options()) {
@@ -226,6 +252,7 @@ public struct RouteTracker: Sendable {
         self.lastAlong = nil
         self.offRouteCount = 0
         self.wrongWayCount = 0
+        self.progressMark = nil
         if self.state != .arrived { self.state = .onRoute }
     }
 
@@ -241,10 +268,19 @@ public struct RouteTracker: Sendable {
         let time = fix.timeSeconds
 
         // Project within a window around the last position, unless that puts the walker far off.
-        var projection = self.lastAlong.flatMap { line.project(walker, alongRange: ($0 - 30)...($0 + 150)) }
+        // Moving, the walker is placed on a part of the route they walk along rather than one they cross.
+        let course = fix.courseDegrees.flatMap { course in
+            fix.speedMetersPerSecond >= self.options.wrongWaySpeed && self.options.courseWeightMeters > 0
+                ? (degrees: course, weightMeters: self.options.courseWeightMeters) : nil
+        }
+        var projection = self.lastAlong.flatMap {
+            line.project(walker, alongRange: ($0 - 30)...($0 + 150), course: course)
+        }
         let threshold = self.options.offRouteThreshold(accuracyMeters: fix.horizontalAccuracyMeters)
         if projection == nil || projection!.distanceMeters > threshold {
-            if let global = line.project(walker), global.distanceMeters < (projection?.distanceMeters ?? .infinity) {
+            if let global = line.project(walker, alongRange: nil, course: course),
+                global.distanceMeters < (projection?.distanceMeters ?? .infinity)
+            {
                 projection = global
             }
         }
@@ -304,6 +340,28 @@ public struct RouteTracker: Sendable {
             self.state = .onRoute
         }
 
+        // Walking without getting along the route (a way beside it, turn-arounds back and forth): a new route from
+        // where the walker is, which starts along the way they are on.
+        if update.rerouteFrom == nil, self.options.stallSeconds > 0 {
+            var mark = self.progressMark ?? (here.distanceAlongMeters, 0, time)
+            if fix.speedMetersPerSecond >= self.options.wrongWaySpeed {
+                mark.walkedSeconds += max(0, min(time - mark.lastTime, 5))
+            }
+            mark.lastTime = time
+            if here.distanceAlongMeters >= mark.along + self.options.stallMeters {
+                mark = (here.distanceAlongMeters, 0, time)
+            } else if mark.walkedSeconds >= self.options.stallSeconds, self.state != .rerouting,
+                self.lastReroute.map({ time - $0.time >= self.options.rerouteMinimumSeconds }) ?? true
+            {
+                self.lastReroute = (time, walker)
+                self.reroutes += 1
+                self.state = .rerouting
+                update.rerouteFrom = walker
+                mark = (here.distanceAlongMeters, 0, time)
+            }
+            self.progressMark = mark
+        }
+
         // Walking against the route.
         if self.state != .rerouting, self.offRouteCount == 0, let course = fix.courseDegrees,
             fix.speedMetersPerSecond >= self.options.wrongWaySpeed,
@@ -347,6 +405,26 @@ public struct RouteTracker: Sendable {
         case .waypoint:
             point = route.waypoints[index].coordinate
             kind = .waypoint
+        case .lookAhead where self.options.announceMeters > 0:
+            // The next sharp turn (or the arrival) ahead of where the walker is placed on the route.
+            let here = here.distanceAlongMeters
+            var along = here + self.options.lookAheadMeters
+            if let corner = route.waypoints.first(where: {
+                $0.distanceAlongMeters > here
+                    && ($0.kind == .arrival || $0.kind == .turn && abs($0.turnDegrees) >= self.options.sharpTurnDegrees)
+            }) {
+                let before = corner.distanceAlongMeters - here
+                if corner.kind == .arrival || before > self.options.announceMeters {
+                    along = min(along, corner.distanceAlongMeters)  // its corner, straight on
+                } else {
+                    // As far past the corner as the walker is before it (at least 2 m): the cue says half the
+                    // turn, on its side, and never turns the walker back before the corner (a hairpin's next leg
+                    // lies behind them).
+                    along = corner.distanceAlongMeters + max(before, 2)
+                }
+            }
+            point = line.point(atDistance: along)?.coordinate ?? route.waypoints[index].coordinate
+            kind = .lookAhead
         case .lookAhead:
             var along = here.distanceAlongMeters + self.options.lookAheadMeters
             // Not past the next sharp turn: aim at its corner until it is reached.

@@ -42,6 +42,10 @@ enum RouteStageOptions {
                 oneOf: RouteTracker.TargetMode.allCases.map(\.rawValue)))!
         tracker.lookAheadMeters = try settings.value(Setting.lookAheadMeters)
         tracker.sharpTurnDegrees = try settings.value(Setting.sharpTurnDegrees)
+        tracker.announceMeters = try settings.value(Setting.announceMeters)
+        tracker.courseWeightMeters = try settings.value(Setting.courseWeightMeters)
+        tracker.stallSeconds = try settings.value(Setting.stallSeconds)
+        tracker.stallMeters = try settings.value(Setting.stallMeters)
         tracker.offRouteMinimumMeters = try settings.value(Setting.offRouteMeters)
         tracker.offRouteAccuracyFactor = try settings.value(Setting.offRouteAccuracyFactor)
         tracker.offRouteFixes = try settings.value(Setting.offRouteFixes)

@@ -122,4 +122,27 @@ import Testing
         #expect(choice.stopped)
         #expect(Self.local(choice.branchPoint).east > 5)  // east bends 4.6° toward north: the straighter
     }
+
+    @Test func atAHairpinJunctionTheTurnCuesTurnItInPlaceOntoTheSharpBranchNotBack() throws {
+        // From the west into a junction; on east, or back sharply right at 243° (27° from the way back).
+        let hairpin = Self.graph(
+            [(-60, 0), (0, 0), (60, 0), (-26.7, -13.6)], [(0, 1), (1, 2), (1, 3)])
+        let start = FlatProjection(origin: Self.origin).unproject(ENU(east: -20, north: 0))
+        var walker = try #require(NetworkParticipant(graph: hairpin, at: start, facing: 90))
+        // Announced before the corner with a right cue (the target half the turn to the right), then at the
+        // junction the sink's rule toward 243°: around beyond 120°, else the side, silent within 15°.
+        Self.walk(&walker, seconds: 40) { _, walker in
+            guard walker.choices.isEmpty else { return .silent }
+            let east = Self.local(walker.position).east
+            if east < -8 { return .silent }
+            if east < -0.01 && walker.speedMetersPerSecond > 0 { return .turnRight }
+            let deviation = Angle.signedDifference(from: walker.bodyHeadingDegrees, to: 243)
+            return abs(deviation) > 120
+                ? .turnAround : abs(deviation) <= 15 ? .silent : deviation > 0 ? .turnRight : .turnLeft
+        }
+        let choice = try #require(walker.choices.first)
+        #expect(choice.stopped)
+        #expect(!choice.wentBack)
+        #expect(Self.local(walker.position).north < -5)
+    }
 }

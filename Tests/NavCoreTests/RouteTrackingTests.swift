@@ -204,3 +204,109 @@ struct ScriptedWalk {
         #expect(abs(update.target.distanceMeters - 200) < 0.5)
     }
 }
+
+/// The route controller's answers to a walker who cannot cut corners: a hairpin bend, a sharp turn announced before
+/// its corner, a walker on a way beside the route.
+@Suite struct RouteTrackerOnTheWaysTests {
+    private let start = Coordinate(latitude: 43.7300, longitude: 7.4200)
+
+    /// East 100 m to an apex, then back west-south-west (a 160° hairpin) for 100 m.
+    private var hairpin: Route {
+        let apex = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: 100).coordinate
+        let back = Geodesic.wgs84.direct(from: apex, azimuthDegrees: 250, distanceMeters: 100).coordinate
+        return RouteBuilder.route(
+            from: RoutePlan(points: [self.start, apex, back]), routeID: 1, timeSeconds: 0, provider: "test")
+    }
+
+    private func fix(_ point: Coordinate, course: Double?, time: Double, speed: Double = 1.3) -> SmoothedFix {
+        SmoothedFix(
+            timeSeconds: time, latitude: point.latitude, longitude: point.longitude, horizontalAccuracyMeters: 5,
+            speedMetersPerSecond: speed, courseDegrees: course, reset: false)
+    }
+
+    /// The target's bearing from the walker, relative to the walker's direction of travel [degrees].
+    private func relativeTarget(_ target: GuidanceTarget, course: Double) -> Double {
+        Angle.signedDifference(from: course, to: target.bearingDegrees)
+    }
+
+    @Test func approachingAHairpinTheTargetIsNeverBehindTheWalker() {
+        var options = RouteTracker.Options()
+        for (announce, course, expectBehind) in [(10.0, 10.0, false), (0, 0, true)] {
+            options.announceMeters = announce
+            options.courseWeightMeters = course
+            var tracker = RouteTracker(options: options)
+            tracker.setRoute(self.hairpin)
+            var worst = 0.0
+            // Walking east on the first leg up to 4 m before the apex, the last 15 m with fixes 1.5 m south of it
+            // (as GPS error would put them): nearer the second leg than the first from 4.3 m before the apex on.
+            // (Within a metre or two of the apex no target direction means anything.)
+            for (index, along) in stride(from: 0.0, through: 96, by: 1.3).enumerated() {
+                let onLeg = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: along)
+                let point = Geodesic.wgs84.direct(
+                    from: onLeg.coordinate, azimuthDegrees: 180, distanceMeters: along > 81 ? 1.5 : 0
+                ).coordinate
+                guard let update = tracker.update(with: self.fix(point, course: 90, time: Double(index))) else {
+                    continue
+                }
+                worst = max(worst, abs(self.relativeTarget(update.target, course: 90)))
+            }
+            // Guidance turns the walker around beyond 120°.
+            #expect((worst > 120) == expectBehind, "announce \(announce), course \(course): worst \(worst)°")
+        }
+    }
+
+    @Test func withinTheAnnounceDistanceTheTargetSaysHalfTheTurnOnItsSide() throws {
+        var tracker = RouteTracker()
+        tracker.setRoute(self.hairpin)
+        let before = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: 94).coordinate
+        _ = tracker.update(with: self.fix(self.start, course: 90, time: 0))
+        let answer = tracker.update(with: self.fix(before, course: 90, time: 1))
+        let update = try #require(answer)
+        // The hairpin turns 160° right: the target is 80° right, 6 m past the apex on the next leg.
+        #expect(abs(self.relativeTarget(update.target, course: 90) - 80) < 2)
+        // Farther than the announce distance, the corner itself, straight ahead.
+        var far = RouteTracker()
+        far.setRoute(self.hairpin)
+        let early = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: 60).coordinate
+        _ = far.update(with: self.fix(self.start, course: 90, time: 0))
+        let answer2 = far.update(with: self.fix(early, course: 90, time: 1))
+        let ahead = try #require(answer2)
+        #expect(abs(self.relativeTarget(ahead.target, course: 90)) < 1)
+    }
+
+    @Test func walkingBesideTheRouteWithoutGettingAlongItAsksForANewRoute() {
+        // A way 12 m north of the route's first leg (within the off-route distance), walked west then east
+        // again: no progress along the route for longer than stallSeconds.
+        var tracker = RouteTracker()
+        tracker.setRoute(self.hairpin)
+        let beside = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 0, distanceMeters: 12).coordinate
+        var reroutes: [Double] = []
+        var time = 0.0
+        for leg in 0..<6 {
+            let course = leg % 2 == 0 ? 90.0 : 270.0
+            for step in 0..<10 {
+                let east = leg % 2 == 0 ? Double(step) * 1.3 : Double(9 - step) * 1.3
+                let point = Geodesic.wgs84.direct(from: beside, azimuthDegrees: 90, distanceMeters: east).coordinate
+                if let update = tracker.update(with: self.fix(point, course: course, time: time)),
+                    update.rerouteFrom != nil
+                {
+                    reroutes.append(time)
+                }
+                time += 1
+            }
+        }
+        // 10 m along the route in the first 8 s, then none: 30 s of walking later.
+        #expect(reroutes.first.map { (37...40).contains($0) } == true, "\(reroutes)")
+        // Standing still is no stall.
+        var still = RouteTracker()
+        still.setRoute(self.hairpin)
+        var asked = false
+        for second in 0..<120 {
+            asked =
+                asked
+                || still.update(with: self.fix(beside, course: nil, time: Double(second), speed: 0))?
+                    .rerouteFrom != nil
+        }
+        #expect(!asked)
+    }
+}
