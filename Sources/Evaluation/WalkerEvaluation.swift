@@ -162,6 +162,9 @@ public enum WalkerEvaluation {
         _ setup: Setup, progress: @Sendable (String) -> Void
     ) async throws -> (walks: [Walk], summaries: [Summary]) {
         try FileManager.default.createDirectory(atPath: setup.folder, withIntermediateDirectories: true)
+        // The stages stop themselves should this process die without stopping them (as under `hapticnav run`: the
+        // stage host's parent watchdog reads this variable).
+        setenv("HAPTICNAV_PARENT_PID", String(getpid()), 1)
         let template = try StageTemplate(config: setup.config, map: setup.map)
         let graph = setup.participants.contains(.network) ? try template.walkingGraph() : nil
         var walks: [Walk] = []
