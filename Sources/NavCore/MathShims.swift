@@ -8,6 +8,7 @@ import Darwin
 
 // The C maths library, reached without Foundation. Internal: core's public API speaks Double.
 @inline(__always) func _log(_ x: Double) -> Double { log(x) }
+@inline(__always) func _exp(_ x: Double) -> Double { exp(x) }
 @inline(__always) func _cos(_ x: Double) -> Double { cos(x) }
 @inline(__always) func _sin(_ x: Double) -> Double { sin(x) }
 @inline(__always) func _atan2(_ y: Double, _ x: Double) -> Double { atan2(y, x) }

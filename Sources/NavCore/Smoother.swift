@@ -39,10 +39,18 @@ public struct KalmanSmoother: Sendable {
                 "the receiver's speed-and-course error per axis, one sigma; above 0 they are measurements too (Doppler velocity is far better than position differences); 0 leaves them out"
             )
 
+            public static let biasSigmaMeters = SettingSpec(
+                "biasSigmaMeters", unit: "m", default: 0.0, in: 0...50,
+                "the part of a fix's error that drifts slowly (a street canyon's reflections), one sigma per axis: above 0 it is a state of the filter, told from the walker's movement by the Doppler velocity (needs velocityNoise); 0 takes every fix's error as independent"
+            )
+            public static let biasTimeConstantSeconds = SettingSpec(
+                "biasTimeConstantSeconds", unit: "s", default: 30.0, in: 1...3600,
+                "…and how long it takes to change (first-order Gauss–Markov)")
+
             /// Every setting, in documentation order.
             public static let all: [SettingDoc] = [
                 accelerationNoise.doc, maximumAccuracyMeters.doc, maximumGapSeconds.doc, minimumCourseSpeed.doc,
-                velocityNoise.doc,
+                velocityNoise.doc, biasSigmaMeters.doc, biasTimeConstantSeconds.doc,
             ]
         }
 
@@ -56,6 +64,10 @@ public struct KalmanSmoother: Sendable {
         public var minimumCourseSpeed: Double = Setting.minimumCourseSpeed.defaultValue
         /// The receiver's velocity error per axis [metres per second, one sigma]; 0: speed and course are not used.
         public var velocityNoise: Double = Setting.velocityNoise.defaultValue
+        /// The slowly drifting part of a fix's error [metres per axis, one sigma]; 0: none.
+        public var biasSigmaMeters: Double = Setting.biasSigmaMeters.defaultValue
+        /// Its correlation time [seconds].
+        public var biasTimeConstantSeconds: Double = Setting.biasTimeConstantSeconds.defaultValue
         /// Velocity uncertainty at a (re)start [metres per second, one sigma].
         public var initialVelocitySigma: Double = 1.5
         /// The local frame moves to the walker when they are this far from its origin [metres].
@@ -85,6 +97,10 @@ public struct KalmanSmoother: Sendable {
     private var north = (position: 0.0, velocity: 0.0)
     // Shared covariance of (position, velocity) per axis.
     private var pPP = 0.0, pPV = 0.0, pVV = 0.0
+    /// With a bias state: each axis's bias, and the bias's covariances with position, velocity and itself.
+    private var eastBias = 0.0, northBias = 0.0
+    private var pPB = 0.0, pVB = 0.0, pBB = 0.0
+    private var hasBias: Bool { self.options.biasSigmaMeters > 0 && self.options.velocityNoise > 0 }
     private var lastTime: Double?
 
     /// Creates a filter.
@@ -126,10 +142,26 @@ public struct KalmanSmoother: Sendable {
             let newPV = self.pPV + dt * self.pVV + q * dt2 * dt / 2
             let newVV = self.pVV + q * dt2
             (self.pPP, self.pPV, self.pVV) = (newPP, newPV, newVV)
+            if self.hasBias {
+                // The bias decays toward zero and is renewed (first-order Gauss–Markov); position gains dt × v.
+                let a = _exp(-dt / self.options.biasTimeConstantSeconds)
+                let sigma2 = self.options.biasSigmaMeters * self.options.biasSigmaMeters
+                self.eastBias *= a
+                self.northBias *= a
+                let newPB = a * (self.pPB + dt * self.pVB)
+                let newVB = a * self.pVB
+                let newBB = a * a * self.pBB + sigma2 * (1 - a * a)
+                (self.pPB, self.pVB, self.pBB) = (newPB, newVB, newBB)
+            }
         }
 
-        // Update with the measured position; the innovation variance is never below R > 0.
         let measured = frame.project(position)
+        if self.hasBias {
+            self.updateWithBias(measured: measured, variance: measurementVariance)
+            self.updateVelocity(with: fix)
+            return .success(self.finish(fix))
+        }
+        // Update with the measured position; the innovation variance is never below R > 0.
         let s = self.pPP + measurementVariance
         let gainP = self.pPP / s, gainV = self.pPV / s
         let innovationEast = measured.east - self.east.position
@@ -143,6 +175,37 @@ public struct KalmanSmoother: Sendable {
         let newVV = self.pVV - gainV * self.pPV
         (self.pPP, self.pPV, self.pVV) = (newPP, newPV, max(newVV, 0))
         self.updateVelocity(with: fix)
+        return .success(self.finish(fix))
+    }
+
+    /// The position measured as position + bias: the white part of the fix's error is what its accuracy leaves
+    /// beyond the bias (at least a fifth of it).
+    private mutating func updateWithBias(measured: ENU, variance: Double) {
+        let sigma2 = self.options.biasSigmaMeters * self.options.biasSigmaMeters
+        let white = max(variance - sigma2, variance / 25)
+        // H = [1 0 1]: HP = (pPP + pPB, pPV + pVB, pPB + pBB).
+        let hp = (self.pPP + self.pPB, self.pPV + self.pVB, self.pPB + self.pBB)
+        let s = hp.0 + hp.2 + white
+        let k = (hp.0 / s, hp.1 / s, hp.2 / s)
+        let innovationEast = measured.east - self.east.position - self.eastBias
+        let innovationNorth = measured.north - self.north.position - self.northBias
+        self.east.position += k.0 * innovationEast
+        self.east.velocity += k.1 * innovationEast
+        self.eastBias += k.2 * innovationEast
+        self.north.position += k.0 * innovationNorth
+        self.north.velocity += k.1 * innovationNorth
+        self.northBias += k.2 * innovationNorth
+        // P −= K (HP).
+        self.pPP = max(self.pPP - k.0 * hp.0, 0)
+        self.pPV -= k.0 * hp.1
+        self.pPB -= k.0 * hp.2
+        self.pVV = max(self.pVV - k.1 * hp.1, 0)
+        self.pVB -= k.1 * hp.2
+        self.pBB = max(self.pBB - k.2 * hp.2, 0)
+    }
+
+    /// Counts the fix and outputs the estimate, moving the local frame to the walker when they are far from it.
+    private mutating func finish(_ fix: LocationFix) -> SmoothedFix {
         self.lastTime = fix.timeSeconds
         self.counters.accepted += 1
 
@@ -156,7 +219,7 @@ public struct KalmanSmoother: Sendable {
             self.north.position = 0
             estimate = self.output(time: fix.timeSeconds, reset: false)
         }
-        return .success(estimate)
+        return estimate
     }
 
     /// The receiver's velocity as a second measurement, when configured: speed with course as a vector; a speed too
@@ -175,13 +238,22 @@ public struct KalmanSmoother: Sendable {
             variance += speed * speed
         }
         let s = self.pVV + variance
-        let gainP = self.pPV / s, gainV = self.pVV / s
+        let gainP = self.pPV / s, gainV = self.pVV / s, gainB = self.pVB / s
         let innovationEast = measuredEast - self.east.velocity
         let innovationNorth = measuredNorth - self.north.velocity
         self.east.position += gainP * innovationEast
         self.east.velocity += gainV * innovationEast
         self.north.position += gainP * innovationNorth
         self.north.velocity += gainV * innovationNorth
+        if self.hasBias {
+            self.eastBias += gainB * innovationEast
+            self.northBias += gainB * innovationNorth
+            // P −= K (HP), HP = (pPV, pVV, pVB).
+            let newPB = self.pPB - gainP * self.pVB
+            let newBB = self.pBB - gainB * self.pVB
+            let newVB = self.pVB - gainV * self.pVB
+            (self.pPB, self.pBB, self.pVB) = (newPB, max(newBB, 0), newVB)
+        }
         let newPP = self.pPP - gainP * self.pPV
         let newPV = self.pPV - gainP * self.pVV
         let newVV = self.pVV - gainV * self.pVV
@@ -214,6 +286,11 @@ public struct KalmanSmoother: Sendable {
         self.pPP = variance
         self.pPV = 0
         self.pVV = self.options.initialVelocitySigma * self.options.initialVelocitySigma
+        // With a bias state, the first fix is position + bias: the bias's share of its error is the bias's.
+        let sigma2 = min(self.options.biasSigmaMeters * self.options.biasSigmaMeters, variance * 24 / 25)
+        self.eastBias = 0
+        self.northBias = 0
+        (self.pPB, self.pVB, self.pBB) = self.hasBias ? (-sigma2, 0, sigma2) : (0, 0, 0)
         self.lastTime = fix.timeSeconds
         self.counters.accepted += 1
         return self.output(time: fix.timeSeconds, reset: true)

@@ -4,7 +4,7 @@ public import NavCore
 public enum KalmanPlugin {
     public static let id = KalmanSmoother.id
 
-    /// Reads `accelerationNoise` [m/s²], `maximumAccuracyMeters`, `maximumGapSeconds`, `minimumCourseSpeed`, `velocityNoise`.
+    /// Reads `accelerationNoise` [m/s²], `maximumAccuracyMeters`, `maximumGapSeconds`, `minimumCourseSpeed`, `velocityNoise`, `biasSigmaMeters`, `biasTimeConstantSeconds`.
     public static func make(settings: Settings) throws -> KalmanSmoother {
         var settings = settings
         var options = KalmanSmoother.Options()
@@ -14,6 +14,8 @@ public enum KalmanPlugin {
         options.maximumGapSeconds = try settings.value(Setting.maximumGapSeconds)
         options.minimumCourseSpeed = try settings.value(Setting.minimumCourseSpeed)
         options.velocityNoise = try settings.value(Setting.velocityNoise)
+        options.biasSigmaMeters = try settings.value(Setting.biasSigmaMeters)
+        options.biasTimeConstantSeconds = try settings.value(Setting.biasTimeConstantSeconds)
         try settings.finish()
         return KalmanSmoother(options: options)
     }
