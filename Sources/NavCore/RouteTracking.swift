@@ -111,7 +111,7 @@ public struct RouteTracker: Sendable {
                 "within this of a sharp turn the target moves onto the next leg as far past the corner as the walker is before it (a cue of half the turn, on its side); 0 aims at the corner until the turn's waypoint completes"
             )
             public static let courseWeightMeters = SettingSpec(
-                "courseWeightMeters", unit: "m", default: 10.0, in: 0...100,
+                "courseWeightMeters", unit: "m", default: 0.0, in: 0...100,
                 "placing the walker on the route, a part walked against the fix's course counts up to this much farther (a hairpin's two legs); 0 places by distance alone"
             )
             public static let waypointRadiusMeters = SettingSpec(

@@ -231,7 +231,7 @@ struct ScriptedWalk {
 
     @Test func approachingAHairpinTheTargetIsNeverBehindTheWalker() {
         var options = RouteTracker.Options()
-        for (announce, course, expectBehind) in [(10.0, 10.0, false), (0, 0, true)] {
+        for (announce, course, expectBehind) in [(10.0, 3.0, false), (10, 0, true), (0, 0, true)] {
             options.announceMeters = announce
             options.courseWeightMeters = course
             var tracker = RouteTracker(options: options)
