@@ -120,7 +120,8 @@ struct SinkHarness {
             ("left 40", 40),
         ] {
             marks.append((label, Date().timeIntervalSince1970))
-            try await sink.hold(heading: heading, seconds: 0.8)
+            // Long enough for a sink slowed by the whole test run starting at once on two cores.
+            try await sink.hold(heading: heading, seconds: 2)
         }
         try await sink.finish()
         // The emulator's thread logs what is still in flight: wait for the sink's final stop.
