@@ -233,6 +233,26 @@ private func phyphox(_ url: String, timeout: Double = 0.5) throws -> PhyphoxSour
         #expect(nothing.messages.isEmpty && !nothing.measuring)
     }
 
+    /// One slow or lost answer (the host busy, a Wi-Fi hiccup) carries on from the last sample seen, so nothing is
+    /// lost; an outage longer than the catch-up window starts again from the phone's newest samples.
+    @Test func aShortGapCarriesOnAndALongOneSkipsToTheNewest() {
+        var poller = PhyphoxProtocol.Poller()
+        poller.take(time: [["event": "START", "experimentTime": .number(0), "systemTime": .number(1_800_000_000)]])
+        func column(_ values: [JSONValue]) -> JSONValue { ["size": .number(0), "buffer": .array(values)] }
+        let answer: JSONValue = [
+            "buffer": [
+                "locTime": column([.number(5)]), "accTime": column([.number(7)]), "magTime": column([.number(7)]),
+            ],
+            "status": ["session": "a", "measuring": .bool(true)],
+        ]
+        _ = poller.take(get: answer, receivedAt: 100)
+        #expect(poller.request().contains("accTime=7.0"))
+        poller.lostConnection(at: 101.5)
+        #expect(poller.request().contains("accTime=7.0") && !poller.configChecked)
+        poller.lostConnection(at: 102.5)
+        #expect(poller.request().contains("accTime=&"), "\(poller.request())")
+    }
+
     @Test func settingsAreReadAndAMissingURLIsNamed() throws {
         let settings = try Settings(
             .object(["url": .string("http://192.168.1.20:8080"), "pollIntervalSeconds": .number(0.2)]),

@@ -123,10 +123,15 @@ public enum PhyphoxProtocol {
             self.events = events
         }
 
-        /// After a failed request: the next poll starts from the phone's latest samples (what was missed meanwhile
-        /// is old and is not sent on).
-        public mutating func lostConnection() {
-            self.resume = true
+        /// When the last answer to `/get` arrived (host wall clock), nil before the first.
+        private var lastAnswer: Double?
+
+        /// After a failed request at `now` (host wall clock): the next poll re-checks `/config`. A gap of at most
+        /// `catchUpSeconds` since the last answer (a slow answer, one lost request) carries on from where it was, so
+        /// nothing is lost; after a longer one the next poll starts from the phone's latest samples (what was
+        /// missed meanwhile is old and is not sent on, so nothing downstream acts on it).
+        public mutating func lostConnection(at now: Double, catchUpSeconds: Double = 2) {
+            if self.lastAnswer.map({ now - $0 > catchUpSeconds }) ?? true { self.resume = true }
             self.configChecked = false
         }
 
@@ -151,6 +156,7 @@ public enum PhyphoxProtocol {
         /// Takes `/get`'s answer: new samples become messages.
         public mutating func take(get answer: JSONValue, receivedAt: Double) -> PollResult {
             var result = PollResult()
+            self.lastAnswer = receivedAt
             let status = answer["status"]
             result.measuring = status?["measuring"]?.boolValue ?? false
             if let session = status?["session"]?.stringValue {

@@ -142,7 +142,7 @@ public final class PhyphoxSource: MessageSource, PhoneReporting {
                 if Task.isCancelled { throw CancellationError() }
                 let text = "phone unreachable: \(error)"
                 self.state.withLock { $0.set(.stale, text, counting: "phyphox.unreachable") }
-                poller.lostConnection()
+                poller.lostConnection(at: SystemClock.wallSeconds())
             }
             let spent = SystemClock.wallSeconds() - began
             try await Task.sleep(for: .seconds(max(0.005, self.options.pollIntervalSeconds - spent)))
