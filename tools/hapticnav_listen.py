@@ -86,6 +86,7 @@ TARGET_KIND = ["lookAhead", "waypoint", "arrived", "none"]
 CUE_KIND = ["silent", "turnLeft", "turnRight", "turnAround", "arrival", "signalLost", "calibration"]
 CALIBRATION_STEP = ["findNorth", "putAway", "move", "done", "aborted"]
 STAGE_HEALTH = ["starting", "running", "degraded", "stale", "endOfStream", "stopping", "failed"]
+CONTROL_COMMAND = ["stop", "resume", "mark"]
 
 
 def coordinate(r):
@@ -161,10 +162,16 @@ def status(r):
     return out
 
 
+def control(r):
+    return {"timeSeconds": r.f64(), "command": r.enum(CONTROL_COMMAND), "text": r.string(), "sender": r.string(),
+            "requestID": r.string(), "sentSeconds": r.f64(), "stopped": r.boolean()}
+
+
 # type id -> (topic, decoder)
 TYPES = {1: ("fix", fix), 2: ("heading", heading), 3: ("attitude", attitude), 4: ("smoothed", smoothed),
          5: ("route", route), 6: ("progress", progress), 7: ("target", target), 8: ("cue", cue),
-         9: ("calstate", calibration_state), 10: ("calresult", calibration_result), 11: ("status", status)}
+         9: ("calstate", calibration_state), 10: ("calresult", calibration_result), 11: ("status", status),
+         12: ("control", control)}
 
 
 def decode(frames):

@@ -11,6 +11,7 @@ public enum BusMessage: Equatable, Sendable {
     case calibrationState(CalibrationState)
     case calibrationResult(CalibrationResult)
     case status(StageStatus)
+    case control(ControlEvent)
 
     /// The schema version this build writes and reads.
     public static let schemaVersion: UInt8 = 1
@@ -28,6 +29,7 @@ public enum BusMessage: Equatable, Sendable {
         case calibrationState = 9
         case calibrationResult = 10
         case status = 11
+        case control = 12
 
         /// The ZeroMQ topic the message is published under. No topic is a prefix of another.
         public var topic: String {
@@ -43,6 +45,7 @@ public enum BusMessage: Equatable, Sendable {
             case .calibrationState: return "calstate"
             case .calibrationResult: return "calresult"
             case .status: return "status"
+            case .control: return "control"
             }
         }
 
@@ -67,6 +70,7 @@ public enum BusMessage: Equatable, Sendable {
         case .calibrationState: return .calibrationState
         case .calibrationResult: return .calibrationResult
         case .status: return .status
+        case .control: return .control
         }
     }
 
@@ -84,6 +88,7 @@ public enum BusMessage: Equatable, Sendable {
         case let .calibrationState(value): return value
         case let .calibrationResult(value): return value
         case let .status(value): return value
+        case let .control(value): return value
         }
     }
 
@@ -106,6 +111,7 @@ public enum BusMessage: Equatable, Sendable {
         case .calibrationState: return .calibrationState(try .decode(wire: payload))
         case .calibrationResult: return .calibrationResult(try .decode(wire: payload))
         case .status: return .status(try .decode(wire: payload))
+        case .control: return .control(try .decode(wire: payload))
         }
     }
 }
@@ -144,6 +150,7 @@ extension BusMessage: Codable {
         case .calibrationResult:
             self = .calibrationResult(try container.decode(CalibrationResult.self, forKey: .payload))
         case .status: self = .status(try container.decode(StageStatus.self, forKey: .payload))
+        case .control: self = .control(try container.decode(ControlEvent.self, forKey: .payload))
         }
     }
 

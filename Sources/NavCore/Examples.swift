@@ -60,6 +60,10 @@ extension BusMessage {
                 CalibrationResult(
                     timeSeconds: time, succeeded: true, offsetDegrees: 93.5,
                     spreadDegrees: 6.2, sampleCount: 50, reason: "")),
+            .control(
+                ControlEvent(
+                    timeSeconds: time, command: .mark, text: "crossing Boulevard des Moulins", sender: "experimenter",
+                    requestID: "5f1c2a9e", sentSeconds: time - 0.012, stopped: false)),
             .status(
                 StageStatus(
                     timeSeconds: time, stage: "source", health: .running, message: "sim running",

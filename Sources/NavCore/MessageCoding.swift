@@ -245,6 +245,28 @@ extension CalibrationResult: WireCodable {
     }
 }
 
+extension ControlEvent: WireCodable {
+    public func encode(to writer: inout WireWriter) {
+        writer.write(self.timeSeconds)
+        writer.write(self.command)
+        writer.write(self.text)
+        writer.write(self.sender)
+        writer.write(self.requestID)
+        writer.write(self.sentSeconds)
+        writer.write(self.stopped)
+    }
+
+    public init(from reader: inout WireReader) throws(WireDecodingError) {
+        self.timeSeconds = try reader.readFinite("timeSeconds")
+        self.command = try reader.readEnum(ControlCommand.self, "command")
+        self.text = try reader.readString("text")
+        self.sender = try reader.readString("sender")
+        self.requestID = try reader.readString("requestID")
+        self.sentSeconds = try reader.readFinite("sentSeconds")
+        self.stopped = try reader.readBool("stopped")
+    }
+}
+
 extension StageStatus: WireCodable {
     public func encode(to writer: inout WireWriter) {
         writer.write(self.timeSeconds)

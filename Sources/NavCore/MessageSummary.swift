@@ -37,6 +37,9 @@ extension BusMessage {
             return result.succeeded
                 ? "offset=\(f(result.offsetDegrees))° spread=\(f(result.spreadDegrees))° n=\(result.sampleCount)"
                 : "aborted: \(result.reason)"
+        case let .control(event):
+            let text = event.text.isEmpty ? "" : " \"\(event.text)\""
+            return "\(event.command)\(text) by \(event.sender) (\(event.stopped ? "outputs stopped" : "outputs live"))"
         case let .status(status):
             let counters = status.counters.map { "\($0.name)=\($0.value)" }.joined(separator: " ")
             return "\(status.health) \"\(status.message)\"\(counters.isEmpty ? "" : " " + counters)"

@@ -395,6 +395,49 @@ public struct CalibrationResult: Codable, Equatable, Sendable {
     }
 }
 
+/// What the experimenter asks of the outputs.
+public enum ControlCommand: UInt8, WireEnum {
+    /// Silence every output until resumed (also across a restart of the sink).
+    case stop = 0
+    /// Guide again after a stop.
+    case resume = 1
+    /// A moment marked for the analysis; the outputs are not touched.
+    case mark = 2
+}
+
+/// An experimenter's command as the haptic sink carried it out: published on its bus (topic `control`) once done,
+/// so that recordings, the live views and LSL see every stop, resume and mark.
+public struct ControlEvent: Codable, Equatable, Sendable {
+    /// When the sink carried it out [seconds since 1970-01-01T00:00:00Z, UTC; wall clock of the sink].
+    public var timeSeconds: Double
+    /// What was asked.
+    public var command: ControlCommand
+    /// A mark's text (at most 200 bytes of UTF-8); empty for stop and resume.
+    public var text: String
+    /// Who asked: the name of the sender's key, or "local" on an unencrypted link.
+    public var sender: String
+    /// The sender's id for the command (its acknowledgement names it).
+    public var requestID: String
+    /// When the sender sent it [seconds since 1970-01-01T00:00:00Z, UTC; wall clock of the sender, not trusted].
+    public var sentSeconds: Double
+    /// True while the outputs are stopped, after this command.
+    public var stopped: Bool
+
+    /// Creates an event.
+    public init(
+        timeSeconds: Double, command: ControlCommand, text: String = "", sender: String, requestID: String,
+        sentSeconds: Double, stopped: Bool
+    ) {
+        self.timeSeconds = timeSeconds
+        self.command = command
+        self.text = text
+        self.sender = sender
+        self.requestID = requestID
+        self.sentSeconds = sentSeconds
+        self.stopped = stopped
+    }
+}
+
 /// The health of a stage.
 public enum StageHealth: UInt8, WireEnum {
     /// Starting up.
