@@ -81,6 +81,13 @@ final class ZMQSocket: @unchecked Sendable {
         }
     }
 
+    func setOption64(_ option: Int32, _ value: Int64) throws(ZMQError) {
+        var value = value
+        if zmq_setsockopt(self.handle, option, &value, MemoryLayout<Int64>.size) != 0 {
+            throw ZMQError(operation: "zmq_setsockopt(\(option))")
+        }
+    }
+
     func subscribe(_ prefix: String) throws(ZMQError) {
         let bytes = Array(prefix.utf8)
         let rc = bytes.withUnsafeBytes { zmq_setsockopt(self.handle, ZMQ_SUBSCRIBE, $0.baseAddress, bytes.count) }
@@ -128,6 +135,12 @@ struct ZMQFrame: ~Copyable {
         if zmq_msg_recv(self.message, socket.handle, ZMQ_DONTWAIT) >= 0 { return true }
         if zmq_errno() == EAGAIN { return false }
         throw ZMQError(operation: "zmq_msg_recv")
+    }
+
+    /// A metadata property of the received frame ("User-Id": the CURVE key ZAP admitted), if set.
+    func property(_ name: String) -> String? {
+        guard let value = zmq_msg_gets(self.message, name) else { return nil }
+        return String(cString: value)
     }
 
     var size: Int { zmq_msg_size(self.message) }

@@ -25,7 +25,7 @@ public enum ConfigSchema {
             settings: RouteControllerOptions.Setting.all),
         Section(
             path: "stages.NAME.options", about: "a haptic stage: guidance and the fail-safe",
-            settings: HapticSinkOptions.Setting.all),
+            settings: HapticSinkOptions.Setting.all + ControlConfig.Setting.all),
     ]
 
     /// The whole schema as Markdown.

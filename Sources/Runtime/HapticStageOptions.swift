@@ -59,6 +59,10 @@ enum HapticStageOptions {
                 path: "stages.\(stage.name).options", expected: "calibrationFile or offsetDegrees, not both",
                 found: "both")
         }
+        _ = settings.value("control")
+        if let control = try ControlConfig.parse(stage, calibrationFile: calibrationFile) {
+            options.stopStore = FileStopStateStore(path: control.stateFile)
+        }
         typealias Guide = Guidance.Options.Setting
         options.guidance.toleranceDegrees = try settings.value(Guide.toleranceDegrees)
         options.guidance.minimumIntensity = try settings.value(Guide.minimumIntensity)

@@ -122,6 +122,25 @@ public enum LinkSecurity {
                         "a key: '\(stage.name)' reads '\(input)', which publishes with CURVE (key '\(publisherKey)')",
                     found: "none")
             }
+            if stage.role == .haptic, let control = try ControlConfig.parse(stage, calibrationFile: nil) {
+                if let security, stage.key != nil {
+                    for name in control.senders {
+                        do {
+                            _ = try security.publicKey(name)
+                        } catch {
+                            throw ConfigError.invalidValue(
+                                path: "stages.\(stage.name).options.control.senders",
+                                expected: "a public key in \(security.keysFolder)", found: "\(error)")
+                        }
+                    }
+                } else if !stage.insecure, let endpoint = control.listen.first(where: self.leavesHost) {
+                    throw ConfigError.invalidValue(
+                        path: "stages.\(stage.name).options.control.listen",
+                        expected:
+                            "a key on the stage (CURVE, admitting only the senders' keys) for TCP beyond loopback, or `insecure: true` to let anyone on the network stop and resume the outputs",
+                        found: "'\(endpoint)'")
+                }
+            }
             guard stage.key == nil, !stage.insecure else { continue }
             for endpoint in stage.publish where self.leavesHost(endpoint) {
                 throw ConfigError.invalidValue(

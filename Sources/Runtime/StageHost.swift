@@ -40,6 +40,8 @@ public enum StageHost {
             }
         }
         var zap: ZAPHandler?
+        var controlListener: ControlListener?
+        defer { controlListener?.close() }
         if !stage.publish.isEmpty {
             var options = bus.publisher
             options.curve = try LinkSecurity.publisherOptions(for: stage, in: pipeline)
@@ -58,7 +60,7 @@ public enum StageHost {
         // The bus's counters in the stage's status: what its input dropped, and the readers its publisher refused.
         let stageName = stage.name
         let refusedReaders = zap
-        func inputCounters(_ subscriber: BusSubscriber) -> @Sendable () -> [StatusCounter] {
+        @Sendable func inputCounters(_ subscriber: BusSubscriber) -> @Sendable () -> [StatusCounter] {
             {
                 subscriber.snapshot.busStatusCounters
                     + (refusedReaders.map {
@@ -123,10 +125,47 @@ public enum StageHost {
                 }
             }
             let (devices, options) = try HapticStageOptions.parse(stage, logger: logger, check: false)
-            service = HapticSinkStage(
+            let control = try ControlConfig.parse(stage, calibrationFile: nil)
+            var listenerOptions = ControlListenerOptions()
+            if control != nil, let key = stage.key, let security = pipeline.security {
+                var keys: Set<String> = []
+                for name in control?.senders ?? [] {
+                    let publicKey = try security.publicKey(name)
+                    keys.insert(publicKey)
+                    listenerOptions.senderNames[publicKey] = name
+                }
+                listenerOptions.curve = CurveServerOptions(identity: try security.keyPair(key), readers: keys)
+                if zap == nil { zap = try context.zapHandler(logger: logger) }
+            }
+            let listener = Mutex<ControlListener?>(nil)
+            let busCounters = inputCounters(subscriber)
+            let senderRefusals = zap
+            let sink = HapticSinkStage(
                 name: stage.name, input: inputs, output: WatchedPublisher(base: publisher, watch: watch),
-                devices: devices, options: options,
-                logger: logger, inputCounters: inputCounters(subscriber))
+                devices: devices, options: options, logger: logger,
+                inputCounters: {
+                    busCounters() + (listener.withLock { $0 }?.statusCounters ?? [])
+                        + (senderRefusals.map {
+                            [
+                                StatusCounter(
+                                    name: "control.refusedSenders", value: $0.refused(domain: "control:\(stageName)"))
+                            ]
+                        } ?? [])
+                })
+            if let control {
+                do {
+                    let made = try ControlListener(
+                        context: context, bind: control.listen, stage: stage.name, options: listenerOptions, zap: zap,
+                        logger: logger
+                    ) { request, sender in await sink.control(request, sender: sender) }
+                    listener.withLock { $0 = made }
+                    controlListener = made
+                } catch {
+                    throw StageHostError.cannotListen(stage: stage.name, endpoints: control.listen, reason: "\(error)")
+                }
+                logger.info("taking the experimenter's commands on \(control.listen.joined(separator: ", "))")
+            }
+            service = sink
         case .recorder:
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
             let records = subscriber.messages.map(\.recorded)
@@ -165,11 +204,15 @@ public enum StageHostError: Error, CustomStringConvertible {
     case needsPublish(stage: String)
     /// The role subscribes but the stage has no `inputs`.
     case needsInputs(stage: String)
+    /// The control endpoints could not be bound.
+    case cannotListen(stage: String, endpoints: [String], reason: String)
 
     public var description: String {
         switch self {
         case let .needsPublish(stage): return "stage '\(stage)' needs a 'publish' endpoint"
         case let .needsInputs(stage): return "stage '\(stage)' needs 'inputs'"
+        case let .cannotListen(stage, endpoints, reason):
+            return "stage '\(stage)' cannot listen for control on \(endpoints.joined(separator: ", ")): \(reason)"
         }
     }
 }

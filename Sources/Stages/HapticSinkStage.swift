@@ -64,8 +64,35 @@ public struct HapticSinkOptions: Sendable {
     /// heading was handled (a changed cue is published either way).
     public var echoEveryHeading = false
 
+    /// Where an experimenter's stop is kept, so that it holds across a restart of the sink; nil: not kept.
+    public var stopStore: (any StopStateStore)?
+
     /// The defaults.
     public init() {}
+}
+
+/// An experimenter's stop in force: every output silent until resumed.
+public struct StopState: Codable, Equatable, Sendable {
+    /// Who stopped the outputs (a sender key's name).
+    public var by: String
+    /// When [seconds since 1970-01-01T00:00:00Z, UTC; the sink's wall clock].
+    public var sinceSeconds: Double
+    /// A note for the status (why a stop is assumed, for an unreadable state file).
+    public var note: String
+
+    public init(by: String, sinceSeconds: Double, note: String = "") {
+        self.by = by
+        self.sinceSeconds = sinceSeconds
+        self.note = note
+    }
+}
+
+/// Keeps the stop in force where a restarted sink finds it.
+public protocol StopStateStore: Sendable {
+    /// The stop in force when the sink starts, nil when none. A store it cannot read says stopped (and why).
+    func load() -> StopState?
+    /// Keeps `state` (nil: guiding); throws when it cannot.
+    func save(_ state: StopState?) throws
 }
 
 /// The haptic sink ("Group 2"): heading and guidance target in, cues out to its output devices and the bus.
@@ -104,6 +131,10 @@ where Input.Element == Arrival<SinkInput> {
     private var trueNorth = TrueNorth()
     /// Headings not acted on because their accuracy was worse than the limit [count].
     private var inaccurateHeadings: UInt64 = 0
+    /// The experimenter's stop in force: every output silent, nothing rendered, until resumed.
+    private var stop: StopState?
+    /// Control commands carried out [count].
+    private var controls: UInt64 = 0
 
     /// Creates the stage with devices in order of preference; `now` is the monotonic clock that arrivals' receive
     /// times are on [seconds], and `sleep` waits on the same clock between checks (a test passes a manual clock's).
@@ -127,6 +158,7 @@ where Input.Element == Arrival<SinkInput> {
             options: .init(
                 staleAfterSeconds: options.staleAfterSeconds,
                 headingStaleAfterSeconds: options.headingStaleAfterSeconds))
+        self.stop = options.stopStore?.load()
         self.timeCheck = InputTimeCheck(
             owner: "sink '\(name)'",
             options: .init(
@@ -145,6 +177,8 @@ where Input.Element == Arrival<SinkInput> {
         ]
         if let active = self.active { counters.append(StatusCounter(name: "activeDevice", value: UInt64(active))) }
         counters.append(StatusCounter(name: "heading.inaccurate", value: self.inaccurateHeadings))
+        counters.append(StatusCounter(name: "control.commands", value: self.controls))
+        counters.append(StatusCounter(name: "stopped", value: self.stop == nil ? 0 : 1))
         counters += self.trueNorth.statusCounters + self.timeCheck.statusCounters + self.inputCounters()
         let drops = self.timeCheck.dropSummary
         let message = drops.isEmpty ? message : "\(message); \(drops)"
@@ -160,6 +194,10 @@ where Input.Element == Arrival<SinkInput> {
             .running,
             "devices: \(self.devices.map(\.name).joined(separator: ", ")); offset \(fixedDecimal(self.options.guidance.offsetDegrees, digits: 1))°"
         )
+        if self.stop != nil {
+            self.logger.warning("sink '\(self.name)': \(self.stoppedText) (kept from before this start)")
+            await self.status(.degraded, self.stoppedText)
+        }
         await withTaskGroup(of: Void.self) { group in
             for device in self.devices {
                 group.addTask {
@@ -246,7 +284,7 @@ where Input.Element == Arrival<SinkInput> {
                 return
             }
             for device in self.devices { await device.observe(.progress(progress)) }
-            if progress.state != self.lastState {
+            if progress.state != self.lastState, self.stop == nil {
                 if progress.state == .rerouting { await self.announce("Recalculating route") }
                 if progress.state == .arrived { await self.announce("You have arrived") }
                 if progress.state == .wrongWay { await self.announce("Wrong way. Turn around") }
@@ -282,7 +320,9 @@ where Input.Element == Arrival<SinkInput> {
             return
         }
         await self.apply(self.failSafe.heading(currentAt: current, now: self.now()))
-        guard !self.failSafe.isSilent, let cue = self.guidance.update(heading: sample, target: self.target) else {
+        guard !self.failSafe.isSilent, self.stop == nil,
+            let cue = self.guidance.update(heading: sample, target: self.target)
+        else {
             return
         }
         if let age = self.failSafe.inputAge(now: self.now()) {
@@ -298,13 +338,14 @@ where Input.Element == Arrival<SinkInput> {
             return
         case .resume:
             self.guidance.reset()
-            await self.status(.running, self.guidingText)
+            await self.status(self.stop == nil ? .running : .degraded, self.guidingText)
         case let .silence(reason, playSignalLost):
             self.guidance.reset()
             self.target = nil
             self.lastCue = nil
             await self.stopEverything()
-            if playSignalLost {
+            // A stopped sink plays nothing, not even the loss of its input (its status says both).
+            if playSignalLost, self.stop == nil {
                 let cue = HapticCue(
                     timeSeconds: WallClock.nowSeconds(), kind: .signalLost, intensity: 1, deviationDegrees: 0)
                 if let active = self.active { try? await self.devices[active].render(cue) }
@@ -315,9 +356,17 @@ where Input.Element == Arrival<SinkInput> {
         }
     }
 
-    /// The status while guiding, naming the device that plays the cues.
+    /// The status while guiding, naming the device that plays the cues (or the experimenter's stop).
     private var guidingText: String {
-        "guiding on \(self.active.map { self.devices[$0].name } ?? "no device")"
+        if self.stop != nil { return self.stoppedText }
+        return "guiding on \(self.active.map { self.devices[$0].name } ?? "no device")"
+    }
+
+    /// The status while the experimenter's stop holds.
+    private var stoppedText: String {
+        guard let stop = self.stop else { return "" }
+        let note = stop.note.isEmpty ? "" : " (\(stop.note))"
+        return "stopped by experimenter (\(stop.by)); every output silent until resumed\(note)"
     }
 
     /// Checks for stale input and for the active device (exposed for tests).
@@ -325,9 +374,14 @@ where Input.Element == Arrival<SinkInput> {
         await self.apply(self.failSafe.evaluate(now: self.now()))
         if self.now() - self.lastStatus >= self.options.statusIntervalSeconds {
             let silent = self.failSafe.isSilent
-            await self.status(
-                silent ? .stale : (self.active == 0 ? .running : .degraded),
-                silent ? "silent: \(self.failSafe.silenceReason)" : self.guidingText)
+            if self.stop != nil {
+                await self.status(
+                    .degraded, self.stoppedText + (silent ? "; input: \(self.failSafe.silenceReason)" : ""))
+            } else {
+                await self.status(
+                    silent ? .stale : (self.active == 0 ? .running : .degraded),
+                    silent ? "silent: \(self.failSafe.silenceReason)" : self.guidingText)
+            }
         }
         // Fallback: the first available device of the list (OutputSelection decides).
         var available: [Bool] = []
@@ -339,7 +393,7 @@ where Input.Element == Arrival<SinkInput> {
             if let old = change.from { try? await self.devices[old].stopAll() }
             await self.status(change.degraded ? .degraded : .running, "output: \(next)")
             // The new device picks up what plays now.
-            if let cue = self.lastCue, let chosen = change.to, !self.failSafe.isSilent {
+            if let cue = self.lastCue, let chosen = change.to, !self.failSafe.isSilent, self.stop == nil {
                 try? await self.devices[chosen].render(cue)
             }
         }
@@ -357,6 +411,63 @@ where Input.Element == Arrival<SinkInput> {
     }
 
     private func announce(_ text: String) async {
+        guard self.stop == nil else { return }
         if let active = self.active { try? await self.devices[active].announce(text) }
+    }
+
+    /// Carries out an experimenter's command from `sender` and answers it: stop silences every device at once (and
+    /// keeps it so, also across a restart, until resume); resume guides again from the next heading; mark only
+    /// records. Each is published as a `control` message for recordings and live views.
+    public func control(_ request: ControlRequest, sender: String) async -> ControlReply {
+        self.controls &+= 1
+        var problems: [String] = []
+        let wall = WallClock.nowSeconds()
+        switch request.command {
+        case .stop:
+            let already = self.stop != nil
+            if !already { self.stop = StopState(by: sender, sinceSeconds: wall) }
+            self.guidance.reset()
+            self.lastCue = nil
+            // Every device, not only the active one: a fallback may still be finishing a sound.
+            for device in self.devices {
+                do { try await device.stopAll() } catch { problems.append("\(device.name): \(error)") }
+            }
+            self.logger.warning("sink '\(self.name)': stopped by experimenter (\(sender))")
+        case .resume:
+            self.stop = nil
+            self.guidance.reset()
+            self.logger.warning("sink '\(self.name)': resumed by experimenter (\(sender))")
+        case .mark:
+            self.logger.info("sink '\(self.name)': mark by \(sender): \(request.text)")
+        }
+        if request.command != .mark {
+            do { try self.options.stopStore?.save(self.stop) } catch {
+                problems.append("not kept for a restart: \(error)")
+                self.logger.error("sink '\(self.name)': the stop state could not be kept: \(error)")
+            }
+        }
+        try? await self.output.publish(
+            .control(
+                ControlEvent(
+                    timeSeconds: wall, command: request.command, text: request.text, sender: sender,
+                    requestID: request.requestID, sentSeconds: request.sentSeconds, stopped: self.stop != nil)))
+        let text: String
+        switch request.command {
+        case .stop: text = "stopped: every output silent (\(self.devices.map(\.name).joined(separator: ", ")))"
+        case .resume:
+            text =
+                self.failSafe.isSilent
+                ? "resumed; silent until input is fresh: \(self.failSafe.silenceReason)"
+                : "resumed: \(self.guidingText)"
+        case .mark: text = "marked"
+        }
+        let message = problems.isEmpty ? text : "\(text); \(problems.joined(separator: "; "))"
+        await self.status(
+            self.stop != nil ? .degraded : (self.failSafe.isSilent ? .stale : .running),
+            self.stop != nil
+                ? self.stoppedText
+                : (self.failSafe.isSilent ? "silent: \(self.failSafe.silenceReason)" : self.guidingText))
+        return ControlReply(
+            requestID: request.requestID, stage: self.name, accepted: true, stopped: self.stop != nil, message: message)
     }
 }
