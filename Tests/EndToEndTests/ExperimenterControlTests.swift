@@ -1,0 +1,163 @@
+import Bus
+import Foundation
+import Testing
+
+extension ProcessSuites {
+    /// The experimenter's laptop and the participant's wearable as two hosts (network namespaces joined by a veth
+    /// pair; needs root, as CI runs), with the lab's keys. `hapticnav control stop` on the laptop stops the band's
+    /// motors; resume runs them again; a rogue key and a plain sender move nothing; a stop holds across a restart of
+    /// the sink and works with Group 1 down; a sink that is not there makes the command fail in about 2 s.
+    @Suite(.enabled(if: geteuid() == 0, "needs root to make network namespaces")) struct ExperimenterControlTests {
+        @Test func stopResumeAndMarkFromTheLaptopWithTheLabsKeys() async throws {
+            let network = try TwoHostNetwork()
+            defer { network.remove() }
+            let (laptop, wearable) = (network.host1, network.host2)
+            let (address1, address2) = (network.address1, network.address2)
+            let folder = try scratchFolder()
+            let binary = try hapticnavExecutable()
+            let keys = "\(folder)/keys"
+            for name in ["group1", "group2", "experimenter"] {
+                try CurveKeyPair.generate().write(name: name, folder: keys)
+            }
+            // A rogue on the network: the public keys (no secret) and an "experimenter" pair of its own.
+            let rogueKeys = "\(folder)/rogue-keys"
+            try CurveKeyPair.generate().write(name: "experimenter", folder: rogueKeys)
+            for name in ["group1", "group2"] {
+                try FileManager.default.copyItem(atPath: "\(keys)/\(name).pub", toPath: "\(rogueKeys)/\(name).pub")
+            }
+            let route = repositoryRoot.appendingPathComponent("data/routes/monaco-demo-walk.geojson").path
+            let bandLog = "\(folder)/band.jsonl"
+            // The walker holds the phone 60° off its way while the sink assumes no offset: a motor runs almost always.
+            func config(_ name: String, keys: String?, stageKeys: Bool) throws -> String {
+                func key(_ name: String) -> String { stageKeys ? "key: \"\(name)\", " : "insecure: true, " }
+                let security = keys.map { "security: { keys: \"\($0)\", readers: [\"experimenter\"] }," } ?? ""
+                let text = """
+                    {
+                      bus: { joinGraceSeconds: 0.5 },
+                      \(security)
+                      stages: {
+                        source: { plugin: "sim", group: "1", \(key("group1"))publish: "tcp://\(address1):5601",
+                                  settings: { route: "\(route)", pace: 1, loop: true, pocketOffsetDegrees: 60,
+                                              compassNoiseDegrees: 1, seed: 5 } },
+                        smoother: { plugin: "kalman", group: "1", \(key("group1"))inputs: ["source"], topics: ["fix"],
+                                    publish: "tcp://\(address1):5602" },
+                        route: { plugin: "file", group: "1", \(key("group1"))inputs: ["smoother"], topics: ["smoothed"],
+                                 publish: "tcp://\(address1):5603", settings: { file: "\(route)" },
+                                 options: { destination: [43.72977, 7.416504] } },
+                        haptic: { plugin: "band", group: "2", \(key("group2"))inputs: ["source", "route"],
+                                  topics: ["heading", "target", "progress"], publish: "tcp://\(address2):5604",
+                                  settings: { tcp: "127.0.0.1:7800" },
+                                  options: { offsetDegrees: 0, staleAfterSeconds: 2.5, debounceSeconds: 0,
+                                             control: { listen: ["tcp://\(address2):5605"],
+                                                        stateFile: "\(folder)/control-state.json" } } },
+                      },
+                    }
+                    """
+                let file = "\(folder)/\(name).json5"
+                try text.write(toFile: file, atomically: true, encoding: .utf8)
+                return file
+            }
+            let lab = try config("lab", keys: keys, stageKeys: true)
+            let rogue = try config("rogue", keys: rogueKeys, stageKeys: true)
+            let plain = try config("plain", keys: nil, stageKeys: false)
+            func inside(_ host: String, _ arguments: [String]) throws -> ChildProcess {
+                try ChildProcess(TwoHostNetwork.ipPath, network.inside(host, [binary] + arguments))
+            }
+            /// Runs `hapticnav control …` on the laptop; its exit status, output, and when it was started.
+            func control(_ arguments: [String], config: String = lab) async throws -> (Int32?, String, Double) {
+                let started = Date().timeIntervalSince1970
+                let process = try inside(laptop, ["control"] + arguments + ["--config", config])
+                let status = await process.wait(seconds: 20)
+                return (status, process.stdout + process.stderr, started)
+            }
+            func frames() -> [(time: Double, type: String, left: Int, right: Int)] { bandFrames(bandLog) }
+            func motorRunning(after time: Double) -> Bool {
+                frames().contains { $0.time > time && ($0.left > 0 || $0.right > 0) }
+            }
+
+            let band = try inside(wearable, ["band-emulator", "--tcp", "127.0.0.1:7800", "--log", bandLog])
+            var group2 = try inside(wearable, ["run", "--config", lab, "--host", "2"])
+            let group1 = try inside(laptop, ["run", "--config", lab, "--host", "1"])
+            defer { for process in [group1, group2, band] { process.ensureStopped() } }
+            #expect(
+                await eventually(within: 40) { motorRunning(after: 0) },
+                "the band runs a motor: \(group2.stderr.suffix(1500))")
+
+            // A rogue key and a plain sender: refused by the sink's CURVE server; nothing stops.
+            let beforeStrangers = Date().timeIntervalSince1970
+            let (rogueStatus, rogueOutput, _) = try await control(["stop"], config: rogue)
+            let (plainStatus, plainOutput, _) = try await control(["stop"], config: plain)
+            #expect(rogueStatus == 1 && rogueOutput.contains("NOT REACHED"), "\(rogueOutput)")
+            #expect(plainStatus == 1 && plainOutput.contains("NOT REACHED"), "\(plainOutput)")
+            #expect(
+                await eventually(within: 10) { motorRunning(after: Date().timeIntervalSince1970 - 0.5) },
+                "motors still run after the rogue and plain senders")
+            #expect(
+                !frames().contains { $0.time > beforeStrangers && $0.type == "stopAll" },
+                "no stop reached the band from a stranger")
+
+            // 20 stops, each after a motor ran again: the time from starting the command to motors at 0.
+            var latencies: [Double] = []
+            for trial in 0..<20 {
+                let (status, output, started) = try await control(["stop"])
+                #expect(status == 0 && output.contains("stopped"), "stop \(trial): \(output)")
+                let stopped = frames().first { $0.time > started && $0.left == 0 && $0.right == 0 }
+                if let stopped { latencies.append(stopped.time - started) }
+                // Silent until resumed: nothing runs between the stop and the resume.
+                let (resumeStatus, resumeOutput, resumedAt) = try await control(["resume"])
+                #expect(
+                    !frames().contains {
+                        $0.time > (stopped?.time ?? started) && $0.time < resumedAt && ($0.left > 0 || $0.right > 0)
+                    }, "no motor between stop \(trial) and its resume")
+                #expect(resumeStatus == 0 && resumeOutput.contains("resumed"), "resume \(trial): \(resumeOutput)")
+                #expect(
+                    await eventually(within: 10) { motorRunning(after: resumedAt) },
+                    "a motor runs again after resume \(trial)")
+            }
+            let sorted = latencies.sorted()
+            #expect(sorted.count == 20, "every stop reached the band: \(sorted.count)")
+            if let last = sorted.last {
+                print(
+                    "control stop → band motors at 0 over two namespaces with CURVE: p50 \(String(format: "%.3f", sorted[sorted.count / 2])) s, max \(String(format: "%.3f", last)) s over \(sorted.count) stops (from starting the command)"
+                )
+                #expect(last < 2, "every stop well within the command's own 2 s")
+            }
+
+            // A mark is acknowledged and touches no output.
+            let (markStatus, markOutput, _) = try await control(["mark", "crossing", "the", "street"])
+            #expect(markStatus == 0 && markOutput.contains("marked"), "\(markOutput)")
+
+            // A stop holds across a restart of the sink.
+            let (stopStatus, _, stoppedAt) = try await control(["stop"])
+            #expect(stopStatus == 0)
+            group2.signal(SIGTERM)
+            _ = await group2.wait(seconds: 15)
+            group2 = try inside(wearable, ["run", "--config", lab, "--host", "2"])
+            #expect(
+                await eventually(within: 30) { group2.stderr.contains("kept from before this start") },
+                "the restarted sink starts stopped: \(group2.stderr.suffix(1000))")
+            let restartedAt = Date().timeIntervalSince1970
+            // Three seconds of the band's pings (every 100 ms) after the restart, every one with the motors at 0.
+            #expect(await eventually(within: 30) { frames().filter { $0.time > restartedAt }.count >= 30 })
+            #expect(
+                !frames().contains { $0.time > stoppedAt && ($0.left > 0 || $0.right > 0) },
+                "no motor ran from the stop through the sink's restart")
+
+            // With Group 1 down the stop still works (here: it is acknowledged; the sink is silent anyway).
+            group1.signal(SIGTERM)
+            _ = await group1.wait(seconds: 15)
+            let (downStatus, downOutput, _) = try await control(["stop"])
+            #expect(downStatus == 0 && downOutput.contains("stopped"), "\(downOutput)")
+            let (resumeStatus, resumeOutput, _) = try await control(["resume"])
+            #expect(resumeStatus == 0 && resumeOutput.contains("resumed"), "\(resumeOutput)")
+
+            // No sink: the command says whom it could not reach, after its 2 s.
+            group2.signal(SIGTERM)
+            _ = await group2.wait(seconds: 15)
+            let (goneStatus, goneOutput, goneStarted) = try await control(["stop"])
+            let took = Date().timeIntervalSince1970 - goneStarted
+            #expect(goneStatus == 1 && goneOutput.contains("haptic: NOT REACHED"), "\(goneOutput)")
+            #expect(took >= 2 && took < 10, "gave up after its 2 s: \(took) s")
+        }
+    }
+}
