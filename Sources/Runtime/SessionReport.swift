@@ -28,6 +28,10 @@ public enum SessionReport {
         public var deviceSwitches = 0
         /// The route controller said the walker arrived.
         public var arrived = false
+        /// The experimenter's stops [count].
+        public var experimenterStops = 0
+        /// The experimenter's marks' texts, in order.
+        public var marks: [String] = []
 
         /// Turn-cue onsets a minute of walking [1/min].
         public var cueOnsetsPerMinute: Double {
@@ -76,6 +80,9 @@ public enum SessionReport {
                 previousCue = cue.kind
             case let .status(status) where status.message.hasPrefix("output: "):
                 summary.deviceSwitches += 1
+            case let .control(event):
+                if event.command == .stop { summary.experimenterStops += 1 }
+                if event.command == .mark { summary.marks.append(event.text) }
             default: break
             }
         }
@@ -117,7 +124,11 @@ public enum SessionReport {
             ("Fail-safe events (signal lost)", "\(summary.failSafeEvents)"),
             ("Output device switches", "\(summary.deviceSwitches)"),
             ("Arrived", summary.arrived ? "yes" : "no"),
+            ("Experimenter's stops", "\(summary.experimenterStops)"),
         ]
+        if !summary.marks.isEmpty {
+            rows.append(("Marks", summary.marks.map { "“\($0)”" }.joined(separator: ", ")))
+        }
         if session.badLines > 0 { rows.append(("Records that could not be read", "\(session.badLines)")) }
         if !session.cutFiles.isEmpty {
             rows.append(("Parts not closed (recorder stopped first)", "\(session.cutFiles.count)"))
@@ -289,6 +300,7 @@ public enum SessionReport {
         var cues: [(Double, HapticCue)] = []
         var switches: [Event] = []
         var lost: [Double] = []
+        var controls: [(time: Double, event: ControlEvent)] = []
         for record in session.records {
             let time: Double?
             switch record.message {
@@ -311,10 +323,12 @@ public enum SessionReport {
                 }
             case let .status(status) where status.message.hasPrefix("output: "):
                 switches.append(Event(time: at, label: status.message))
+            case let .control(event):
+                controls.append((at, event))
             default: break
             }
         }
-        let times = deviations.map(\.0) + cues.map(\.0) + switches.map(\.time) + lost
+        let times = deviations.map(\.0) + cues.map(\.0) + switches.map(\.time) + lost + controls.map(\.time)
         let start = session.fixes.first?.timeSeconds ?? times.min() ?? 0
         let end = max(start + 1, session.fixes.last?.timeSeconds ?? 0, times.max() ?? 0)
         func x(_ time: Double) -> Double { left + (time - start) / (end - start) * (width - left - right) }
@@ -342,6 +356,26 @@ public enum SessionReport {
                 "<line class=\"device-switch\" x1=\"\(round2(x(event.time)))\" y1=\"\(top)\" x2=\"\(round2(x(event.time)))\" y2=\"\(height - bottom)\" stroke=\"#8e44ad\" stroke-dasharray=\"4 3\"><title>\(xmlEscaped(event.label))</title></line>"
             )
         }
+        // The experimenter's stops as shaded spans until the resume (or the end), marks as labelled lines.
+        var stoppedSince: (time: Double, by: String)?
+        func shade(until time: Double) {
+            guard let since = stoppedSince else { return }
+            body.append(
+                "<rect class=\"experimenter-stop\" x=\"\(round2(x(since.time)))\" y=\"\(top)\" width=\"\(round2(max(1, x(time) - x(since.time))))\" height=\"\(plotHeight)\" fill=\"#e0301e\" fill-opacity=\"0.12\"><title>outputs stopped by \(xmlEscaped(since.by))</title></rect>"
+            )
+            stoppedSince = nil
+        }
+        for (time, event) in controls {
+            switch event.command {
+            case .stop: if stoppedSince == nil { stoppedSince = (time, event.sender) }
+            case .resume: shade(until: time)
+            case .mark:
+                body.append(
+                    "<line class=\"mark\" x1=\"\(round2(x(time)))\" y1=\"\(top)\" x2=\"\(round2(x(time)))\" y2=\"\(height - bottom)\" stroke=\"#2e8b57\" stroke-width=\"1.5\"><title>mark: \(xmlEscaped(event.text))</title></line><text class=\"mark\" x=\"\(round2(x(time) + 3))\" y=\"\(top + 12)\" font-size=\"11\" fill=\"#2e8b57\">\(xmlEscaped(String(event.text.prefix(30))))</text>"
+                )
+            }
+        }
+        shade(until: end)
         for time in lost {
             body.append(
                 "<line class=\"signal-lost\" x1=\"\(round2(x(time)))\" y1=\"\(top)\" x2=\"\(round2(x(time)))\" y2=\"\(height - bottom)\" stroke=\"#e0301e\" stroke-width=\"2\"><title>signal lost</title></line>"

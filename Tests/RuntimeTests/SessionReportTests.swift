@@ -69,6 +69,15 @@ import TestSupport
                             timeSeconds: 9, stage: "haptic", health: .degraded, message: "output: speaker", counters: []
                         )), time)
             }
+            if [50, 60, 70].contains(second) {
+                let command: ControlCommand = second == 50 ? .stop : (second == 60 ? .resume : .mark)
+                add(
+                    .control(
+                        ControlEvent(
+                            timeSeconds: time + 1000, command: command, text: second == 70 ? "kerb <here>" : "",
+                            sender: "experimenter", requestID: "\(second)", sentSeconds: time, stopped: second == 50)),
+                    time)
+            }
             if second == 200 {
                 add(.cue(HapticCue(timeSeconds: time, kind: .signalLost, intensity: 1, deviationDegrees: 0)), time)
             }
@@ -94,6 +103,7 @@ import TestSupport
         #expect(summary.failSafeEvents == 1)
         #expect(summary.deviceSwitches == 1)
         #expect(summary.arrived)
+        #expect(summary.experimenterStops == 1 && summary.marks == ["kerb <here>"])
     }
 
     /// The SVG's smoothed track, taken back through the projection the page states, lies on the session's smoothed
@@ -132,6 +142,9 @@ import TestSupport
         #expect(worst < 0.01 * metersPerPixel * 2 + 0.01, "worst \(worst) m at \(metersPerPixel) m a pixel")
         #expect(html.contains("class=\"off-course\"") && html.contains("class=\"reroute\""))
         #expect(html.contains("class=\"device-switch\"") && html.contains("class=\"signal-lost\""))
+        // The experimenter's stop as a span of the ten seconds to its resume, the mark as a labelled line.
+        #expect(html.contains("class=\"experimenter-stop\"") && html.contains("mark: kerb &lt;here&gt;"))
+        #expect(html.contains("Experimenter&#39;s stops") || html.contains("Experimenter's stops"))
     }
 
     /// The page as a browser draws it: headless Chromium's screenshot shows the smoothed track in its colour and the
