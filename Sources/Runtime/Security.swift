@@ -90,6 +90,14 @@ public enum LinkSecurity {
             let how = self.protection(of: endpoint, curve: key.map { "CURVE, only key '\($0)' is heard" })
             lines.append("reads \(from)\(endpoint): \(how)")
         }
+        if stage.role == .haptic, let control = try? ControlConfig.parse(stage, calibrationFile: nil) {
+            let senders = control.senders.map { "'\($0)'" }.joined(separator: ", ")
+            for endpoint in control.listen {
+                let how = self.protection(
+                    of: endpoint, curve: stage.key.map { _ in "CURVE, only key \(senders) may send" })
+                lines.append("takes the experimenter's stop, resume and mark on \(endpoint): \(how)")
+            }
+        }
         return lines
     }
 

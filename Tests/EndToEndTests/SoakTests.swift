@@ -24,7 +24,7 @@ extension ProcessSuites {
             let config = repositoryRoot.appendingPathComponent("configs/lab-two-hosts.json5").path
             // The lab config is encrypted: its keys, made as a lab makes them.
             let keys = "\(folder)/keys"
-            for name in ["group1", "group2", "monitor"] {
+            for name in ["group1", "group2", "monitor", "experimenter"] {
                 let keygen = try ChildProcess(binary, ["keys", "generate", name, "--out", keys])
                 #expect(await keygen.wait(seconds: 20) == 0, "\(keygen.stderr)")
             }
