@@ -37,7 +37,9 @@ extension ProcessSuites {
                              options: { destination: [43.72977, 7.416504] } },
                     haptic: { plugin: "console", inputs: ["source", "route"], topics: ["heading", "target", "progress"],
                               publish: "ipc://\(folder)/haptic.sock", settings: { prefix: "cue | " },
-                              options: { offsetDegrees: 0 } },
+                              options: { offsetDegrees: 0,
+                                         control: { listen: ["ipc://\(folder)/control.sock"],
+                                                    stateFile: "\(folder)/control.json" } } },
                   },
                 }
                 """
@@ -87,6 +89,19 @@ extension ProcessSuites {
             #expect(later.split(separator: "\n").first?.hasPrefix("HapticNav monitor: ") == true)
             for stage in ["source", "smoother", "route", "haptic"] {
                 #expect(later.contains("\n\(stage) "), "a row for \(stage)")
+            }
+            // The experimenter's keys: s stops every output (the sink's row says so), r resumes, m marks.
+            for (key, answer, row) in [
+                ("s", "haptic: stopped: every output silent", "stopped by experimenter"),
+                ("m", "haptic: marked", "stopped by experimenter"), ("r", "haptic: resumed", "guiding on console"),
+            ] {
+                _ = await self.tmux(socket, ["send-keys", "-t", "live", key])
+                var shown = ""
+                #expect(
+                    await eventually(within: 15) {
+                        shown = await self.tmux(socket, ["capture-pane", "-p", "-t", "live"]).output
+                        return shown.contains(answer) && shown.contains(row)
+                    }, "after '\(key)':\n\(shown)")
             }
             // Ctrl-C leaves the screen and ends the monitor (its tmux session with it).
             _ = await self.tmux(socket, ["send-keys", "-t", "live", "C-c"])
