@@ -28,7 +28,9 @@ import TestSupport
         #expect(files.contains("lab-two-hosts.json5"))
         // The lab config is encrypted: it loads once its keys exist (HAPTICNAV_KEYS names their folder).
         let keys = try scratchFolder() + "/keys"
-        for name in ["group1", "group2", "monitor", "experimenter"] { try CurveKeyPair.generate().write(name: name, folder: keys) }
+        for name in ["group1", "group2", "monitor", "experimenter"] {
+            try CurveKeyPair.generate().write(name: name, folder: keys)
+        }
         setenv("HAPTICNAV_KEYS", keys, 1)
         defer { unsetenv("HAPTICNAV_KEYS") }
         // Its sink needs a calibration (`hapticnav calibrate` writes one).
