@@ -123,7 +123,7 @@ let package = Package(
             ]
         ),
 
-        .target(name: "TestSupport", dependencies: ["NavCore", "Links"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["NavCore", "Links", "SystemIO"], path: "Tests/TestSupport"),
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"], exclude: ["Fixtures"]),
         .testTarget(name: "LinksTests", dependencies: ["Links", "SystemIO", "NavCore", "TestSupport"]),
         .testTarget(name: "EvaluationTests", dependencies: ["Evaluation", "NavCore"]),

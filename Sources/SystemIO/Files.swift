@@ -119,6 +119,18 @@ public final class OutputFile: OwnedDescriptor, @unchecked Sendable {
         return written ?? Array(bytes).withUnsafeBytes { self.writeAll($0, at: nil) }
     }
 
+    /// For a pipe: sets how many bytes it holds before a write blocks (Linux rounds up to a page); the size set, or
+    /// nil when it cannot be set.
+    @discardableResult
+    public func setPipeCapacity(_ bytes: Int) -> Int? {
+        #if os(Linux)
+        let size = fcntl(self.descriptor, 1031, Int32(bytes))  // F_SETPIPE_SZ
+        return size > 0 ? Int(size) : nil
+        #else
+        return nil
+        #endif
+    }
+
     /// Writes `text` as UTF-8.
     @discardableResult
     public func write(_ text: String) -> Bool {

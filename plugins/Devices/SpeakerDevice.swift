@@ -12,7 +12,9 @@ import SystemIO
 
 /// The `speaker` device: stereo sound. Tone pulses panned to the side to turn, louder with intensity; distinct
 /// sounds for turn around, arrival and signal lost; silence on course; spoken prompts through espeak-ng. Plays
-/// through ALSA (`aplay`) when there is a sound device, or writes a WAV file when told to or when there is none.
+/// through ALSA (`aplay`, ``AudioPlayer``) on the `device` given or the default one when there is a sound device, or
+/// writes a WAV file when told to or when there is none. A new cue cuts the sound before it; a stop cuts everything,
+/// the sound already handed to the device included.
 public actor SpeakerDevice: OutputDevice {
     public static let id = "speaker"
     public nonisolated let name = "speaker"
@@ -24,36 +26,71 @@ public actor SpeakerDevice: OutputDevice {
     private let volume: Double
     private let logger: Logger
     private var handle: OutputFile?
-    private var player: ChildProcess?
+    private let player: AudioPlayer?
+    private let device: String?
     private var frames = 0
     private var sounds = 0
     private var prompts = 0
 
-    /// Creates the device: a WAV file when `wavFile` is given or there is no sound device.
-    public init(wavFile: String?, voice: String = "en", volume: Double = 0.8, logger: Logger) {
+    /// Creates the device: a WAV file when `wavFile` is given, or when no `device` is named and there is no sound
+    /// device; otherwise ALSA's `device` (nil: the default).
+    public init(
+        wavFile: String?, device: String? = nil, voice: String = "en", volume: Double = 0.8, logger: Logger,
+        aplay: String = "/usr/bin/aplay"
+    ) {
         let hasSoundDevice =
-            FileManager.default.fileExists(atPath: "/dev/snd")
-            && FileManager.default.isExecutableFile(atPath: "/usr/bin/aplay")
+            (device != nil || FileManager.default.fileExists(atPath: "/dev/snd"))
+            && FileManager.default.isExecutableFile(atPath: aplay)
         self.wavFile = wavFile ?? (hasSoundDevice ? nil : "hapticnav-speaker.wav")
+        self.device = device
+        if self.wavFile == nil {
+            var options = AudioPlayer.Options(device: device)
+            options.sampleRate = Self.sampleRate
+            options.aplay = aplay
+            self.player = AudioPlayer(options: options, logger: logger)
+        } else {
+            self.player = nil
+        }
         self.voice = voice
         self.volume = min(1, max(0, volume))
         self.logger = logger
     }
 
-    /// Reads a config's settings: `wavFile`, `voice` (an espeak-ng voice), `volume` (0–1).
+    /// Reads a config's settings: `wavFile`, `device` (an ALSA device, as `aplay -L` lists them), `voice` (an
+    /// espeak-ng voice), `volume` (0–1).
     public init(settings: Settings, logger: Logger) throws {
         var settings = settings
         let file = try settings.path("wavFile")
+        let device = try settings.optionalString("device")
+        if let device, device.isEmpty || device.hasPrefix("-") || device.contains(where: \.isNewline) {
+            throw ConfigError.invalidValue(
+                path: "\(settings.path).device", expected: "an ALSA device name (aplay -L)", found: "'\(device)'")
+        }
         let voice = try settings.string("voice", default: "en")
         let volume = try settings.double("volume", default: 0.8, in: 0...1)
         try settings.finish()
-        self.init(wavFile: file, voice: voice, volume: volume, logger: logger)
+        self.init(wavFile: file, device: device, voice: voice, volume: volume, logger: logger)
     }
+
+    deinit { self.player?.close() }
+
+    /// The player's figures, for tests and benchmarks: from queueing each sound to its first samples leaving for the
+    /// device [seconds]; nil when writing a file.
+    public nonisolated var handOffSeconds: [Double]? { self.player?.handOffSeconds }
+
+    /// Sound (silence included) handed to the sound device so far [seconds]; nil when writing a file.
+    public nonisolated var streamedSeconds: Double? { self.player?.secondsWritten }
 
     // MARK: Output
 
-    private func write(_ samples: [Int16]) {
+    /// Plays or writes `samples`; a cue (`interrupting`) cuts what was not yet played.
+    private func write(_ samples: [Int16], interrupting: Bool = true) {
         guard !samples.isEmpty else { return }
+        if let player = self.player {
+            player.play(samples, interrupting: interrupting)
+            self.frames += samples.count / 2
+            return
+        }
         let bytes = samples.withUnsafeBytes { Array($0) }
         if let file = self.wavFile {
             if self.handle == nil {
@@ -71,20 +108,6 @@ public actor SpeakerDevice: OutputDevice {
             self.frames += samples.count / 2
             // Keep the header true after every write, so that the file is valid whenever it is read.
             handle.write(Self.header(dataBytes: self.frames * 4), at: 0)
-        } else {
-            if self.player == nil {
-                do {
-                    self.player = try ChildProcess(
-                        executable: "/usr/bin/aplay",
-                        arguments: ["-q", "-t", "raw", "-f", "S16_LE", "-r", "\(Self.sampleRate)", "-c", "2"],
-                        input: .pipe)
-                } catch {
-                    self.logger.warning("speaker: cannot start aplay (\(error))")
-                    return
-                }
-            }
-            self.player?.input?.write(bytes)
-            self.frames += samples.count / 2
         }
     }
 
@@ -153,7 +176,8 @@ public actor SpeakerDevice: OutputDevice {
         self.write(self.sound(for: cue))
     }
 
-    public func stopAll() {}
+    /// Silences at once: the sound already handed to the sound device too.
+    public func stopAll() { self.player?.stopAll() }
 
     /// Speaks through espeak-ng, mixed to both channels. The synthesis runs on its own thread, so that the
     /// cooperative pool (and the sink's other devices) never waits on the child process.
@@ -175,7 +199,7 @@ public actor SpeakerDevice: OutputDevice {
                 out.append(scaled)
             }
         }
-        self.write(out)
+        self.write(out, interrupting: false)
     }
 
     /// espeak-ng's WAV output for `text`, or nil when espeak-ng cannot be started.
@@ -208,6 +232,6 @@ public actor SpeakerDevice: OutputDevice {
         let seconds = Double(self.frames) / Double(Self.sampleRate)
         return "\(self.sounds) sound(s), \(self.prompts) spoken prompt(s), "
             + fixedDecimal(seconds, digits: 1) + " s of audio"
-            + (self.wavFile.map { " in \($0)" } ?? " through ALSA")
+            + (self.wavFile.map { " in \($0)" } ?? " through ALSA \(self.device ?? "default")")
     }
 }
