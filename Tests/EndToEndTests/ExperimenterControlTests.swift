@@ -159,5 +159,84 @@ extension ProcessSuites {
             #expect(goneStatus == 1 && goneOutput.contains("haptic: NOT REACHED"), "\(goneOutput)")
             #expect(took >= 2 && took < 10, "gave up after its 2 s: \(took) s")
         }
+
+        /// The speaker on the wearable, playing through a real sound server (PulseAudio's null sink, whose monitor the
+        /// test records): 20 stops from the laptop, each right after a turn cue's sound begins; the time from starting
+        /// the command to the last sound at the sink, and the cue cut short each time.
+        @Test(.enabled(if: SoundServer.isAvailable, "PulseAudio and aplay: scripts/setup installs them"))
+        func aStopFromTheLaptopCutsTheSpeakersSound() async throws {
+            let network = try TwoHostNetwork()
+            defer { network.remove() }
+            let (laptop, wearable) = (network.host1, network.host2)
+            let (address1, address2) = (network.address1, network.address2)
+            let folder = try scratchFolder()
+            let binary = try hapticnavExecutable()
+            let keys = "\(folder)/keys"
+            for name in ["group1", "group2", "experimenter"] {
+                try CurveKeyPair.generate().write(name: name, folder: keys)
+            }
+            let server = try await SoundServer()
+            defer { server.stop() }
+            let recording = try server.record()
+            defer { recording.stop() }
+            let route = repositoryRoot.appendingPathComponent("data/routes/monaco-demo-walk.geojson").path
+            let lab = "\(folder)/lab.json5"
+            try """
+            {
+              bus: { joinGraceSeconds: 0.5 },
+              security: { keys: "\(keys)", readers: ["experimenter"] },
+              stages: {
+                source: { plugin: "sim", group: "1", key: "group1", publish: "tcp://\(address1):5601",
+                          settings: { route: "\(route)", pace: 1, loop: true, pocketOffsetDegrees: 60,
+                                      compassNoiseDegrees: 1, seed: 5 } },
+                smoother: { plugin: "kalman", group: "1", key: "group1", inputs: ["source"], topics: ["fix"],
+                            publish: "tcp://\(address1):5602" },
+                route: { plugin: "file", group: "1", key: "group1", inputs: ["smoother"], topics: ["smoothed"],
+                         publish: "tcp://\(address1):5603", settings: { file: "\(route)" },
+                         options: { destination: [43.72977, 7.416504] } },
+                haptic: { plugin: "speaker", group: "2", key: "group2", inputs: ["source", "route"],
+                          topics: ["heading", "target", "progress"], publish: "tcp://\(address2):5604",
+                          settings: { device: "pulse" },
+                          options: { offsetDegrees: 0, staleAfterSeconds: 2.5, debounceSeconds: 0,
+                                     repeatPeriodSeconds: 1,
+                                     control: { listen: ["tcp://\(address2):5605"],
+                                                stateFile: "\(folder)/control-state.json" } } },
+              },
+            }
+            """.write(toFile: lab, atomically: true, encoding: .utf8)
+            func inside(_ host: String, _ arguments: [String]) throws -> ChildProcess {
+                try ChildProcess(
+                    TwoHostNetwork.ipPath, network.inside(host, [binary] + arguments), environment: server.environment)
+            }
+            let group2 = try inside(wearable, ["run", "--config", lab, "--host", "2"])
+            let group1 = try inside(laptop, ["run", "--config", lab, "--host", "1"])
+            defer { for process in [group1, group2] { process.ensureStopped() } }
+            var silences: [Double] = []
+            var resumedAt = Date().timeIntervalSince1970
+            for trial in 0..<20 {
+                // A cue's sound begins: three pulses over 0.42 s, so it would go on for about 0.34 s after its onset.
+                var onset: Double?
+                #expect(
+                    await eventually(within: 40) {
+                        onset = recording.firstSound(after: resumedAt)
+                        return onset != nil
+                    }, "a cue is heard before stop \(trial): \(group2.stderr.suffix(800))")
+                let started = Date().timeIntervalSince1970
+                let stop = try inside(laptop, ["control", "stop", "--config", lab])
+                let status = await stop.wait(seconds: 20)
+                #expect(status == 0, "stop \(trial): \(stop.stdout) \(stop.stderr)")
+                #expect(await eventually(within: 10) { (recording.latest ?? 0) > started + 1 })
+                let last = recording.lastSound() ?? started
+                silences.append(max(0, last - started))
+                if let onset { #expect(last < onset + 0.3, "the cue was cut short at stop \(trial)") }
+                let resume = try inside(laptop, ["control", "resume", "--config", lab])
+                #expect(await resume.wait(seconds: 20) == 0, "resume \(trial): \(resume.stdout)")
+                resumedAt = Date().timeIntervalSince1970
+            }
+            let sorted = silences.sorted()
+            print(
+                "control stop → speaker silent at the sound server over two namespaces with CURVE: p50 \(String(format: "%.3f", sorted[sorted.count / 2])) s, max \(String(format: "%.3f", sorted.last ?? .nan)) s over \(sorted.count) stops (from starting the command; each right after a cue's onset)"
+            )
+        }
     }
 }
