@@ -7,6 +7,7 @@ Needs pyzmq (`pip install pyzmq`). Written from docs/PROTOCOL.md alone; it impor
 """
 import argparse
 import json
+import os
 import struct
 import sys
 import time
@@ -201,14 +202,35 @@ def decode(frames):
     return header, topic, payload
 
 
-def subscribe(context, endpoints, topics=None):
-    """A SUB socket connected to every endpoint, for `topics` (and heartbeats) or everything, and a poller on it."""
+def read_key(path):
+    """The one Z85 key in a `hapticnav keys generate` file (NAME.key or NAME.pub), # comments aside."""
+    with open(path, encoding="utf-8") as file:
+        lines = [line.strip() for line in file if line.strip() and not line.lstrip().startswith("#")]
+    if len(lines) != 1 or len(lines[0]) != 40:
+        raise ValueError(f"{path}: expected one Z85 key of 40 characters")
+    return lines[0].encode()
+
+
+def subscribe(context, endpoints, topics=None, keys=None, key=None):
+    """A SUB socket connected to every endpoint, for `topics` (and heartbeats) or everything, and a poller on it.
+
+    An endpoint written ENDPOINT=NAME is an encrypted stage whose public key is NAME.pub in the folder `keys`: the
+    connection is CURVE, as the reader `key` (KEY.key and KEY.pub there; one of the config's readers), and completes
+    only with the publisher holding NAME's secret."""
     socket = context.socket(zmq.SUB)
     socket.setsockopt(zmq.LINGER, 0)
     for topic in ([*topics, HEARTBEAT_TOPIC.decode()] if topics else [""]):
         socket.setsockopt(zmq.SUBSCRIBE, topic.encode())
-    for endpoint in endpoints:
-        socket.connect(endpoint)
+    # CURVE keys apply to the connections made after they are set: one socket per encryption setting.
+    for endpoint in sorted(endpoints, key=lambda e: "=" in e):  # plain ones before the keys are set
+        address, _, publisher = endpoint.partition("=")
+        if publisher:
+            if not keys or not key:
+                raise ValueError(f"{endpoint}: an encrypted stage needs --keys DIR and --key NAME (a reader's key)")
+            socket.curve_secretkey = read_key(os.path.join(keys, f"{key}.key"))
+            socket.curve_publickey = read_key(os.path.join(keys, f"{key}.pub"))
+            socket.curve_serverkey = read_key(os.path.join(keys, f"{publisher}.pub"))
+        socket.connect(address)
     poller = zmq.Poller()
     poller.register(socket, zmq.POLLIN)
     return socket, poller
@@ -216,14 +238,17 @@ def subscribe(context, endpoints, topics=None):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--connect", action="append", required=True, help="endpoint (repeatable)")
+    parser.add_argument("--connect", action="append", required=True,
+                        help="endpoint (repeatable); ENDPOINT=NAME for a stage encrypted with key NAME")
+    parser.add_argument("--keys", help="the folder of key files (for encrypted stages)")
+    parser.add_argument("--key", default="monitor", help="the reader's key pair in --keys (one of the readers)")
     parser.add_argument("--count", type=int, default=0, help="stop after this many messages (0: never)")
     parser.add_argument("--seconds", type=float, default=0, help="stop after this many seconds (0: never)")
     parser.add_argument("--json", action="store_true", help="print JSON Lines")
     args = parser.parse_args()
 
     context = zmq.Context()
-    socket, poller = subscribe(context, args.connect)
+    socket, poller = subscribe(context, args.connect, keys=args.keys, key=args.key)
     deadline = time.monotonic() + args.seconds if args.seconds else None
     printed = dropped = 0
     try:

@@ -114,5 +114,169 @@ extension ProcessSuites {
                 "LSL inlets: " + samples.map { "\($0.key) \($0.value.count)" }.sorted().joined(separator: ", ")
                     + " samples, \(sent) rounds of four messages sent")
         }
+
+        /// An encrypted lab read with a reader's key, a heading stream, and markers; one sender's wall clock 100 s ahead
+        /// of the others' (a host whose clock was never set): each sample still lands at its true time in LSL's clock.
+        @Test func headingsAndMarkersFromAnEncryptedLabWithClocksThatDisagree() async throws {
+            let folder = try scratchFolder()
+            let keys = "\(folder)/keys"
+            for name in ["group1", "monitor"] { try CurveKeyPair.generate().write(name: name, folder: keys) }
+            let context = ZMQContext()
+            defer { context.terminate() }
+            // Group 1's source and route controller, encrypted, on this host's clock.
+            let port = freeTCPPort()
+            var options = PublisherOptions()
+            options.curve = CurveServerOptions(
+                identity: try CurveKeyPair.load(name: "group1", folder: keys),
+                readers: [try CurveKeyPair.loadPublic(file: "\(keys)/monitor.pub")])
+            let group1 = try BusPublisher(
+                context: context, bind: ["tcp://127.0.0.1:\(port)"], stage: "route", options: options)
+            defer { group1.close() }
+            // The sink, on a host whose clock is 100 s ahead: cues and the experimenter's commands, written from
+            // docs/PROTOCOL.md in Python (its header's send time on that clock too).
+            let skewed = "ipc://\(folder)/haptic.sock"
+            let sinkScript = """
+                import struct, sys, time, zmq
+                AHEAD = 100.0
+                def string(text):
+                    data = text.encode(); return struct.pack("<H", len(data)) + data
+                socket = zmq.Context().socket(zmq.PUB); socket.bind(sys.argv[1])
+                sequence = 0
+                def send(topic, type_id, payload):
+                    global sequence
+                    sequence += 1
+                    header = struct.pack("<BBHQq", 1, type_id, 0, sequence, int((time.time() + AHEAD) * 1e9))
+                    socket.send_multipart([topic, header + bytes([6]) + b"haptic", payload])
+                commands = 0
+                while True:
+                    now = time.time()
+                    send(b"cue", 8, struct.pack("<dBdd", now + AHEAD, 1, 0.5, -40.0))
+                    if sequence % 10 == 0:
+                        command = commands % 3  # stop, resume, mark
+                        commands += 1
+                        text = f"t={now:.6f}" if command == 2 else ""
+                        payload = (struct.pack("<dB", now + AHEAD, command) + string(text) + string("experimenter")
+                                   + string(f"id{commands}") + struct.pack("<dB", now + AHEAD, 1 if command == 0 else 0))
+                        send(b"control", 12, payload)
+                    time.sleep(0.05)
+                """
+            let sink = try ChildProcess("/usr/bin/env", ["python3", "-c", sinkScript, skewed])
+            defer { sink.ensureStopped() }
+            let bridge = try ChildProcess(
+                "/usr/bin/env",
+                [
+                    "python3", repositoryRoot.appendingPathComponent("tools/hapticnav_lsl.py").path, "--keys", keys,
+                    "--key", "monitor", "--connect", "tcp://127.0.0.1:\(port)=group1", "--connect", skewed,
+                    "--source-id", "clocks-\(getpid())",
+                ])
+            defer { bridge.ensureStopped() }
+            let inletScript = """
+                import json, sys, time
+                import pylsl
+                names = ["HapticNav headings", "HapticNav markers", "HapticNav cues"]
+                inlets = {}
+                for name in names:
+                    found = [s for s in pylsl.resolve_byprop("name", name, timeout=20) if s.source_id().startswith(sys.argv[1])]
+                    assert found, "no stream " + name
+                    inlets[name] = pylsl.StreamInlet(found[0])
+                    inlets[name].open_stream(timeout=10)
+                print("ready", flush=True)
+                got = {name: [] for name in names}
+                deadline = time.monotonic() + 40
+                def enough():
+                    markers = [s["values"][0] for s in got["HapticNav markers"]]
+                    return (len(got["HapticNav headings"]) >= 20 and len(got["HapticNav cues"]) >= 20
+                            and any(m.startswith("mark: ") for m in markers) and any(m.startswith("stop by") for m in markers)
+                            and any(m.startswith("reroute") for m in markers) and any(m.startswith("arrived") for m in markers))
+                while time.monotonic() < deadline and not enough():
+                    for name, inlet in inlets.items():
+                        sample, stamp = inlet.pull_sample(timeout=0.02)
+                        if sample is not None:
+                            values = [None if isinstance(v, float) and v != v else v for v in sample]  # NaN: JSON null
+                            got[name].append({"values": values, "stamp": stamp, "offset": pylsl.local_clock() - time.time()})
+                print(json.dumps(got), flush=True)
+                """
+            let inlet = try ChildProcess("/usr/bin/env", ["python3", "-c", inletScript, "clocks-\(getpid())"])
+            defer { inlet.ensureStopped() }
+            #expect(
+                await eventually(within: 40) { inlet.stdout.contains("ready") || !isAlive(inlet.pid) },
+                "the inlets opened: \(inlet.stderr.suffix(400)) \(bridge.stderr.suffix(400))")
+            // Group 1: headings at 20 Hz on this host's clock; route 1, then a reroute to route 2, then the arrival.
+            var sent = 0
+            let route = { (id: UInt32) in
+                BusMessage.route(
+                    Route(
+                        routeID: id, timeSeconds: Date().timeIntervalSince1970, provider: "osm", lengthMeters: 100,
+                        points: [], waypoints: []))
+            }
+            while isAlive(inlet.pid), sent < 800 {
+                let now = Date().timeIntervalSince1970
+                try group1.send(
+                    .heading(
+                        HeadingSample(
+                            timeSeconds: now, headingDegrees: Double(sent % 360), reference: .magneticNorth,
+                            accuracyDegrees: sent % 2 == 0 ? nil : 7)))
+                if sent % 20 == 0 { try group1.send(route(sent % 40 == 0 ? 1 : 2)) }
+                if sent % 20 == 10 {
+                    try group1.send(
+                        .progress(
+                            RouteProgress(
+                                timeSeconds: now, routeID: sent % 40 == 10 ? 1 : 2, distanceAlongMeters: 100,
+                                distanceRemainingMeters: 0, crossTrackMeters: 0, nextWaypointIndex: 0,
+                                bearingToNextDegrees: 0, distanceToNextMeters: 0, etaSeconds: nil,
+                                state: sent % 40 == 10 ? .onRoute : .arrived)))
+                }
+                sent += 1
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(
+                await inlet.wait(seconds: 30) == 0, "inlet: \(inlet.stderr.suffix(600)) \(bridge.stderr.suffix(600))")
+            let line = try #require(inlet.stdout.split(separator: "\n").last { $0.hasPrefix("{") })
+            let got = try #require(
+                JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: [[String: Any]]])
+            func samples(_ name: String) -> [(values: [Any], stamp: Double, offset: Double)] {
+                (got[name] ?? []).compactMap {
+                    guard let values = $0["values"] as? [Any], let stamp = $0["stamp"] as? Double,
+                        let offset = $0["offset"] as? Double
+                    else { return nil }
+                    return (values, stamp, offset)
+                }
+            }
+            // Headings, from the encrypted stage, at their own times.
+            let headings = samples("HapticNav headings")
+            #expect(headings.count >= 20)
+            for heading in headings {
+                let values = heading.values.map { $0 as? Double }
+                #expect(values.count == 4 && values[2] == 1, "magnetic: \(values)")
+                #expect(abs(heading.stamp - ((values[0] ?? 0) + heading.offset)) < 0.01, "heading at its own time")
+            }
+            // Accuracy 7° where given, NaN (null here) where not.
+            #expect(headings.contains { $0.values.count == 4 && ($0.values[3] as? Double) == 7 })
+            #expect(headings.contains { $0.values.count == 4 && $0.values[3] is NSNull })
+            // Cues from the sink whose clock is 100 s ahead: at their true times (their sent time less the 100 s).
+            let cues = samples("HapticNav cues")
+            #expect(cues.count >= 20)
+            var worst = 0.0
+            for cue in cues {
+                let sentTime = (cue.values.first as? Double) ?? 0
+                worst = max(worst, abs(cue.stamp - (sentTime - 100 + cue.offset)))
+            }
+            #expect(worst < 0.05, "cues from a clock 100 s ahead stamped within \(worst) s of their true time")
+            // Markers: the experimenter's stop and mark (the mark at its true time), the reroute and the arrival.
+            let markers = samples("HapticNav markers")
+            let texts = markers.compactMap { $0.values.first as? String }
+            #expect(texts.contains("stop by experimenter") && texts.contains("resume by experimenter"), "\(texts)")
+            #expect(texts.contains("reroute to route 2 by osm") && texts.contains("arrived on route 2"), "\(texts)")
+            #expect(!texts.contains("arrived on route 1"))
+            for marker in markers {
+                guard let text = marker.values.first as? String, text.hasPrefix("mark: t="),
+                    let truth = Double(text.dropFirst("mark: t=".count))
+                else { continue }
+                #expect(abs(marker.stamp - (truth + marker.offset)) < 0.05, "the mark at its true time")
+            }
+            print(
+                "LSL with a sender 100 s ahead: \(headings.count) headings, \(cues.count) cues (worst \(String(format: "%.4f", worst)) s from the true time), markers \(Set(texts.map { $0.hasPrefix("mark:") ? "mark" : $0 }).sorted())"
+            )
+        }
     }
 }
