@@ -100,7 +100,7 @@ let package = Package(
             name: "Runtime",
             dependencies: [
                 "NavCore", "Bus", "SystemIO", "Stages", "SimSource", "LocationSources", "Smoothers", "Routers",
-                "Devices", "Sinks", "Parsers",
+                "Devices", "Sinks", "Parsers", "Links",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

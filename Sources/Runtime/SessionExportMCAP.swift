@@ -27,76 +27,100 @@ extension SessionExport {
 
     static func mcap(_ session: Session) -> [UInt8] {
         var writer = MCAPWriter(profile: "", library: "hapticnav export")
-        let fixSchema = writer.addSchema(
-            name: "foxglove.LocationFix", encoding: "jsonschema", data: Array(Self.locationFixSchema.utf8))
-        let geoJSONSchema = writer.addSchema(
-            name: "foxglove.GeoJSON", encoding: "jsonschema", data: Array(Self.geoJSONSchema.utf8))
+        var schemas: [String: UInt16] = [:]
         var channels: [String: UInt16] = [:]
         var sequences: [String: UInt32] = [:]
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        func channel(_ topic: String, schema: () -> UInt16) -> UInt16 {
-            if let id = channels[topic] { return id }
-            let id = writer.addChannel(topic: topic, messageEncoding: "json", schemaID: schema())
-            channels[topic] = id
-            return id
-        }
-        func add(_ topic: String, _ record: RecordedMessage, _ json: JSONValue, schema: () -> UInt16) {
-            let id = channel(topic, schema: schema)
-            let sequence = sequences[topic, default: 0]
-            sequences[topic] = sequence &+ 1
-            let data = (try? encoder.encode(json)).map { [UInt8]($0) } ?? Array("{}".utf8)
+        for record in session.records {
+            guard let (channel, data) = FoxgloveChannels.encode(record.message, encoder: encoder) else { continue }
+            let schema =
+                schemas[channel.schemaName]
+                ?? writer.addSchema(name: channel.schemaName, encoding: "jsonschema", data: Array(channel.schema.utf8))
+            schemas[channel.schemaName] = schema
+            let id =
+                channels[channel.topic]
+                ?? writer.addChannel(topic: channel.topic, messageEncoding: "json", schemaID: schema)
+            channels[channel.topic] = id
+            let sequence = sequences[channel.topic, default: 0]
+            sequences[channel.topic] = sequence &+ 1
             writer.addMessage(
                 channel: id, sequence: sequence, logTime: MCAP.nanoseconds(record.receiveTimeSeconds),
                 publishTime: MCAP.nanoseconds(record.sendTimeSeconds ?? record.receiveTimeSeconds), data: data)
         }
-        for record in session.records {
-            switch record.message {
-            case let .fix(fix):
-                add(
-                    "/fix", record,
-                    Self.locationFix(
-                        fix.timeSeconds, fix.latitude, fix.longitude, fix.altitudeMeters,
-                        accuracy: fix.horizontalAccuracyMeters, frame: "gps")
-                ) { fixSchema }
-            case let .smoothed(fix):
-                add(
-                    "/smoothed", record,
-                    Self.locationFix(
-                        fix.timeSeconds, fix.latitude, fix.longitude, nil,
-                        accuracy: fix.horizontalAccuracyMeters, frame: "smoothed")
-                ) { fixSchema }
-            case let .route(route):
-                let geometry: JSONValue = [
-                    "type": "Feature",
-                    "properties": [
-                        "routeID": .number(Double(route.routeID)), "provider": .string(route.provider),
-                        "lengthMeters": .number(route.lengthMeters),
-                    ],
-                    "geometry": [
-                        "type": "LineString",
-                        "coordinates": .array(route.points.map { [.number($0.longitude), .number($0.latitude)] }),
-                    ],
-                ]
-                let text = (try? encoder.encode(geometry)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-                add("/route", record, ["geojson": .string(text)]) { geoJSONSchema }
-            default:
-                let topic = record.message.kind.topic
-                guard let payload = try? encoder.encode(record.message.payload),
-                    let json = try? JSONDecoder().decode(JSONValue.self, from: payload)
-                else { continue }
-                add("/\(topic)", record, json) {
-                    writer.addSchema(
-                        name: "hapticnav.\(topic)", encoding: "jsonschema",
-                        data: Array("{\"title\":\"hapticnav \(topic), docs/PROTOCOL.md\",\"type\":\"object\"}".utf8))
-                }
-            }
-        }
         writer.finish()
         return writer.takeOutput()
     }
+}
 
-    private static func locationFix(
+/// The channels HapticNav's messages take for Foxglove, the same in an exported MCAP file and on the live
+/// WebSocket (`hapticnav foxglove`), so that one layout serves both: fixes and smoothed fixes as `foxglove.LocationFix`
+/// on `/fix` and `/smoothed`, routes as `foxglove.GeoJSON` on `/route`, every other message its own JSON (the
+/// payloads of `docs/PROTOCOL.md`) on `/<topic>`.
+public enum FoxgloveChannels {
+    /// A channel: its topic, and its schema's name and JSON Schema text.
+    public struct Channel: Sendable, Equatable {
+        public var topic: String
+        public var schemaName: String
+        public var schema: String
+    }
+
+    /// Every channel, in a fixed order.
+    public static let all: [Channel] = BusMessage.Kind.allCases.map(Self.channel)
+
+    /// The channel of a kind of message.
+    public static func channel(_ kind: BusMessage.Kind) -> Channel {
+        switch kind {
+        case .fix: Channel(topic: "/fix", schemaName: "foxglove.LocationFix", schema: SessionExport.locationFixSchema)
+        case .smoothed:
+            Channel(topic: "/smoothed", schemaName: "foxglove.LocationFix", schema: SessionExport.locationFixSchema)
+        case .route: Channel(topic: "/route", schemaName: "foxglove.GeoJSON", schema: SessionExport.geoJSONSchema)
+        default:
+            Channel(
+                topic: "/\(kind.topic)", schemaName: "hapticnav.\(kind.topic)",
+                schema: "{\"title\":\"hapticnav \(kind.topic), docs/PROTOCOL.md\",\"type\":\"object\"}")
+        }
+    }
+
+    /// A message as its channel's JSON; nil when it cannot be encoded.
+    static func encode(_ message: BusMessage, encoder: JSONEncoder) -> (Channel, [UInt8])? {
+        let json: JSONValue
+        switch message {
+        case let .fix(fix):
+            json = SessionExport.locationFix(
+                fix.timeSeconds, fix.latitude, fix.longitude, fix.altitudeMeters,
+                accuracy: fix.horizontalAccuracyMeters, frame: "gps")
+        case let .smoothed(fix):
+            json = SessionExport.locationFix(
+                fix.timeSeconds, fix.latitude, fix.longitude, nil, accuracy: fix.horizontalAccuracyMeters,
+                frame: "smoothed")
+        case let .route(route):
+            let geometry: JSONValue = [
+                "type": "Feature",
+                "properties": [
+                    "routeID": .number(Double(route.routeID)), "provider": .string(route.provider),
+                    "lengthMeters": .number(route.lengthMeters),
+                ],
+                "geometry": [
+                    "type": "LineString",
+                    "coordinates": .array(route.points.map { [.number($0.longitude), .number($0.latitude)] }),
+                ],
+            ]
+            let text = (try? encoder.encode(geometry)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+            json = ["geojson": .string(text)]
+        default:
+            guard let payload = try? encoder.encode(message.payload),
+                let value = try? JSONDecoder().decode(JSONValue.self, from: payload)
+            else { return nil }
+            json = value
+        }
+        guard let data = try? encoder.encode(json) else { return nil }
+        return (Self.channel(message.kind), [UInt8](data))
+    }
+}
+
+extension SessionExport {
+    static func locationFix(
         _ time: Double, _ latitude: Double, _ longitude: Double, _ altitude: Double?, accuracy: Double, frame: String
     ) -> JSONValue {
         let seconds = time.rounded(.down)

@@ -1,0 +1,70 @@
+import Foundation
+import Synchronization
+@testable import Links
+import Testing
+import TestSupport
+
+@Suite struct WebSocketServerTests {
+    /// RFC 6455's own example handshake, and FIPS 180's SHA-1 vectors.
+    @Test func theHandshakeAnswersAsTheRFCSays() {
+        #expect(Base64.encode(SHA1.hash(Array("abc".utf8))) == "qZk+NkcGgWq6PiVxeFDCbJzQ2J0=")
+        #expect(
+            SHA1.hash(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)).map {
+                String(format: "%02x", $0)
+            }.joined() == "84983e441c3bd26ebaae4aa1f95129e5e54670f1")
+        let request =
+            "GET /chat HTTP/1.1\r\nHost: server.example.com\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: chat, superchat\r\n"
+            + "Sec-WebSocket-Version: 13"
+        let response = WebSocketServer.upgrade(request, subprotocol: "chat")
+        #expect(response?.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n") == true)
+        #expect(WebSocketServer.upgrade(request, subprotocol: "foxglove.websocket.v1") == nil, "not offered")
+        #expect(WebSocketServer.upgrade("GET / HTTP/1.1\r\nHost: x", subprotocol: "chat") == nil)
+    }
+
+    /// A client that is not a WebSocket client, and one that sends an unmasked frame: each is counted and closed, and
+    /// the next client is served.
+    @Test func badClientsAreCountedAndTheServerGoesOn() async throws {
+        let opened = Mutex(0)
+        let server = try WebSocketServer(host: "127.0.0.1", port: 0, subprotocol: "test") { event in
+            if case .opened = event { opened.withLock { $0 += 1 } }
+        }
+        defer { server.close() }
+        func exchange(_ bytes: [UInt8]) -> [UInt8] {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = in_port_t(server.port.bigEndian)
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            _ = bytes.withUnsafeBufferPointer { send(fd, $0.baseAddress, $0.count, 0) }
+            var timeout = timeval(tv_sec: 5, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var out: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = recv(fd, &chunk, chunk.count, 0)
+                if count <= 0 { break }
+                out += chunk[0..<count]
+            }
+            return out
+        }
+        let garbage = exchange(Array("hello\r\n\r\n".utf8))
+        #expect(String(decoding: garbage, as: UTF8.self).hasPrefix("HTTP/1.1 400"))
+        let handshake =
+            "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: test\r\n"
+            + "Sec-WebSocket-Version: 13\r\n\r\n"
+        // An unmasked text frame: the server closes the connection after the handshake.
+        let unmasked = exchange(Array(handshake.utf8) + [0x81, 0x02, 0x68, 0x69])
+        #expect(String(decoding: unmasked, as: UTF8.self).hasPrefix("HTTP/1.1 101"))
+        #expect(await eventually(within: 5) { server.counters.first { $0.name == "ws.malformed" }?.value == 1 })
+        #expect(server.counters.first { $0.name == "ws.refusedHandshakes" }?.value == 1)
+        #expect(opened.withLock { $0 } == 1)
+    }
+}
