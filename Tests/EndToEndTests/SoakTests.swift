@@ -32,6 +32,7 @@ extension ProcessSuites {
                 binary, ["run", "--config", config],
                 environment: [
                     "HAPTICNAV_BAND": "127.0.0.1:\(port)", "HAPTICNAV_RECORDING": "\(folder)/recording.jsonl",
+                    "HAPTICNAV_WEARABLE_RECORDING": "\(folder)/wearable.jsonl",
                     "HAPTICNAV_CALIBRATION": calibration, "HAPTICNAV_KEYS": keys,
                 ])
             defer { run.ensureStopped() }

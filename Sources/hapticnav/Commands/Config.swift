@@ -32,6 +32,7 @@ struct ConfigCommand: ParsableCommand {
         var files: [String]
 
         @Option(
+            name: [.customLong("host"), .customLong("group")],
             help: "Show only the stages of this host group, with each link's encryption, and check their secret keys.")
         var group: String?
 
