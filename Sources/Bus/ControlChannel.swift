@@ -35,6 +35,8 @@ public final class ControlListener: Sendable {
     private let stop = Mutex(false)
     private let counts = Mutex<[String: UInt64]>([:])
     private let done = DispatchSemaphore(value: 0)
+    /// The ipc socket files bound, removed on close while still ours.
+    private let socketFiles: [IPCSocketFile]
     /// The ZAP domain of this listener's connections.
     public let domain: String
 
@@ -53,11 +55,18 @@ public final class ControlListener: Sendable {
                 try socket.makeCurveServer(curve, domain: self.domain)
             }
             try socket.setOption64(ZMQ_MAXMSGSIZE, Int64(ControlProtocol.maximumFrameBytes))
-            for endpoint in endpoints { try socket.bind(endpoint) }
+            // As the publishers' ipc sockets: never take over one a live process serves (a second sink, or an
+            // impostor), and only this user may connect.
+            for endpoint in endpoints {
+                try prepareEndpoint(endpoint)
+                try socket.bind(endpoint)
+                if endpoint.hasPrefix("ipc://") { _ = chmod(String(endpoint.dropFirst("ipc://".count)), 0o600) }
+            }
         } catch {
             socket.close()
             throw error
         }
+        self.socketFiles = endpoints.compactMap(IPCSocketFile.init(boundAt:))
         SystemThread.start(name: "control-\(stage)") { [self] in
             self.serve(socket, stage: stage, options: options, logger: logger, handler: handler)
             socket.close()
@@ -82,7 +91,10 @@ public final class ControlListener: Sendable {
             defer { stopped = true }
             return !stopped
         }
-        if first { _ = self.done.wait(timeout: .now() + 1) }
+        if first {
+            _ = self.done.wait(timeout: .now() + 1)
+            for file in self.socketFiles { file.removeIfStillOurs() }
+        }
     }
 
     private func serve(

@@ -693,6 +693,9 @@ struct StageTemplate {
         hapticOptions["fallback"] = nil
         hapticOptions["offsetDegrees"] = .number(offsetDegrees)
         hapticOptions["echoEveryHeading"] = .bool(true)
+        // No experimenter in a simulated walk: no control endpoint to share between walks, and no stop kept from a
+        // lab session that would silence this sink.
+        hapticOptions["control"] = nil
         haptic["options"] = .object(hapticOptions)
         var stages: [String: SettingValue] = [:]
         for (name, var object) in [(self.smoother, smoother), (self.route, route), (self.haptic, haptic)] {

@@ -42,7 +42,9 @@ func loadConfig(_ file: String, calibrationMayBeMissing: Bool = false) throws ->
     do {
         return try PipelineConfig.load(file: file, calibrationMayBeMissing: calibrationMayBeMissing)
     } catch let error as ConfigError {
-        throw CommandFailure("\(error)")
+        // Which file, when the message does not say (a command may be given several).
+        let text = "\(error)"
+        throw CommandFailure(text.contains(file) ? text : "\(file): \(text)")
     }
 }
 
