@@ -15,7 +15,9 @@ measurement time), so that LabRecorder lines the walk up with eye tracking, EEG 
 hosts' wall clocks need not agree: for each sending stage the bridge measures the offset between its clock and the
 bridge's from the send times in every message and heartbeat header (the smallest receive-minus-send time of the
 last 30 s: the clock offset plus the network's shortest delay, a millisecond or less on a lab network) and carries
-each message's time through it. The first channel of every numeric stream keeps the time as sent (Unix seconds on
+each time through the offset of the clock it was read on: measurement times (fixes, headings, and the smoothed
+fixes, targets, progress, routes and cues dated with them) through the source's, which is the stage the fixes and
+headings come from (connect to it too); the experimenter's commands through the sink's. The first channel of every numeric stream keeps the time as sent (Unix seconds on
 the sender's clock). docs/LAB.md, "Clocks", says how to keep the clocks in step anyway.
 
 Streams (irregular rate; the channel labels and units are in each stream's description):
@@ -63,6 +65,8 @@ STREAMS = {
 MARKERS = ("HapticNav markers", "Markers")
 # Topics the markers come from, besides the numeric streams'.
 MARKER_TOPICS = ["control", "route", "progress"]
+# Topics whose times are measurement times, on the clock of the stage that publishes fixes and headings.
+MEASURED = {"fix", "heading", "smoothed", "target", "progress", "route", "cue"}
 
 
 def sample(topic, payload):
@@ -161,6 +165,7 @@ def main():
     print(f"bridging {', '.join(args.connect)} to LSL streams: "
           + ", ".join([name for name, _, _ in STREAMS.values()] + [MARKERS[0]]), file=sys.stderr, flush=True)
     pushed = dropped = 0
+    source = None  # the stage fixes and headings come from: measurement times are on its clock
     try:
         while not deadline or time.monotonic() < deadline:
             if not poller.poll(100):
@@ -177,9 +182,15 @@ def main():
             offsets.observe(header["stage"], header["sendTimeNanoseconds"] / 1e9, received)
             if topic is None:
                 continue
-            # The message's own time, on the sender's clock, carried into this host's wall clock and then into
-            # LSL's (this host's offset between the two now).
-            to_lsl = offsets.offset(header["stage"]) + (pylsl.local_clock() - time.time())
+            if topic in ("fix", "heading"):
+                source = header["stage"]
+            if not math.isfinite(payload.get("timeSeconds", math.nan)):
+                dropped += 1
+                continue
+            # The message's own time, on the clock it was read on, carried into this host's wall clock and then
+            # into LSL's (this host's offset between the two now).
+            clock = source if topic in MEASURED and source is not None else header["stage"]
+            to_lsl = offsets.offset(clock) + (pylsl.local_clock() - time.time())
             if topic in outlets:
                 values = sample(topic, payload)
                 outlets[topic].push_sample(values, values[0] + to_lsl)

@@ -164,9 +164,10 @@ public final class ControlListener: Sendable {
         }
         if finished.wait(timeout: .now() + timeout) == .timedOut {
             self.count("control.timedOut")
+            // The command may still be carried out: say that the outcome is unknown, not that nothing happened.
             return ControlReply(
                 requestID: request.requestID, stage: stage, accepted: false, stopped: false,
-                message: "the sink did not carry it out within \(timeout) s")
+                message: "OUTCOME UNKNOWN: the sink did not answer within \(timeout) s (it may still carry it out)")
         }
         return result.withLock { $0 }!
     }

@@ -6,6 +6,9 @@ import Foundation
 public import NavCore
 public import Bus
 import SystemIO
+#if canImport(Glibc)
+import Glibc
+#endif
 public import Stages
 
 /// A haptic stage's `options.control`: where it listens for the experimenter's stop, resume and mark, who may send
@@ -25,7 +28,7 @@ public struct ControlConfig: Sendable, Equatable {
             key: "control.senders", defaultText: "[\"experimenter\"]", rangeText: "key names",
             summary: "the keys allowed to send commands over an encrypted link (their .pub files in the keys folder)")
         public static let stateFile = SettingDoc(
-            key: "control.stateFile", defaultText: "beside the calibration file, else in the temporary folder",
+            key: "control.stateFile", defaultText: "beside the calibration file, else ~/.local/state/hapticnav",
             rangeText: "a path", summary: "where a stop is kept, so that it holds across a restart of the sink")
 
         public static let all = [listen, advertise, senders, stateFile]
@@ -55,9 +58,12 @@ public struct ControlConfig: Sendable, Equatable {
                 $0.replacing("tcp://*:", with: "tcp://127.0.0.1:").replacing("tcp://0.0.0.0:", with: "tcp://127.0.0.1:")
             })
         let senders = try settings.strings("senders", default: ["experimenter"])
+        // Beside the calibration file, else in the user's state folder (never a folder other users can write).
+        let home = ProcessInfo.processInfo.environment["HOME"] ?? "/root"
+        let stateHome = ProcessInfo.processInfo.environment["XDG_STATE_HOME"] ?? "\(home)/.local/state"
         let folder =
             calibrationFile.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
-            ?? FileManager.default.temporaryDirectory.path
+            ?? "\(stateHome)/hapticnav"
         let stateFile = try settings.path("stateFile") ?? "\(folder)/hapticnav-\(stage.name)-control.json"
         try settings.finish()
         return ControlConfig(listen: listen, advertise: advertise, senders: senders, stateFile: stateFile)
@@ -73,7 +79,14 @@ public struct FileStopStateStore: StopStateStore {
     public init(path: String) { self.path = path }
 
     public func load() -> StopState? {
-        guard FileManager.default.fileExists(atPath: self.path) else { return nil }
+        var info = stat()
+        guard lstat(self.path, &info) == 0 else { return nil }
+        // Written by someone else, or a link: not ours to trust, so the safe reading.
+        guard info.st_uid == getuid(), info.st_mode & S_IFMT == S_IFREG else {
+            return StopState(
+                by: "unknown", sinceSeconds: 0,
+                note: "the control state \(self.path) is not a file of this user: stopped until resumed")
+        }
         do {
             let data = try Data(contentsOf: URL(fileURLWithPath: self.path))
             let saved = try JSONDecoder().decode(Saved.self, from: data)
@@ -143,18 +156,24 @@ public enum ExperimenterControl {
         }
         let context = ZMQContext()
         defer { context.terminate() }
+        // Each sink on a thread of its own: the wait for a reply blocks, and must not hold the cooperative pool.
         return await withTaskGroup(of: Outcome.self) { group in
             for target in targets {
                 group.addTask {
-                    let started = SystemClock.monotonicSeconds()
-                    let result = Result { () throws(ControlClient.Failure) -> ControlReply in
-                        try ControlClient.send(
-                            request, to: target.endpoint, identity: target.identity, serverKey: target.serverKey,
-                            timeoutSeconds: timeoutSeconds, context: context)
+                    await withCheckedContinuation { continuation in
+                        SystemThread.start(name: "control-send") {
+                            let started = SystemClock.monotonicSeconds()
+                            let result = Result { () throws(ControlClient.Failure) -> ControlReply in
+                                try ControlClient.send(
+                                    request, to: target.endpoint, identity: target.identity,
+                                    serverKey: target.serverKey, timeoutSeconds: timeoutSeconds, context: context)
+                            }
+                            continuation.resume(
+                                returning: Outcome(
+                                    stage: target.stage, endpoint: target.endpoint, result: result,
+                                    seconds: SystemClock.monotonicSeconds() - started))
+                        }
                     }
-                    return Outcome(
-                        stage: target.stage, endpoint: target.endpoint, result: result,
-                        seconds: SystemClock.monotonicSeconds() - started)
                 }
             }
             var outcomes: [Outcome] = []

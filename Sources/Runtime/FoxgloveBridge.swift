@@ -15,6 +15,10 @@ import Synchronization
 public final class FoxgloveBridge: Sendable {
     /// The subprotocol Foxglove asks for.
     public static let subprotocol = "foxglove.websocket.v1"
+    /// The web pages that may connect: Foxglove's own (the desktop app sends no Origin).
+    public static let allowedOrigins: Set<String> = ["https://app.foxglove.dev", "https://studio.foxglove.dev"]
+    /// Subscriptions one client may hold.
+    static let maximumSubscriptions = 256
 
     private let server: Mutex<WebSocketServer?> = Mutex(nil)
     /// Per connection: subscription id → channel id.
@@ -25,7 +29,10 @@ public final class FoxgloveBridge: Sendable {
     /// Listens on `host`:`port` (0: a free port).
     public init(host: String, port: UInt16, name: String) throws(LinkError) {
         self.name = name
-        let server = try WebSocketServer(host: host, port: port, subprotocol: Self.subprotocol) { [weak self] event in
+        var limits = WebSocketServer.Limits()
+        limits.allowedOrigins = Self.allowedOrigins
+        let server = try WebSocketServer(host: host, port: port, subprotocol: Self.subprotocol, limits: limits) {
+            [weak self] event in
             self?.handle(event)
         }
         self.server.withLock { $0 = server }
@@ -84,7 +91,14 @@ public final class FoxgloveBridge: Sendable {
                         self.count("foxglove.refused")
                         continue
                     }
-                    self.subscriptions.withLock { $0[connection.id]?.channels[UInt32(id)] = Int(channel) }
+                    let added = self.subscriptions.withLock { subscriptions -> Bool in
+                        guard let entry = subscriptions[connection.id],
+                            entry.channels.count < Self.maximumSubscriptions || entry.channels[UInt32(id)] != nil
+                        else { return false }
+                        subscriptions[connection.id]?.channels[UInt32(id)] = Int(channel)
+                        return true
+                    }
+                    if !added { self.count("foxglove.refused") }
                 }
             case "unsubscribe":
                 for id in request["subscriptionIds"]?.arrayValue ?? [] {

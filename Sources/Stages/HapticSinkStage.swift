@@ -348,7 +348,10 @@ where Input.Element == Arrival<SinkInput> {
             if playSignalLost, self.stop == nil {
                 let cue = HapticCue(
                     timeSeconds: WallClock.nowSeconds(), kind: .signalLost, intensity: 1, deviationDegrees: 0)
-                if let active = self.active { try? await self.devices[active].render(cue) }
+                if let active = self.active {
+                    try? await self.devices[active].render(cue)
+                    await self.holdStop(self.devices[active])
+                }
                 try? await self.output.publish(.cue(cue))
             }
             self.logger.warning("sink '\(self.name)': silent: \(reason); motors stopped")
@@ -395,6 +398,7 @@ where Input.Element == Arrival<SinkInput> {
             // The new device picks up what plays now.
             if let cue = self.lastCue, let chosen = change.to, !self.failSafe.isSilent, self.stop == nil {
                 try? await self.devices[chosen].render(cue)
+                await self.holdStop(self.devices[chosen])
             }
         }
     }
@@ -406,13 +410,23 @@ where Input.Element == Arrival<SinkInput> {
             do { try await self.devices[active].render(cue) } catch {
                 self.logger.warning("device \(self.devices[active].name) failed to render: \(error)")
             }
+            await self.holdStop(self.devices[active])
         }
         try? await self.output.publish(.cue(cue))
     }
 
     private func announce(_ text: String) async {
         guard self.stop == nil else { return }
-        if let active = self.active { try? await self.devices[active].announce(text) }
+        if let active = self.active {
+            try? await self.devices[active].announce(text)
+            await self.holdStop(self.devices[active])
+        }
+    }
+
+    /// After an await on a device: a stop that came in meanwhile (the actor took the command while the device
+    /// worked) may have been overtaken by what the device was doing, so it is applied to that device once more.
+    private func holdStop(_ device: any OutputDevice) async {
+        if self.stop != nil { try? await device.stopAll() }
     }
 
     /// Carries out an experimenter's command from `sender` and answers it: stop silences every device at once (and
@@ -424,14 +438,26 @@ where Input.Element == Arrival<SinkInput> {
         let wall = WallClock.nowSeconds()
         switch request.command {
         case .stop:
-            let already = self.stop != nil
-            if !already { self.stop = StopState(by: sender, sinceSeconds: wall) }
+            if self.stop == nil { self.stop = StopState(by: sender, sinceSeconds: wall) }
             self.guidance.reset()
             self.lastCue = nil
-            // Every device, not only the active one: a fallback may still be finishing a sound.
-            for device in self.devices {
-                do { try await device.stopAll() } catch { problems.append("\(device.name): \(error)") }
+            // Every device at once, not only the active one (a fallback may still be finishing a sound), and none
+            // waiting for a slow other.
+            let devices = self.devices
+            let failures = await withTaskGroup(of: String?.self) { group in
+                for device in devices {
+                    group.addTask {
+                        do {
+                            try await device.stopAll()
+                            return nil
+                        } catch { return "\(device.name): \(error)" }
+                    }
+                }
+                var failures: [String] = []
+                for await failure in group { if let failure { failures.append(failure) } }
+                return failures
             }
+            problems += failures
             self.logger.warning("sink '\(self.name)': stopped by experimenter (\(sender))")
         case .resume:
             self.stop = nil

@@ -1,8 +1,12 @@
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+
+/// Held while a pipe is made close-on-exec and while a program is started, so that no start falls in between.
+private let spawning = Mutex(0)
 
 /// A program started with `posix_spawn`, its standard input and output optionally on pipes to this process.
 public final class ChildProcess: @unchecked Sendable {
@@ -35,16 +39,14 @@ public final class ChildProcess: @unchecked Sendable {
         var inputPipe: [Int32] = [-1, -1]
         var outputPipe: [Int32] = [-1, -1]
         if input == .pipe {
-            guard pipe(&inputPipe) == 0 else { throw SystemError("create a pipe for", path: executable) }
-            _ = fcntl(inputPipe[1], F_SETFD, FD_CLOEXEC)
+            guard Self.makePipe(&inputPipe) else { throw SystemError("create a pipe for", path: executable) }
             posix_spawn_file_actions_adddup2(&actions, inputPipe[0], 0)
             posix_spawn_file_actions_addclose(&actions, inputPipe[1])
         } else if input == .null {
             posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         }
         if output == .pipe {
-            guard pipe(&outputPipe) == 0 else { throw SystemError("create a pipe for", path: executable) }
-            _ = fcntl(outputPipe[0], F_SETFD, FD_CLOEXEC)
+            guard Self.makePipe(&outputPipe) else { throw SystemError("create a pipe for", path: executable) }
             posix_spawn_file_actions_adddup2(&actions, outputPipe[1], 1)
             posix_spawn_file_actions_addclose(&actions, outputPipe[0])
         } else if output == .null {
@@ -56,7 +58,7 @@ public final class ChildProcess: @unchecked Sendable {
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid = pid_t()
-        let result = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        let result = spawning.withLock { _ in posix_spawn(&pid, executable, &actions, nil, argv, environ) }
         for descriptor in [inputPipe[0], outputPipe[1]] where descriptor >= 0 { _ = close(descriptor) }
         guard result == 0 else {
             for descriptor in [inputPipe[1], outputPipe[0]] where descriptor >= 0 { _ = close(descriptor) }
@@ -72,6 +74,17 @@ public final class ChildProcess: @unchecked Sendable {
             self.output = InputFile(descriptor: outputPipe[0], path: "\(executable) standard output")
         } else {
             self.output = nil
+        }
+    }
+
+    /// A pipe whose two ends are close-on-exec before any other thread can start a program: a program started
+    /// meanwhile must not inherit either end (it would hold the pipe open, and the reader would never see its end).
+    /// The child's own end is dup2'd to its standard stream, which clears the flag there.
+    private static func makePipe(_ ends: inout [Int32]) -> Bool {
+        spawning.withLock { _ in
+            guard pipe(&ends) == 0 else { return false }
+            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+            return true
         }
     }
 

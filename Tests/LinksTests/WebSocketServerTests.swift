@@ -20,6 +20,16 @@ import TestSupport
         #expect(response?.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n") == true)
         #expect(WebSocketServer.upgrade(request, subprotocol: "foxglove.websocket.v1") == nil, "not offered")
         #expect(WebSocketServer.upgrade("GET / HTTP/1.1\r\nHost: x", subprotocol: "chat") == nil)
+        // A web page that is not allowed is refused; one that is, and a client with no Origin, are served.
+        let fromPage = request + "\r\nOrigin: https://evil.example"
+        #expect(
+            WebSocketServer.upgrade(fromPage, subprotocol: "chat", allowedOrigins: ["https://app.foxglove.dev"]) == nil)
+        let fromFoxglove = request + "\r\nOrigin: https://app.foxglove.dev"
+        #expect(
+            WebSocketServer.upgrade(fromFoxglove, subprotocol: "chat", allowedOrigins: ["https://app.foxglove.dev"])
+                != nil)
+        #expect(
+            WebSocketServer.upgrade(request, subprotocol: "chat", allowedOrigins: ["https://app.foxglove.dev"]) != nil)
     }
 
     /// A client that is not a WebSocket client, and one that sends an unmasked frame: each is counted and closed, and

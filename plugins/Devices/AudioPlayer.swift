@@ -48,7 +48,6 @@ public final class AudioPlayer: Sendable {
     private let options: Options
     private let logger: Logger
     private let state = Mutex(State())
-    private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
     /// 10 ms of stereo samples.
     private let chunk: Int
@@ -81,7 +80,6 @@ public final class AudioPlayer: Sendable {
                 state.pending += samples
             }
         }
-        self.wake.signal()
     }
 
     /// Silences at once: drops every sound not yet played, the device's buffer included.
@@ -103,7 +101,6 @@ public final class AudioPlayer: Sendable {
     public func close() {
         self.state.withLock { $0.closed = true }
         self.stopAll()
-        self.wake.signal()
         _ = self.finished.wait(timeout: .now() + 2)
     }
 
@@ -121,6 +118,8 @@ public final class AudioPlayer: Sendable {
     private func serve() {
         let silence = [Int16](repeating: 0, count: self.chunk)
         var failuresInARow = 0
+        // Audio written to the current aplay [frames]: one that ends before a second of it counts as a failure.
+        var writtenToThisPlayer = 0
         while true {
             // The next chunk: pending sound, or silence while a stream is open; nothing to do otherwise.
             enum Step {
@@ -147,15 +146,21 @@ public final class AudioPlayer: Sendable {
             case .exit:
                 return
             case let .write(current, samples, handOff):
+                if current == nil, failuresInARow > 0 {
+                    // A device that will not open or keeps closing (no sound server, headphones gone): try again
+                    // after 0.2, 0.4 … 5 s, never in a tight loop.
+                    self.pause(seconds: min(5, 0.2 * Double(1 << min(5, failuresInARow - 1))))
+                }
+                let started = current == nil
                 guard let player = current ?? self.start() else {
                     failuresInARow += 1
-                    // A device that will not open: try again, slowly, while sound is asked for.
-                    _ = self.wake.wait(timeout: .now() + min(5, 0.2 * Double(failuresInARow)))
                     continue
                 }
+                if started { writtenToThisPlayer = 0 }
                 let written = samples.withUnsafeBytes { player.input?.write($0) ?? false }
                 if written {
-                    failuresInARow = 0
+                    writtenToThisPlayer += samples.count / 2
+                    if writtenToThisPlayer >= self.options.sampleRate { failuresInARow = 0 }
                     self.state.withLock { state in
                         state.framesWritten += samples.count / 2
                         if let handOff {
@@ -173,11 +178,23 @@ public final class AudioPlayer: Sendable {
                     if ours {
                         let status = player.wait()
                         self.state.withLock { $0.failures += 1 }
-                        self.logger.warning(
-                            "speaker: aplay ended (status \(status)); starting it again for the next sound")
+                        if writtenToThisPlayer < self.options.sampleRate { failuresInARow += 1 }
+                        if failuresInARow <= 1 || failuresInARow % 20 == 0 {
+                            self.logger.warning(
+                                "speaker: aplay ended (status \(status)); starting it again (\(failuresInARow) early end(s) in a row)"
+                            )
+                        }
                     }
                 }
             }
+        }
+    }
+
+    /// Waits `seconds`, or less when the player is closed.
+    private func pause(seconds: Double) {
+        let end = SystemClock.monotonicSeconds() + seconds
+        while SystemClock.monotonicSeconds() < end, !self.state.withLock({ $0.closed }) {
+            SystemThread.sleep(seconds: 0.05)
         }
     }
 

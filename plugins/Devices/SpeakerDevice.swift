@@ -31,6 +31,8 @@ public actor SpeakerDevice: OutputDevice {
     private var frames = 0
     private var sounds = 0
     private var prompts = 0
+    /// Stops so far: a prompt synthesised across a stop is not played.
+    private var stops = 0
 
     /// Creates the device: a WAV file when `wavFile` is given, or when no `device` is named and there is no sound
     /// device; otherwise ALSA's `device` (nil: the default).
@@ -176,18 +178,22 @@ public actor SpeakerDevice: OutputDevice {
         self.write(self.sound(for: cue))
     }
 
-    /// Silences at once: the sound already handed to the sound device too.
-    public func stopAll() { self.player?.stopAll() }
+    /// Silences at once: the sound already handed to the sound device too, and a prompt still being synthesised.
+    public func stopAll() {
+        self.stops &+= 1
+        self.player?.stopAll()
+    }
 
     /// Speaks through espeak-ng, mixed to both channels. The synthesis runs on its own thread, so that the
     /// cooperative pool (and the sink's other devices) never waits on the child process.
     public func announce(_ text: String) async {
         self.prompts += 1
+        let stopsBefore = self.stops
         guard let data = await Self.synthesize(text, voice: self.voice) else {
             self.logger.warning("speaker: espeak-ng is missing; prompt not spoken: \(text)")
             return
         }
-        guard data.count > 44 else { return }
+        guard data.count > 44, self.stops == stopsBefore else { return }
         // espeak-ng writes 16-bit mono at 22,050 Hz after a 44-byte header.
         var out: [Int16] = []
         out.reserveCapacity((data.count - 44))

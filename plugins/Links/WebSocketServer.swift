@@ -20,6 +20,9 @@ public final class WebSocketServer: Sendable {
         public var queueFrames = 2000
         /// Clients at once.
         public var maximumConnections = 16
+        /// Web pages allowed to connect (a browser sends its page's `Origin`); nil: any. Clients that send no
+        /// `Origin` (desktop apps, scripts) are always served.
+        public var allowedOrigins: Set<String>?
         public init() {}
     }
 
@@ -30,6 +33,8 @@ public final class WebSocketServer: Sendable {
         /// The client's address.
         public let peer: String
         fileprivate let queue = Mutex<(frames: [[UInt8]], closed: Bool, dropped: UInt64)>(([], false, 0))
+        /// Set when the client is closed for not reading (its queue held too many bytes).
+        fileprivate let overrun = Atomic<Bool>(false)
         fileprivate let wake = DispatchSemaphore(value: 0)
         fileprivate let limit: Int
 
@@ -56,6 +61,12 @@ public final class WebSocketServer: Sendable {
                 {
                     queue.frames.remove(at: oldest)
                     queue.dropped &+= 1
+                }
+                // Text and control frames are never dropped; a client that lets them pile up is closed.
+                guard queue.frames.count < 4 * self.limit else {
+                    queue.closed = true
+                    self.overrun.store(true, ordering: .relaxed)
+                    return true
                 }
                 queue.frames.append(frame)
                 return true
@@ -98,8 +109,15 @@ public final class WebSocketServer: Sendable {
                 let client = withUnsafeMutablePointer(to: &address) {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(fd, $0, &length) }
                 }
-                guard client >= 0 else { continue }
+                guard client >= 0 else {
+                    // Out of descriptors or a transient failure: wait a little rather than spin.
+                    SystemThread.sleep(seconds: 0.1)
+                    continue
+                }
                 _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+                // A client that stops reading cannot hold a writer forever.
+                var sendTimeout = timeval(tv_sec: 10, tv_usec: 0)
+                setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, socklen_t(MemoryLayout<timeval>.size))
                 guard self.live.add(1, ordering: .relaxed).newValue <= limits.maximumConnections else {
                     self.live.subtract(1, ordering: .relaxed)
                     self.count("ws.refusedConnections")
@@ -114,7 +132,7 @@ public final class WebSocketServer: Sendable {
                 SystemThread.start(name: "ws-connection") {
                     self.serve(client, connection, subprotocol: subprotocol, limits: limits, handler: handler)
                     connection.close()
-                    Glibc.shutdown(client, Int32(SHUT_RDWR))
+                    Glibc.close(client)
                     self.live.subtract(1, ordering: .relaxed)
                 }
             }
@@ -144,7 +162,7 @@ public final class WebSocketServer: Sendable {
     ) {
         var buffer: [UInt8] = []
         guard let request = Self.readHead(fd, &buffer),
-            let response = Self.upgrade(request, subprotocol: subprotocol)
+            let response = Self.upgrade(request, subprotocol: subprotocol, allowedOrigins: limits.allowedOrigins)
         else {
             self.count("ws.refusedHandshakes")
             _ = Self.write(fd, Array("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
@@ -155,7 +173,11 @@ public final class WebSocketServer: Sendable {
         // The writer: drains the queue until the connection closes.
         let written = DispatchSemaphore(value: 0)
         SystemThread.start(name: "ws-writer") {
-            defer { written.signal() }
+            defer {
+                // Ends the reader too when the writer stops first (a client that let its queue overrun).
+                Glibc.shutdown(fd, Int32(SHUT_RDWR))
+                written.signal()
+            }
             while true {
                 connection.wake.wait()
                 let (frames, closed) = connection.queue.withLock { queue in
@@ -177,6 +199,15 @@ public final class WebSocketServer: Sendable {
                 if !buffer.isEmpty { self.count("ws.malformed") }
                 break
             }
+            // Control frames are short and whole (RFC 6455 5.5); a data frame may not start inside a message.
+            if frame.opcode >= 0x8, !frame.final || frame.payload.count > 125 {
+                self.count("ws.malformed")
+                break reading
+            }
+            if (frame.opcode == 0x1 || frame.opcode == 0x2) != (messageOpcode == 0) && frame.opcode < 0x8 {
+                self.count("ws.malformed")
+                break reading
+            }
             switch frame.opcode {
             case 0x0, 0x1, 0x2:
                 if frame.opcode != 0 { (message, messageOpcode) = ([], frame.opcode) }
@@ -185,7 +216,9 @@ public final class WebSocketServer: Sendable {
                     self.count("ws.malformed")
                     break reading
                 }
-                if frame.final, messageOpcode == 0x1 {
+                if frame.final {
+                    defer { (message, messageOpcode) = ([], 0) }
+                    guard messageOpcode == 0x1 else { break }
                     guard let text = String(validating: message, as: UTF8.self) else {
                         self.count("ws.malformed")
                         break reading
@@ -206,11 +239,13 @@ public final class WebSocketServer: Sendable {
         }
         handler(.closed(connection))
         connection.close()
+        // The writer may be blocked on a client that stopped reading: end the connection under it.
+        Glibc.shutdown(fd, Int32(SHUT_RDWR))
         written.wait()
     }
 
     /// The 101 response to a valid upgrade request for `subprotocol`, or nil.
-    static func upgrade(_ head: String, subprotocol: String) -> String? {
+    static func upgrade(_ head: String, subprotocol: String, allowedOrigins: Set<String>? = nil) -> String? {
         let lines = head.split(separator: "\r\n")
         guard let first = lines.first, first.hasPrefix("GET "), first.hasSuffix(" HTTP/1.1") else { return nil }
         var headers: [String: String] = [:]
@@ -224,6 +259,8 @@ public final class WebSocketServer: Sendable {
             let offered = headers["sec-websocket-protocol"],
             offered.split(separator: ",").contains(where: { $0.trimmed() == subprotocol })
         else { return nil }
+        // Any other web page open in the lab's browser must not read the participant's live position.
+        if let origin = headers["origin"], let allowed = allowedOrigins, !allowed.contains(origin) { return nil }
         let accept = Base64.encode(SHA1.hash(Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8)))
         return "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Accept: \(accept)\r\nSec-WebSocket-Protocol: \(subprotocol)\r\n\r\n"
@@ -258,7 +295,9 @@ public final class WebSocketServer: Sendable {
 
     /// The request head (at most 16 KB), or nil.
     private static func readHead(_ fd: Int32, _ buffer: inout [UInt8]) -> String? {
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        // The whole head within 10 s, however slowly it trickles in.
+        let deadline = SystemClock.monotonicSeconds() + 10
+        var timeout = timeval(tv_sec: 1, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         defer {
             var none = timeval(tv_sec: 0, tv_usec: 0)
@@ -270,7 +309,8 @@ public final class WebSocketServer: Sendable {
                 buffer.removeFirst(end + 4)
                 return head
             }
-            guard buffer.count <= 16 * 1024, Self.fill(fd, &buffer) else { return nil }
+            guard buffer.count <= 16 * 1024, SystemClock.monotonicSeconds() < deadline else { return nil }
+            if !Self.fill(fd, &buffer), errno != EAGAIN, errno != EWOULDBLOCK { return nil }
         }
     }
 

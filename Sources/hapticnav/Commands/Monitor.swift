@@ -165,7 +165,10 @@ struct Monitor: AsyncParsableCommand {
                     sentSeconds: SystemClock.wallSeconds())
                 let pipeline = control.pipeline
                 let key = control.key
+                // One command at a time, in the order typed: "r" then "s" must never end resumed.
+                let done = DispatchSemaphore(value: 0)
                 Task {
+                    defer { done.signal() }
                     let summary: String
                     do {
                         let outcomes = try await ExperimenterControl.send(request, pipeline: pipeline, keyName: key)
@@ -182,6 +185,7 @@ struct Monitor: AsyncParsableCommand {
                     }
                     line.value = summary
                 }
+                done.wait()
             }
         }
     }
