@@ -100,7 +100,7 @@ let package = Package(
             name: "Runtime",
             dependencies: [
                 "NavCore", "Bus", "SystemIO", "Stages", "SimSource", "LocationSources", "Smoothers", "Routers",
-                "Devices", "Sinks", "Parsers", "Links",
+                "Devices", "Sinks", "Parsers", "Links", "Evaluation",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -139,6 +139,17 @@ public struct PipelineConfig: Sendable {
     /// calibration file must exist unless `calibrationMayBeMissing` (for `calibrate`, which writes it, `monitor`, and `stage`, which runs one stage: a haptic stage
     /// started without its calibration still refuses to start).
     public static func load(file: String, calibrationMayBeMissing: Bool = false) throws -> PipelineConfig {
+        let root = try Self.readTree(file: file)
+        let base = Paths.folder(of: file)
+        let expanded = try Self.expandVariables(
+            root, environment: ProcessInfo.processInfo.environment, path: "the config")
+        return try self.parse(
+            expanded, file: file, baseDirectory: base.isEmpty ? "." : base,
+            calibrationMayBeMissing: calibrationMayBeMissing)
+    }
+
+    /// Reads a JSON or JSON5 file as a tree, refusing text that is not UTF-8 and keys given twice.
+    public static func readTree(file: String) throws -> SettingValue {
         let data: Data
         do {
             data = Data(try InputFile.contents(of: file))
@@ -161,12 +172,7 @@ public struct PipelineConfig: Sendable {
         } catch let error as DecodingError {
             throw ConfigError.unreadable(file: file, reason: Self.describe(error))
         }
-        let base = Paths.folder(of: file)
-        let expanded = try Self.expandVariables(
-            root, environment: ProcessInfo.processInfo.environment, path: "the config")
-        return try self.parse(
-            expanded, file: file, baseDirectory: base.isEmpty ? "." : base,
-            calibrationMayBeMissing: calibrationMayBeMissing)
+        return root
     }
 
     /// Checks a parsed config tree.
