@@ -71,7 +71,9 @@ private func phyphox(_ url: String, timeout: Double = 0.5) throws -> PhyphoxSour
         options.loop = false
         let phone = try await offThePool { [options] in try PhyphoxStandIn(recording: recording, options: options) }
         defer { phone.close() }
-        let source = try phyphox(phone.url)
+        // A generous timeout: this test is about every sample arriving once, and a loaded CI host can hold an answer
+        // past the default half second; two such in a row would pass the catch-up window and skip to the newest.
+        let source = try phyphox(phone.url, timeout: 5)
         let collected = Collected()
         let task = start(source, into: collected)
         defer { task.cancel() }
