@@ -100,7 +100,8 @@ class Markers:
         if topic == "control":
             if payload["command"] == "mark":
                 return f'mark: {payload["text"]}'
-            return f'{payload["command"]} by {payload["sender"]}'
+            why = f': {payload["text"]}' if payload.get("text") else ""
+            return f'{payload["command"]} by {payload["sender"]}{why}'
         if topic == "route":
             previous, self.route = self.route, payload["routeID"]
             if previous is not None and payload["routeID"] != previous:

@@ -412,7 +412,8 @@ public struct ControlEvent: Codable, Equatable, Sendable {
     public var timeSeconds: Double
     /// What was asked.
     public var command: ControlCommand
-    /// A mark's text (at most 200 bytes of UTF-8); empty for stop and resume.
+    /// A mark's text (at most 200 bytes of UTF-8); for a stop the sink made itself (the condition lock), why; empty
+    /// for the experimenter's stop and resume.
     public var text: String
     /// Who asked: the name of the sender's key, or "local" on an unencrypted link.
     public var sender: String

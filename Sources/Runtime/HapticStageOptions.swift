@@ -74,6 +74,7 @@ enum HapticStageOptions {
         options.maximumHeadingAccuracyDegrees = try settings.value(
             HapticSinkOptions.Setting.maximumHeadingAccuracyDegrees)
         options.echoEveryHeading = try settings.bool(HapticSinkOptions.Setting.echoEveryHeading.key, default: false)
+        options.lockDevice = try settings.bool(HapticSinkOptions.Setting.lockDevice.key, default: false)
         let headingLimit = HapticSinkOptions.Setting.headingStaleAfterSeconds
         options.headingStaleAfterSeconds =
             settings.value(headingLimit.key) == nil ? nil : try settings.value(headingLimit)

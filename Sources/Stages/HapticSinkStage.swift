@@ -35,13 +35,18 @@ public struct HapticSinkOptions: Sendable {
             summary:
                 "for evaluation harnesses (`hapticnav eval walkers`): publish the cue in force after every heading, changed or not, dated with the heading"
         )
+        public static let lockDevice = SettingDoc(
+            key: "lockDevice", defaultText: "false", rangeText: "true, false",
+            summary:
+                "a study's condition lock (`hapticnav study run` sets it): cues go to the stage's own device only; when it is lost every output stops, as on the experimenter's stop, the sink says so and publishes a `control` stop by `condition-lock`, and stays stopped until resumed; it never falls back"
+        )
 
         /// Every setting of a haptic stage's `options`, guidance's among them, in documentation order.
         public static let all: [SettingDoc] =
             [calibrationFile, offsetDegrees, fallback] + Guidance.Options.Setting.all
             + [
                 staleAfterSeconds.doc, headingStaleAfterSeconds.doc, maximumHeadingAccuracyDegrees.doc,
-                echoEveryHeading,
+                echoEveryHeading, lockDevice,
             ]
     }
 
@@ -63,6 +68,8 @@ public struct HapticSinkOptions: Sendable {
     /// Publish the cue in force after every heading, dated with the heading, so that a lockstep harness knows each
     /// heading was handled (a changed cue is published either way).
     public var echoEveryHeading = false
+    /// The condition lock: never fall back; losing the stage's own device stops every output until resumed.
+    public var lockDevice = false
 
     /// Where an experimenter's stop is kept, so that it holds across a restart of the sink; nil: not kept.
     public var stopStore: (any StopStateStore)?
@@ -73,6 +80,9 @@ public struct HapticSinkOptions: Sendable {
 
 /// An experimenter's stop in force: every output silent until resumed.
 public struct StopState: Codable, Equatable, Sendable {
+    /// The sender a study's condition lock stops the outputs as (``HapticSinkOptions/lockDevice``).
+    public static let conditionLockSender = "condition-lock"
+
     /// Who stopped the outputs (a sender key's name).
     public var by: String
     /// When [seconds since 1970-01-01T00:00:00Z, UTC; the sink's wall clock].
@@ -369,7 +379,8 @@ where Input.Element == Arrival<SinkInput> {
     private var stoppedText: String {
         guard let stop = self.stop else { return "" }
         let note = stop.note.isEmpty ? "" : " (\(stop.note))"
-        return "stopped by experimenter (\(stop.by)); every output silent until resumed\(note)"
+        let who = stop.by == StopState.conditionLockSender ? "the condition lock" : "experimenter (\(stop.by))"
+        return "stopped by \(who); every output silent until resumed\(note)"
     }
 
     /// Checks for stale input and for the active device (exposed for tests).
@@ -389,6 +400,8 @@ where Input.Element == Arrival<SinkInput> {
         // Fallback: the first available device of the list (OutputSelection decides).
         var available: [Bool] = []
         for device in self.devices { available.append(await device.isAvailable()) }
+        // Locked to the condition's device: no other is ever chosen.
+        if self.options.lockDevice { available = available.indices.map { $0 == 0 && available[0] } }
         if let change = self.selection.choose(available: available) {
             let previous = change.from.map { self.devices[$0].name } ?? "none"
             let next = change.to.map { self.devices[$0].name } ?? "none"
@@ -400,7 +413,32 @@ where Input.Element == Arrival<SinkInput> {
                 try? await self.devices[chosen].render(cue)
                 await self.holdStop(self.devices[chosen])
             }
+            if self.options.lockDevice, change.from == 0 { await self.conditionLockStop(lost: previous) }
         }
+    }
+
+    /// The condition's device is lost: every output stops and stays so until the experimenter resumes (a device that
+    /// comes back does not start guiding on its own); the stop is kept like the experimenter's, published as a
+    /// `control` stop (recordings, the live monitor, the LSL marker stream) and said in the status.
+    private func conditionLockStop(lost device: String) async {
+        let wall = WallClock.nowSeconds()
+        let reason = "\(device) lost; the condition allows no other device"
+        if self.stop == nil {
+            self.stop = StopState(by: StopState.conditionLockSender, sinceSeconds: wall, note: reason)
+        }
+        self.guidance.reset()
+        self.lastCue = nil
+        for device in self.devices { try? await device.stopAll() }
+        do { try self.options.stopStore?.save(self.stop) } catch {
+            self.logger.error("sink '\(self.name)': the stop state could not be kept: \(error)")
+        }
+        self.logger.error("sink '\(self.name)': condition lock: \(reason); every output stopped until resumed")
+        try? await self.output.publish(
+            .control(
+                ControlEvent(
+                    timeSeconds: wall, command: .stop, text: reason, sender: StopState.conditionLockSender,
+                    requestID: "", sentSeconds: wall, stopped: true)))
+        await self.status(.failed, self.stoppedText)
     }
 
     private func send(_ cue: HapticCue) async {

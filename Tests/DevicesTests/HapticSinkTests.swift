@@ -70,9 +70,9 @@ struct SinkHarness {
     let output = MemoryPublisher()
     let task: Task<Void, any Error>
 
-    init(devices: [any OutputDevice], offset: Double = 0) {
+    init(devices: [any OutputDevice], offset: Double = 0, options: HapticSinkOptions = HapticSinkOptions()) {
         let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SinkInput>.self)
-        var options = HapticSinkOptions()
+        var options = options
         options.guidance.offsetDegrees = offset
         let stage = HapticSinkStage(
             name: "sink", input: stream, output: self.output, devices: devices, options: options,
@@ -208,6 +208,58 @@ struct SinkHarness {
             band.frames.first { $0.time > back && $0.type == "setMotors" && $0.left + $0.right > 0 },
             "the band took over again")
         #expect(resumed.time - back < 1, "band again after \(resumed.time - back) s")
+        try await sink.finish()
+        band.emulator.stop()
+    }
+
+    /// A study's condition lock: the band lost mid-trial never hands the cues to the speaker; every output stops,
+    /// the sink says so and publishes a `control` stop by `condition-lock` (the trial's mark); the band that comes
+    /// back stays still until the experimenter resumes.
+    @Test func underTheConditionLockALostBandStopsEverythingAndNeverFallsBackToTheSpeaker() async throws {
+        let band = try EmulatedBand(pty: false)
+        let device = BandDevice(address: band.address, logger: Logger(label: "test"))
+        let wav = try scratchFolder() + "/locked.wav"
+        let speaker = SpeakerDevice(wavFile: wav, logger: Logger(label: "test"))
+        var options = HapticSinkOptions()
+        options.lockDevice = true
+        let sink = SinkHarness(devices: [device, speaker], options: options)
+        func audioBytes() -> Int { ((try? FileManager.default.attributesOfItem(atPath: wav)[.size]) as? Int ?? 0) }
+        #expect(await eventually(within: 60) { await device.isAvailable() }, "the band connected")
+        try await sink.hold(heading: 300, seconds: 1)
+        #expect(band.frames.contains { $0.type == "setMotors" && $0.left + $0.right > 0 }, "the band plays")
+        band.emulator.muted.store(true, ordering: .relaxed)
+        func lockEvents() async -> [ControlEvent] {
+            await sink.output.messages.compactMap {
+                if case let .control(event) = $0, event.sender == "condition-lock" { event } else { nil }
+            }
+        }
+        var locked = false
+        for _ in 0..<60 where !locked {
+            try await sink.hold(heading: 300, seconds: 0.05)
+            locked = await !lockEvents().isEmpty
+        }
+        #expect(locked, "the lock's stop was published")
+        try await sink.hold(heading: 300, seconds: 1.5)
+        #expect(audioBytes() <= 44, "no sound: the speaker is another condition's device (\(audioBytes()) bytes)")
+        let event = try #require(await lockEvents().first)
+        #expect(event.command == .stop && event.stopped && event.text.hasPrefix("band"), "\(event)")
+        let statuses = await sink.output.messages.compactMap { if case let .status(s) = $0 { s } else { nil } }
+        #expect(statuses.contains { $0.health == .failed && $0.message.hasPrefix("stopped by the condition lock") })
+        // The band answers again: it stays still while the stop holds, and plays once resumed.
+        band.emulator.muted.store(false, ordering: .relaxed)
+        let back = Date().timeIntervalSince1970
+        _ = await eventually(within: 5) { await device.isAvailable() }
+        try await sink.hold(heading: 300, seconds: 1.5)
+        #expect(!band.frames.contains { $0.time > back && $0.type == "setMotors" && $0.left + $0.right > 0 })
+        _ = await sink.stage.control(
+            ControlRequest(command: .resume, text: "", requestID: "r1", sentSeconds: back), sender: "experimenter")
+        let resumedAt = Date().timeIntervalSince1970
+        try await sink.hold(heading: 300, seconds: 1.5)
+        _ = await eventually(within: 2) {
+            band.frames.contains { $0.time > resumedAt && $0.type == "setMotors" && $0.left + $0.right > 0 }
+        }
+        #expect(band.frames.contains { $0.time > resumedAt && $0.type == "setMotors" && $0.left + $0.right > 0 })
+        #expect(audioBytes() <= 44)
         try await sink.finish()
         band.emulator.stop()
     }
