@@ -603,7 +603,12 @@ struct StageTemplate {
         self.haptic = try named("haptic")
         self.stages = stages
         self.bus = root["bus"]
-        self.baseDirectory = Paths.absolute(Paths.folder(of: config))
+        let own = Paths.absolute(Paths.folder(of: config))
+        if case let .string(directory)? = root["directory"], !directory.isEmpty {
+            self.baseDirectory = directory.hasPrefix("/") ? directory : own + "/" + directory
+        } else {
+            self.baseDirectory = own
+        }
         if let map {
             guard (stages[self.route]?["plugin"]?.stringValue ?? "") == "osm" else {
                 throw WalkerEvaluation.Failure(

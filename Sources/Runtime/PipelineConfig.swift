@@ -140,12 +140,19 @@ public struct PipelineConfig: Sendable {
     /// started without its calibration still refuses to start).
     public static func load(file: String, calibrationMayBeMissing: Bool = false) throws -> PipelineConfig {
         let root = try Self.readTree(file: file)
-        let base = Paths.folder(of: file)
+        let base = Self.baseDirectory(of: root, file: file)
         let expanded = try Self.expandVariables(
             root, environment: ProcessInfo.processInfo.environment, path: "the config")
         return try self.parse(
-            expanded, file: file, baseDirectory: base.isEmpty ? "." : base,
-            calibrationMayBeMissing: calibrationMayBeMissing)
+            expanded, file: file, baseDirectory: base, calibrationMayBeMissing: calibrationMayBeMissing)
+    }
+
+    /// The folder a config's relative paths are read against: its `directory` (a generated config's, such as a study
+    /// trial's: the folder of the config it came from), else the config file's own folder.
+    public static func baseDirectory(of root: SettingValue, file: String) -> String {
+        let own = Paths.folder(of: file).isEmpty ? "." : Paths.folder(of: file)
+        guard case let .string(directory)? = root["directory"], !directory.isEmpty else { return own }
+        return directory.hasPrefix("/") ? directory : own + "/" + directory
     }
 
     /// Reads a JSON or JSON5 file as a tree, refusing text that is not UTF-8 and keys given twice.
@@ -182,6 +189,7 @@ public struct PipelineConfig: Sendable {
         var top = try Settings(root, path: "the config", baseDirectory: baseDirectory)
         let name = try top.string("name", default: Paths.lastComponent(of: file))
         _ = try top.string("description", default: "")
+        _ = try top.string("directory", default: "")
         let bus = try self.parseBus(try top.object("bus"))
         let security = try self.parseSecurity(try top.object("security"))
         guard case let .object(stageValues)? = top.value("stages"), !stageValues.isEmpty else {

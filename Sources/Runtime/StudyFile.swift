@@ -9,7 +9,10 @@ import SystemIO
 ///       name: "band against speaker",
 ///       config: "../../configs/lab-two-hosts.json5",
 ///       participants: 8,                         // or ["P01", "P02", …]
-///       routes: { harbour: { destination: [43.7347, 7.4206] }, casino: { file: "routes/casino.geojson" } },
+///       routes: {
+///         harbour: { destination: [43.7347, 7.4206], start: [43.7310, 7.4195] },   // start: for `study simulate`
+///         casino: { file: "routes/casino.geojson" },
+///       },
 ///       conditions: {
 ///         band: { haptic: { plugin: "band", options: { fallback: [] } } },
 ///         speaker: { haptic: { plugin: "speaker", options: { fallback: [] } } },
@@ -28,6 +31,13 @@ public struct StudyFile: Sendable {
     public var participants: [String]
     /// Routes by name, in name order.
     public var routes: [(name: String, source: RouteSource)]
+    /// Where a simulated participant starts each route given by destination (`start: [lat, lon]`); a route file
+    /// starts at its first point.
+    public var starts: [String: Coordinate] = [:]
+    /// The study folder.
+    public var folder = "."
+    /// The study file's tree as written (kept in each trial's metadata).
+    public var tree: SettingValue = .null
     /// Conditions by name, in name order: each a tree of stage overrides.
     public var conditions: [(name: String, overrides: SettingValue)]
 
@@ -68,6 +78,7 @@ public struct StudyFile: Sendable {
                 path: "study", key: "routes ({ NAME: { destination: [lat, lon] } or { file } })")
         }
         var routes: [(String, RouteSource)] = []
+        var starts: [String: Coordinate] = [:]
         for routeName in routeValues.keys.sorted() {
             guard Self.isName(routeName) else {
                 throw ConfigError.invalidValue(
@@ -76,6 +87,7 @@ public struct StudyFile: Sendable {
             var route = try Settings(routeValues[routeName], path: "study.routes.\(routeName)", baseDirectory: folder)
             let destination = try route.coordinate("destination")
             let file = try route.path("file")
+            if let start = try route.coordinate("start") { starts[routeName] = start }
             try route.finish()
             switch (destination, file) {
             case let (coordinate?, nil): routes.append((routeName, .destination(coordinate)))
@@ -99,8 +111,12 @@ public struct StudyFile: Sendable {
             conditions.append((conditionName, conditionValues[conditionName]!))
         }
         try top.finish()
-        return StudyFile(
+        var study = StudyFile(
             name: name, config: config, participants: participants, routes: routes, conditions: conditions)
+        study.starts = starts
+        study.folder = folder
+        study.tree = root
+        return study
     }
 
     /// The counterbalanced schedule of this plan.

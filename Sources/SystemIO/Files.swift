@@ -45,6 +45,14 @@ public enum Paths {
         return String(path[path.index(after: slash)...])
     }
 
+    /// Moves `from` to `to` in one step (`rename(2)`): a reader sees the old file or the new, never part of one.
+    public static func replace(_ to: String, with from: String) throws(SystemError) {
+        guard rename(from, to) == 0 else { throw SystemError("rename \(from) to", path: to) }
+    }
+
+    /// Removes a file; false when it was not there or could not be removed.
+    @discardableResult public static func remove(_ path: String) -> Bool { unlink(path) == 0 }
+
     /// Creates `folder` and its parents with `permissions` (existing folders are left as they are).
     public static func createFolders(_ folder: String, permissions: UInt32 = 0o755) throws(SystemError) {
         guard !folder.isEmpty else { return }
