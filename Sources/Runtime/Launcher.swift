@@ -17,7 +17,7 @@ public import Logging
 ///
 /// No orphans: children get SIGTERM, then SIGKILL after the stop timeout; and each child's
 /// ``ParentWatchdog`` stops it should this process die without a chance to clean up.
-public struct Launcher {
+public struct Launcher: Sendable {
     /// The config file passed on to children.
     public let configFile: String
     /// The stages to start, in order.
@@ -37,6 +37,8 @@ public struct Launcher {
     public var maximumBackoffSeconds = 30.0
     /// A stage that ran this long before it failed starts its count of failures afresh [seconds].
     public var healthySeconds = 30.0
+    /// Asked every 10 ms: true stops the pipeline as SIGTERM would (a caller that ends a run itself).
+    public var stopRequested: (@Sendable () -> Bool)?
     private let logger: Logger
 
     /// Creates a launcher.
@@ -88,6 +90,10 @@ public struct Launcher {
         while children.contains(where: { $0.exitStatus == nil || ($0.restartAt != nil && stopDeadline == nil) }) {
             if let signal = signals.take(), stopDeadline == nil {
                 self.logger.info("received signal \(signal); stopping \(children.count) stage(s)")
+                stopDeadline = self.signalAll(&children, SIGTERM)
+            }
+            if stopDeadline == nil, self.stopRequested?() == true {
+                self.logger.info("stopping \(children.count) stage(s)")
                 stopDeadline = self.signalAll(&children, SIGTERM)
             }
             for index in children.indices {

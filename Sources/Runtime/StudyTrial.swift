@@ -61,13 +61,15 @@ public struct StudyTrial: Sendable {
             if candidate.readRecord()?.status != .completed { return candidate }
         }
         throw ConfigError.invalidValue(
-            path: "--next", expected: "a trial not yet completed", found: "\(participant) has completed all \(trials.count)")
+            path: "--next", expected: "a trial not yet completed",
+            found: "\(participant) has completed all \(trials.count)")
     }
 
     /// The route's start (a route file's first point, else the study's `start`, nil when not given) and destination.
     public func endpoints() throws -> (start: Coordinate?, destination: Coordinate) {
         guard let source = self.study.routes.first(where: { $0.name == self.trial.route })?.source else {
-            throw ConfigError.invalidValue(path: "study.routes", expected: "a route of the study", found: self.trial.route)
+            throw ConfigError.invalidValue(
+                path: "study.routes", expected: "a route of the study", found: self.trial.route)
         }
         switch source {
         case let .destination(destination):
@@ -117,6 +119,23 @@ public struct StudyTrial: Sendable {
         routeOptions["destination"] = .array([.number(destination.latitude), .number(destination.longitude)])
         route["options"] = .object(routeOptions)
         stages[routeStage] = .object(route)
+        // A simulated walker (the `sim` source) walks the trial's route: a route file, or from the route's start to its
+        // destination over the map it walks (the route stage's, when it has none of its own).
+        for stage in names(role: "source") where stages[stage]?["plugin"]?.stringValue == "sim" {
+            guard case var .object(sim)? = stages[stage] else { continue }
+            var settings = sim["settings"]?.objectValue ?? [:]
+            if case let .file(file)? = source {
+                settings["route"] = .string(Paths.absolute(file))
+                for key in ["map", "from", "to"] { settings[key] = nil }
+            } else if let start = self.study.starts[self.trial.route] {
+                settings["route"] = nil
+                settings["from"] = .array([.number(start.latitude), .number(start.longitude)])
+                settings["to"] = .array([.number(destination.latitude), .number(destination.longitude)])
+                if settings["map"] == nil { settings["map"] = route["settings"]?["map"] }
+            }
+            sim["settings"] = .object(settings)
+            stages[stage] = .object(sim)
+        }
         // The condition.
         guard let overrides = self.study.conditions.first(where: { $0.name == self.trial.condition })?.overrides,
             case let .object(byStage) = overrides
@@ -128,7 +147,8 @@ public struct StudyTrial: Sendable {
             guard let existing = stages[stage] else {
                 throw ConfigError.invalidValue(
                     path: "study.conditions.\(self.trial.condition).\(stage)",
-                    expected: "a stage of \(base): \(stages.keys.sorted().joined(separator: ", "))", found: "'\(stage)'")
+                    expected: "a stage of \(base): \(stages.keys.sorted().joined(separator: ", "))", found: "'\(stage)'"
+                )
             }
             stages[stage] = Self.merge(existing, value)
         }
