@@ -298,9 +298,36 @@ public enum WalkerEvaluation {
         return branch.distanceMeters <= 5 && branch.distanceAlongMeters > along
     }
 
+    /// One walk of `kind` on `pair` with `seed` under `condition`, through the real processes of `setup.config`,
+    /// recorded as a session in `session` (with `metadata` in its first metadata record): a study's simulated trial.
+    /// Starts the stages again (up to three times) when they do not answer at first.
+    public static func single(
+        _ setup: Setup, kind: ParticipantKind, pair: (origin: Coordinate, destination: Coordinate), seed: UInt64,
+        condition: Condition, session: String, metadata: [(String, String)]
+    ) async throws -> Walk {
+        try FileManager.default.createDirectory(atPath: setup.folder, withIntermediateDirectories: true)
+        setenv("HAPTICNAV_PARENT_PID", String(getpid()), 1)
+        let template = try StageTemplate(config: setup.config, map: setup.map)
+        let graph = kind == .network ? try template.walkingGraph() : nil
+        var attempt = 0
+        while true {
+            do {
+                var walk = try await self.walk(
+                    setup, template: template, graph: graph, kind: kind, route: 0, pair: pair, seed: seed,
+                    condition: condition, session: (session, metadata))
+                walk.restarts = attempt
+                return walk
+            } catch let failure as StartFailure {
+                attempt += 1
+                guard attempt < 3 else { throw Failure(description: failure.description) }
+            }
+        }
+    }
+
     private static func walk(
         _ setup: Setup, template: StageTemplate, graph: WalkingGraph?, kind: ParticipantKind, route index: Int,
-        pair: (origin: Coordinate, destination: Coordinate), seed: UInt64, condition: Condition
+        pair: (origin: Coordinate, destination: Coordinate), seed: UInt64, condition: Condition,
+        session given: (folder: String, metadata: [(String, String)])? = nil
     ) async throws -> Walk {
         var random = SeededGenerator(
             seed: seed &* 7919 &+ UInt64(index) &* 104_729 &+ UInt64(condition.sigmaMeters * 10))
@@ -314,10 +341,18 @@ public enum WalkerEvaluation {
         let configFile = "\(run)/pipeline.json"
         let label = condition.name.map { $0 == "σ" ? "sigma" : $0 == " " ? "-" : String($0) }.joined()
         let who = kind == .open ? "" : "\(kind.rawValue)-"
-        let session = setup.sessionsFolder.map { "\($0)/\(who)\(label)-route\(index + 1)-seed\(seed)" }
-        if let session { try? FileManager.default.removeItem(atPath: session) }
+        let session =
+            given?.folder ?? setup.sessionsFolder.map { "\($0)/\(who)\(label)-route\(index + 1)-seed\(seed)" }
+        if let session {
+            // A new session each time (a part of an earlier one would be read with it).
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: session)) ?? []
+            where name.hasSuffix(".mcap") {
+                try? FileManager.default.removeItem(atPath: "\(session)/\(name)")
+            }
+        }
         try template.write(
-            to: configFile, folder: run, destination: pair.destination, offsetDegrees: calibrated, session: session)
+            to: configFile, folder: run, destination: pair.destination, offsetDegrees: calibrated, session: session,
+            metadata: given?.metadata ?? [])
 
         let context = ZMQContext()
         defer { context.terminate() }
@@ -662,7 +697,8 @@ struct StageTemplate {
     }
 
     func write(
-        to file: String, folder: String, destination: Coordinate, offsetDegrees: Double, session: String? = nil
+        to file: String, folder: String, destination: Coordinate, offsetDegrees: Double, session: String? = nil,
+        metadata: [(String, String)] = []
     ) throws {
         func endpoint(_ name: String) -> SettingValue { .string("ipc://\(folder)/\(name).sock") }
         var smoother = self.stages[self.smoother]?.objectValue ?? [:]
@@ -712,7 +748,10 @@ struct StageTemplate {
             stages["recorder"] = [
                 "role": "recorder", "plugin": "mcap",
                 "inputs": .array(["source", self.smoother, self.route, self.haptic].map { endpoint($0) }),
-                "settings": ["folder": .string(session)],
+                "settings": [
+                    "folder": .string(session),
+                    "metadata": .object(Dictionary(metadata.map { ($0.0, SettingValue.string($0.1)) }) { a, _ in a }),
+                ],
             ]
         }
         var root: [String: SettingValue] = ["name": .string("eval walkers"), "stages": .object(stages)]

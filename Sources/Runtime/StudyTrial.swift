@@ -87,7 +87,8 @@ public struct StudyTrial: Sendable {
 
     /// The pipeline config of this trial: the study's config with `directory` set to its folder (so that its
     /// relative paths still hold), the route stage given the trial's destination (or its route file), the condition's
-    /// overrides merged into the stages (objects key by key, anything else replaced, null removes), and every haptic
+    /// overrides merged into the stages (objects key by key, anything else replaced, null removes; a stage given another
+    /// plugin drops the settings of the one before), and every haptic
     /// stage locked to its device (`lockDevice`).
     public func config() throws -> SettingValue {
         let base = self.study.config
@@ -150,7 +151,13 @@ public struct StudyTrial: Sendable {
                     expected: "a stage of \(base): \(stages.keys.sorted().joined(separator: ", "))", found: "'\(stage)'"
                 )
             }
-            stages[stage] = Self.merge(existing, value)
+            var base = existing
+            // Another plugin: the base's settings were the other plugin's.
+            if case var .object(object) = base, let plugin = value["plugin"], plugin != object["plugin"] {
+                object["settings"] = nil
+                base = .object(object)
+            }
+            stages[stage] = Self.merge(base, value)
         }
         // The lock.
         for stage in names(role: "haptic") {

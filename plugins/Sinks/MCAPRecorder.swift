@@ -78,6 +78,16 @@ public final class MCAPRecorder: MessageSink, Sendable {
         options.maxFileSeconds = try settings.double("maxFileMinutes", default: 60, in: 0.01...100_000) * 60
         options.queueBytes = Int(try settings.double("queueMegabytes", default: 16, in: 0.01...4096) * 1_048_576)
         options.flushSeconds = try settings.double("flushSeconds", default: 0.2, in: 0.01...60)
+        // What the session's first metadata record says besides the part (a study trial's who and what).
+        if case let .object(values)? = settings.value("metadata") {
+            for (key, value) in values.sorted(by: { $0.key < $1.key }) {
+                guard case let .string(text) = value else {
+                    throw ConfigError.invalidValue(
+                        path: "\(settings.path).metadata.\(key)", expected: "a string", found: value.typeName)
+                }
+                options.metadata.append((key, text))
+            }
+        }
         try settings.finish()
         return options
     }

@@ -13,7 +13,7 @@ struct StudyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "study",
         abstract: "A study: participants × routes × conditions, counterbalanced.",
-        subcommands: [Init.self, RunTrial.self])
+        subcommands: [Init.self, RunTrial.self, Simulate.self])
 
     struct Init: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

@@ -85,7 +85,7 @@ extension StudyCommand {
             }
             let name =
                 "\(trial.trial.participant) trial \(trial.trial.number) (\(trial.trial.condition) on \(trial.trial.route))"
-            if !self.noRecord { try self.askBeforeReplacing(trial) }
+            if !self.noRecord { try askBeforeReplacing(trial, yes: self.yes) }
             let configFile: String
             let pipeline: PipelineConfig
             do {
@@ -161,26 +161,6 @@ extension StudyCommand {
                     + (outcome.conditionLocked ? "; the condition lock stopped the outputs" : "")
                     + "; \(counts.received - counts.dropped) message(s) recorded")
             if !outcome.arrived { throw ExitCode(1) }
-        }
-
-        /// A trial run before is replaced only when the experimenter says so.
-        private func askBeforeReplacing(_ trial: StudyTrial) throws {
-            let parts = ((try? FileManager.default.contentsOfDirectory(atPath: trial.folder)) ?? []).filter {
-                $0.hasSuffix(".mcap") || $0 == "trial.json"
-            }
-            guard !parts.isEmpty else { return }
-            let before = trial.readRecord().map { "\($0.status.rawValue)" } ?? "no record"
-            if !self.yes {
-                guard isatty(0) != 0 else {
-                    throw CommandFailure(
-                        "\(trial.folder) holds this trial already (\(before)); --yes replaces it")
-                }
-                StandardStreams.writeOutput("\(trial.folder) holds this trial already (\(before)). Replace it? [y/N] ")
-                guard let answer = readLine(), answer.lowercased().hasPrefix("y") else {
-                    throw CommandFailure("kept \(trial.folder); nothing run")
-                }
-            }
-            for part in parts { Paths.remove("\(trial.folder)/\(part)") }
         }
     }
 }
@@ -290,4 +270,23 @@ struct TrialWatch {
         if !taken { StandardStreams.writeError("study: '\(text)' not marked: no sink answered\n") }
         return taken
     }
+}
+
+/// A trial run before is replaced only when the experimenter says so (or `yes`); its session parts and record go.
+func askBeforeReplacing(_ trial: StudyTrial, yes: Bool) throws {
+    let parts = ((try? FileManager.default.contentsOfDirectory(atPath: trial.folder)) ?? []).filter {
+        $0.hasSuffix(".mcap") || $0 == "trial.json"
+    }
+    guard !parts.isEmpty else { return }
+    let before = trial.readRecord().map { "\($0.status.rawValue)" } ?? "no record"
+    if !yes {
+        guard isatty(0) != 0 else {
+            throw CommandFailure("\(trial.folder) holds this trial already (\(before)); --yes replaces it")
+        }
+        StandardStreams.writeOutput("\(trial.folder) holds this trial already (\(before)). Replace it? [y/N] ")
+        guard let answer = readLine(), answer.lowercased().hasPrefix("y") else {
+            throw CommandFailure("kept \(trial.folder); nothing run")
+        }
+    }
+    for part in parts { Paths.remove("\(trial.folder)/\(part)") }
 }
