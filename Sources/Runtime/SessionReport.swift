@@ -1,4 +1,5 @@
 public import NavCore
+import Stages
 
 /// `hapticnav report`: one self-contained HTML page about a session, readable without a network: the summary (distance,
 /// time against the route's walking time, time off course, cues a minute, reroutes, fail-safe events), an SVG map of
@@ -11,8 +12,7 @@ public enum SessionReport {
         public var distanceMeters = 0.0
         /// From the first fix to the last [seconds of measurement time].
         public var durationSeconds = 0.0
-        /// The first route's walking time: its ETA when the route controller gave one, else its length at 1.3 m/s
-        /// [seconds]; nil without a route.
+        /// The first route's walking time: its length at 1.3 m/s [seconds]; nil without a route.
         public var routeWalkingSeconds: Double?
         /// The first route's length [metres].
         public var routeLengthMeters: Double?
@@ -30,6 +30,10 @@ public enum SessionReport {
         public var arrived = false
         /// The experimenter's stops [count].
         public var experimenterStops = 0
+        /// Stops the condition lock made (the condition's device lost) [count].
+        public var conditionLockStops = 0
+        /// Turn-around cues that began: the walker going the wrong way [count].
+        public var wrongWayCues = 0
         /// The experimenter's marks' texts, in order.
         public var marks: [String] = []
 
@@ -56,14 +60,12 @@ public enum SessionReport {
         }
         let times = session.fixes.map(\.timeSeconds) + smoothed.map(\.timeSeconds)
         if let first = times.min(), let last = times.max() { summary.durationSeconds = last - first }
-        var firstETA: Double?
         var offSince: Double?
         var routeIDs: [UInt32] = []
         var previousCue: CueKind = .silent
         for record in session.records {
             switch record.message {
             case let .progress(progress):
-                if firstETA == nil, let eta = progress.etaSeconds, eta.isFinite { firstETA = eta }
                 let off = progress.state == .offRoute || progress.state == .wrongWay
                 if off, offSince == nil { offSince = progress.timeSeconds }
                 if !off, let since = offSince {
@@ -76,12 +78,19 @@ public enum SessionReport {
             case let .cue(cue):
                 let turn = cue.kind == .turnLeft || cue.kind == .turnRight || cue.kind == .turnAround
                 if turn, cue.kind != previousCue { summary.turnCueOnsets += 1 }
+                if cue.kind == .turnAround, cue.kind != previousCue { summary.wrongWayCues += 1 }
                 if cue.kind == .signalLost { summary.failSafeEvents += 1 }
                 previousCue = cue.kind
             case let .status(status) where status.message.hasPrefix("output: "):
                 summary.deviceSwitches += 1
             case let .control(event):
-                if event.command == .stop { summary.experimenterStops += 1 }
+                if event.command == .stop {
+                    if event.sender == StopState.conditionLockSender {
+                        summary.conditionLockStops += 1
+                    } else {
+                        summary.experimenterStops += 1
+                    }
+                }
                 if event.command == .mark { summary.marks.append(event.text) }
             default: break
             }
@@ -90,7 +99,9 @@ public enum SessionReport {
         summary.reroutes = max(0, routeIDs.count - 1)
         if let first = session.routes.first {
             summary.routeLengthMeters = first.lengthMeters
-            summary.routeWalkingSeconds = firstETA ?? first.lengthMeters / 1.3
+            // At 1.3 m/s, the walking pace of the evaluations: the route controller's first ETA rests on a speed
+            // measured over the first few fixes, from a standing start, and varies too much to compare trials by.
+            summary.routeWalkingSeconds = first.lengthMeters / 1.3
         }
         // The first output choice is a start, not a switch.
         summary.deviceSwitches = max(0, summary.deviceSwitches - 1)

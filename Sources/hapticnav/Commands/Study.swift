@@ -13,7 +13,7 @@ struct StudyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "study",
         abstract: "A study: participants × routes × conditions, counterbalanced.",
-        subcommands: [Init.self, RunTrial.self, Simulate.self])
+        subcommands: [Init.self, RunTrial.self, Simulate.self, StudyReportCommand.self])
 
     struct Init: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -77,6 +77,77 @@ struct StudyCommand: AsyncParsableCommand {
                 )
             }
             print("schedule: \(file)")
+        }
+    }
+}
+
+extension StudyCommand {
+    struct StudyReportCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "report",
+            abstract: "A study's trials and conditions side by side: trials.csv and one self-contained HTML page.",
+            discussion: """
+                One row per trial of the schedule (its session's figures and its record: completed, aborted, \
+                missing), per condition the median and quartiles, paired within-participant differences with a \
+                Wilcoxon signed-rank test and the rank-biserial effect size, every trial plotted, order effects, and \
+                the missing and aborted trials named.
+                """)
+
+        @Argument(help: "The study folder.")
+        var folder: String
+
+        @Option(help: "The HTML page to write.")
+        var out: String?
+
+        @Option(help: "The CSV file of trials to write.")
+        var csv: String?
+
+        func run() throws {
+            let study: StudyFile
+            let schedule: StudySchedule
+            do {
+                study = try StudyFile.load(folder: self.folder)
+                schedule = try study.schedule()
+            } catch let error as ConfigError {
+                throw CommandFailure("\(error)")
+            }
+            let rows = StudyReport.rows(study: study, schedule: schedule)
+            if let csv = self.csv { try writeFile(Array(StudyReport.csv(rows).utf8), to: csv) }
+            if let out = self.out {
+                try writeFile(Array(StudyReport.html(rows, study: study, schedule: schedule).utf8), to: out)
+            }
+            let completed = rows.filter { $0.status == "completed" }.count
+            print("study '\(study.name)': \(completed) of \(rows.count) trials completed")
+            let summaries = StudyReport.conditions(rows, names: schedule.conditions)
+            let shown = ["time_ratio", "distance_ratio", "off_course_s", "turn_cues_per_min", "reroutes"]
+            print(
+                "condition".padding(12) + "trials".padding(8) + "arrived".padding(9)
+                    + shown.map { $0.padding(22) }.joined())
+            for summary in summaries {
+                let figures = shown.map { column -> String in
+                    guard let (median, q1, q3) = summary.figures[column] else { return "–".padding(22) }
+                    return
+                        "\(fixedDecimal(median, digits: 2)) [\(fixedDecimal(q1, digits: 2))–\(fixedDecimal(q3, digits: 2))]"
+                        .padding(22)
+                }
+                print(
+                    summary.condition.padding(12) + "\(summary.trials)".padding(8) + "\(summary.arrived)".padding(9)
+                        + figures.joined())
+            }
+            for comparison in StudyReport.comparisons(rows, names: schedule.conditions)
+            where shown.contains(comparison.metric) {
+                let test = comparison.test
+                print(
+                    "\(comparison.metric): \(comparison.first) − \(comparison.second) over \(comparison.differences.count) participants: median \(test.medianDifference.map { fixedDecimal($0, digits: 2) } ?? "–"), Wilcoxon p \(test.p.map { fixedDecimal($0, digits: 3) } ?? "–"), r \(test.rankBiserial.map { fixedDecimal($0, digits: 2) } ?? "–")"
+                )
+            }
+            for row in rows where row.status != "completed" {
+                print(
+                    "\(row.participant) trial \(row.trial) (\(row.condition) on \(row.route)): \(row.status), \(row.reason)"
+                )
+            }
+            if let csv = self.csv { print("trials: \(csv)") }
+            if let out = self.out { print("report: \(out)") }
         }
     }
 }

@@ -103,7 +103,7 @@ extension StudyCommand {
                 do {
                     walk = try await WalkerEvaluation.single(
                         setup, kind: kind, pair: (start, endpoints.destination), seed: traits.walkSeed,
-                        condition: condition, session: studyTrial.folder, metadata: metadata)
+                        condition: condition, session: Paths.absolute(studyTrial.folder), metadata: metadata)
                 } catch {
                     record.status = .aborted
                     record.reason = "\(error)"
