@@ -25,6 +25,8 @@ public enum SessionExport {
         public var firstBad: String?
         /// Parts that were not closed (a recorder stopped first), with the byte their last complete record ends at.
         public var cutFiles: [(file: String, atByte: Int)] = []
+        /// What the session's first metadata record says (its recorder, config, a study trial's who and what).
+        public var metadata: [String: String] = [:]
     }
 
     /// The formats.
@@ -59,6 +61,7 @@ public enum SessionExport {
         session.badLines = summary.badRecords
         session.firstBad = summary.firstBad
         session.cutFiles = summary.cutFiles
+        session.metadata = summary.metadata.first { $0.name == "hapticnav.session" }?.values ?? [:]
         guard !session.fixes.isEmpty || !session.smoothed.isEmpty || !session.routes.isEmpty else {
             throw ExportError(
                 description:

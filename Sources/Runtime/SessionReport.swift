@@ -109,9 +109,9 @@ public enum SessionReport {
     }
 
     /// The page.
-    public static func html(_ session: SessionExport.Session, title: String) -> String {
+    public static func html(_ session: SessionExport.Session, title: String, ways: WalkingGraph? = nil) -> String {
         let summary = self.summary(session)
-        let map = MapDrawing(session: session)
+        let map = MapDrawing(session: session, ways: ways)
         let timeline = self.timeline(session)
         func minutes(_ seconds: Double) -> String {
             let total = Int(seconds.rounded())
@@ -163,7 +163,7 @@ public enum SessionReport {
             \(table)
             </table>
             <h2>Map</h2>
-            <div class="legend"><span><i style="background:#9aa"></i>route (earlier: dashed)</span><span><i style="background:#f29c38"></i>GPS fixes</span><span><i style="background:#1f5fbf"></i>smoothed track</span><span><i style="background:#e0301e"></i>off course</span><span><i style="background:#8e44ad"></i>reroute</span><span><i style="background:#222"></i>waypoint</span></div>
+            <div class="legend"><span><i style="background:#d6d6d6"></i>walkable ways</span><span><i style="background:#9aa"></i>route (earlier: dashed)</span><span><i style="background:#f29c38"></i>GPS fixes</span><span><i style="background:#1f5fbf"></i>smoothed track</span><span><i style="background:#e0301e"></i>off course</span><span><i style="background:#8e44ad"></i>reroute</span><span><i style="background:#222"></i>waypoint</span></div>
             \(map.svg)
             <h2>Timeline</h2>
             <div class="legend"><span><i style="background:#1f5fbf"></i>deviation (°)</span><span><i style="background:#d9822b"></i>cue left (below) / right (above), height = intensity</span><span><i style="background:#8e44ad"></i>device switch</span><span><i style="background:#e0301e"></i>signal lost</span></div>
@@ -184,7 +184,7 @@ public enum SessionReport {
         let centerNorth: Double
         private(set) var svg = ""
 
-        init(session: SessionExport.Session) {
+        init(session: SessionExport.Session, ways: WalkingGraph? = nil) {
             // The frame holds the smoothed track and the routes; raw fixes only when there is nothing else (a receiver's
             // wild fix, at 0° 0° say, would otherwise shrink the walk to a dot). Fixes outside are clipped.
             var points = session.smoothed.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) }
@@ -207,7 +207,7 @@ public enum SessionReport {
             self.metersPerPixel = scale
             self.centerEast = (minEast + maxEast) / 2
             self.centerNorth = (minNorth + maxNorth) / 2
-            self.svg = self.draw(session)
+            self.svg = self.draw(session, ways: ways)
         }
 
         func xy(_ point: Coordinate) -> (Double, Double) {
@@ -225,8 +225,12 @@ public enum SessionReport {
             }.joined(separator: " ")
         }
 
-        private func draw(_ session: SessionExport.Session) -> String {
+        private func draw(_ session: SessionExport.Session, ways: WalkingGraph?) -> String {
             var body: [String] = []
+            // The walkable ways under everything.
+            if let ways {
+                body.append(WalkableWays.path(ways, xy: self.xy, bounds: (Self.width, Self.height)))
+            }
             for (index, route) in session.routes.enumerated() {
                 let last = index == session.routes.count - 1
                 body.append(

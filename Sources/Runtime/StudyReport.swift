@@ -24,6 +24,9 @@ public enum StudyReport {
         public var reason: String
         public var summary: SessionReport.Summary?
         public var startedSeconds: Double?
+        /// The smoothed track and the first route, for the study's maps.
+        public var track: [Coordinate] = []
+        public var routePoints: [Coordinate] = []
 
         public var aborted: Bool { self.status == "aborted" }
         public var hasSession: Bool { self.summary != nil }
@@ -74,6 +77,10 @@ public enum StudyReport {
                 }
             if hasParts, let session = try? read(studyTrial.folder) {
                 row.summary = SessionReport.summary(session)
+                row.track = session.smoothed.filter { $0.latitude.isFinite && $0.longitude.isFinite }.map {
+                    Coordinate(latitude: $0.latitude, longitude: $0.longitude)
+                }
+                row.routePoints = session.routes.first?.points ?? []
             }
             switch record?.status {
             case .completed?:
@@ -216,7 +223,9 @@ public enum StudyReport {
     }
 
     /// The page.
-    public static func html(_ rows: [Row], study: StudyFile, schedule: StudySchedule) -> String {
+    public static func html(
+        _ rows: [Row], study: StudyFile, schedule: StudySchedule, ways: WalkingGraph? = nil
+    ) -> String {
         let names = schedule.conditions
         let summaries = self.conditions(rows, names: names)
         let comparisons = self.comparisons(rows, names: names)
@@ -291,6 +300,8 @@ public enum StudyReport {
             h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; }
             table { border-collapse: collapse; } th, td { text-align: left; padding: 3px 12px 3px 0; }
             th { font-weight: normal; color: #555; } svg { border: 1px solid #ccc; background: #fafafa; margin: 4px; }
+            h3 { font-size: 14px; } .legend span { display: inline-block; margin-right: 16px; font-size: 13px; }
+            .legend i { display: inline-block; width: 18px; height: 4px; margin-right: 4px; vertical-align: middle; }
             </style></head><body>
             <h1>\(xmlEscaped("Study \(study.name)"))</h1>
             <p>\(schedule.participants.count) participants × \(names.count) conditions (\(xmlEscaped(names.joined(separator: ", ")))) on routes \(xmlEscaped(schedule.routes.joined(separator: ", "))); \(xmlEscaped(balance)). \(rows.filter { $0.status == "completed" }.count) of \(rows.count) trials completed.</p>
@@ -305,6 +316,9 @@ public enum StudyReport {
             <h2>Every trial</h2>
             <p>Each dot is a trial; the bar is the condition's median; lines join each participant's conditions.</p>
             \(plots)
+            <h2>Tracks</h2>
+            <p>Each route with every trial's smoothed track, coloured by condition, over the map's walkable ways.</p>
+            \(schedule.routes.map { self.map(route: $0, rows: rows, conditions: names, ways: ways) }.joined(separator: "\n"))
             <h2>Order effects</h2>
             <table id="order">
             \(orderTable)</table>
@@ -317,6 +331,50 @@ public enum StudyReport {
             </body></html>
 
             """
+    }
+
+    static let palette = ["#1f5fbf", "#e07b00", "#2a9d4b", "#8e44ad", "#c0392b", "#16a0a0"]
+
+    /// One route's map: its route line, every trial's track in its condition's colour, the walkable ways under them.
+    static func map(route: String, rows: [Row], conditions: [String], ways: WalkingGraph?) -> String {
+        let mine = rows.filter { $0.route == route && !$0.track.isEmpty }
+        let points = mine.flatMap { $0.track + $0.routePoints }
+        guard let origin = points.first else {
+            return "<p>\(xmlEscaped(route)): no track recorded.</p>"
+        }
+        let width = 900.0, height = 520.0, margin = 20.0
+        let projection = FlatProjection(origin: origin)
+        let local = points.map { projection.project($0) }
+        let (minEast, maxEast) = (local.map(\.east).min()!, local.map(\.east).max()!)
+        let (minNorth, maxNorth) = (local.map(\.north).min()!, local.map(\.north).max()!)
+        let scale = max((maxEast - minEast) / (width - 2 * margin), (maxNorth - minNorth) / (height - 2 * margin), 0.01)
+        let centerEast = (minEast + maxEast) / 2, centerNorth = (minNorth + maxNorth) / 2
+        func xy(_ point: Coordinate) -> (Double, Double) {
+            let p = projection.project(point)
+            return (width / 2 + (p.east - centerEast) / scale, height / 2 - (p.north - centerNorth) / scale)
+        }
+        func polyline(_ points: [Coordinate]) -> String {
+            points.map { point in
+                let (x, y) = xy(point)
+                return "\(decimal(x, 1)),\(decimal(y, 1))"
+            }.joined(separator: " ")
+        }
+        var body = ways.map { WalkableWays.path($0, xy: xy, bounds: (width, height)) } ?? ""
+        if let line = mine.first?.routePoints, !line.isEmpty {
+            body +=
+                "<polyline class=\"route\" points=\"\(polyline(line))\" fill=\"none\" stroke=\"#9aa\" stroke-width=\"7\" stroke-linejoin=\"round\"/>"
+        }
+        for row in mine {
+            let colour = self.palette[(conditions.firstIndex(of: row.condition) ?? 0) % self.palette.count]
+            body +=
+                "<polyline class=\"track\" points=\"\(polyline(row.track))\" fill=\"none\" stroke=\"\(colour)\" stroke-width=\"2\" stroke-opacity=\"0.7\"><title>\(xmlEscaped("\(row.participant) trial \(row.trial) (\(row.condition))"))</title></polyline>"
+        }
+        let legend = conditions.enumerated().map { index, condition in
+            "<span><i style=\"background:\(self.palette[index % self.palette.count])\"></i>\(xmlEscaped(condition))</span>"
+        }.joined()
+        return "<h3>\(xmlEscaped(route))</h3>\n"
+            + "<div class=\"legend\"><span><i style=\"background:#d6d6d6\"></i>walkable ways</span><span><i style=\"background:#9aa\"></i>route</span>\(legend)</div>\n"
+            + "<svg class=\"map\" data-route=\"\(xmlEscaped(route))\" width=\"\(Int(width))\" height=\"\(Int(height))\" xmlns=\"http://www.w3.org/2000/svg\">\(body)</svg>"
     }
 
     /// A strip plot of one figure: a column per condition, every trial a dot, the median a bar, each participant's

@@ -143,6 +143,16 @@ extension ProcessSuites {
             #expect(
                 dom.stdout.components(separatedBy: "class=\"trial\"").count - 1 == 5 * 8, "\(dom.stdout.prefix(300))")
             #expect(dom.stdout.components(separatedBy: "<svg class=\"plot\"").count - 1 == 5)
+            // Each route's map: every trial's track over the walkable ways of the study config's map.
+            #expect(dom.stdout.components(separatedBy: "<svg class=\"map\"").count - 1 == 2)
+            #expect(dom.stdout.components(separatedBy: "class=\"track\"").count - 1 == 8)
+            #expect(dom.stdout.components(separatedBy: "class=\"ways\"").count - 1 == 2)
+            // A trial's own session report draws them too, found through its trial record.
+            let first = "\(folder)/sessions/P02/T01-\(schedule[2]["condition"]!)-\(schedule[2]["route"]!)"
+            let sessionReport = try ChildProcess(binary, ["report", first, "--out", "\(folder)/trial.html"])
+            #expect(await sessionReport.wait(seconds: 60) == 0, "\(sessionReport.stderr)")
+            #expect(sessionReport.stdout.contains("walkable way segments under the tracks"), "\(sessionReport.stdout)")
+            #expect(try String(contentsOfFile: "\(folder)/trial.html", encoding: .utf8).contains("class=\"ways\""))
 
             // A crash in the middle of a trial: its record still says running, its last part is cut short.
             let victim = "\(folder)/sessions/P01/T01-\(schedule[0]["condition"]!)-\(schedule[0]["route"]!)"

@@ -18,15 +18,37 @@ struct Report: ParsableCommand {
     @Option(help: "The page's title (the session's path by default).")
     var title: String?
 
+    @Option(
+        help:
+            "The map (OSM XML or PBF) whose walkable ways are drawn under the tracks; by default the map of the session's config (its study trial's, or the one its metadata names)."
+    )
+    var map: String?
+
+    @Flag(help: "Draw no walkable ways.")
+    var noWays = false
+
     func run() throws {
         let session = try readSession(self.session)
-        let html = SessionReport.html(session, title: self.title ?? "HapticNav session \(self.session)")
+        var ways: WalkingGraph?
+        if !self.noWays,
+            let map = self.map ?? WalkableWays.map(session: self.session, metadataConfig: session.metadata["config"])
+        {
+            do {
+                ways = try WalkableWays.graph(map: map)
+            } catch {
+                // Given explicitly, a map that cannot be read is an error; found by itself, only a note.
+                if self.map != nil { throw CommandFailure("--map: \(error)") }
+                StandardStreams.writeError("report: no walkable ways drawn: \(map): \(error)\n")
+            }
+        }
+        let html = SessionReport.html(session, title: self.title ?? "HapticNav session \(self.session)", ways: ways)
         try writeFile(Array(html.utf8), to: self.out)
         let summary = SessionReport.summary(session)
         let routes = session.routes.map { "\(Int($0.lengthMeters.rounded())) m" }.joined(separator: ", ")
         print(
             "report: \(self.out): \(Int(summary.distanceMeters.rounded())) m walked in \(Int(summary.durationSeconds.rounded())) s; "
                 + "\(session.routes.count) route(s) (\(routes)); \(summary.turnCueOnsets) turn cue(s); "
-                + "\(summary.failSafeEvents) fail-safe event(s); \(summary.arrived ? "arrived" : "did not arrive")")
+                + "\(summary.failSafeEvents) fail-safe event(s); \(summary.arrived ? "arrived" : "did not arrive")"
+                + (ways.map { "; \($0.edgeCount) walkable way segments under the tracks" } ?? ""))
     }
 }

@@ -102,6 +102,12 @@ extension StudyCommand {
         @Option(help: "The CSV file of trials to write.")
         var csv: String?
 
+        @Option(
+            help:
+                "The map (OSM XML or PBF) whose walkable ways are drawn under the tracks; the study config's by default."
+        )
+        var map: String?
+
         func run() throws {
             let study: StudyFile
             let schedule: StudySchedule
@@ -114,7 +120,17 @@ extension StudyCommand {
             let rows = StudyReport.rows(study: study, schedule: schedule)
             if let csv = self.csv { try writeFile(Array(StudyReport.csv(rows).utf8), to: csv) }
             if let out = self.out {
-                try writeFile(Array(StudyReport.html(rows, study: study, schedule: schedule).utf8), to: out)
+                var ways: WalkingGraph?
+                if let map = self.map ?? WalkableWays.map(config: study.config) {
+                    do {
+                        ways = try WalkableWays.graph(map: map)
+                    } catch {
+                        if self.map != nil { throw CommandFailure("--map: \(error)") }
+                        StandardStreams.writeError("study report: no walkable ways drawn: \(map): \(error)\n")
+                    }
+                }
+                let html = StudyReport.html(rows, study: study, schedule: schedule, ways: ways)
+                try writeFile(Array(html.utf8), to: out)
             }
             let completed = rows.filter { $0.status == "completed" }.count
             print("study '\(study.name)': \(completed) of \(rows.count) trials completed")

@@ -1,0 +1,82 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Logging
+public import NavCore
+import Routers
+import SystemIO
+
+/// The map's walkable ways (the offline router's walking graph) for drawing under a report's tracks, so that a reader
+/// sees the streets and crossings where a walker hesitated or turned wrong.
+public enum WalkableWays {
+    /// The walking graph of `map` (OSM XML or PBF), by the offline router's own rules, through its cache.
+    public static func graph(map: String) throws -> WalkingGraph {
+        let settings = try Settings(.object(["map": .string(Paths.absolute(map))]), path: "--map", baseDirectory: ".")
+        return try OSMRouteProvider(settings: settings, logger: Logger(label: "report")).graph
+    }
+
+    /// The map a pipeline config walks on: its route stage's (the `osm` router, or an `osm` fallback), else any
+    /// stage's `map` setting (a simulated walker's); nil when it has none.
+    public static func map(config: String) -> String? {
+        guard let root = try? PipelineConfig.readTree(file: config),
+            let expanded = try? PipelineConfig.expandVariables(
+                root, environment: ProcessInfo.processInfo.environment, path: "the config"),
+            case let .object(stages)? = expanded["stages"]
+        else { return nil }
+        let base = PipelineConfig.baseDirectory(of: expanded, file: config)
+        func resolved(_ path: String) -> String { path.hasPrefix("/") ? path : base + "/" + path }
+        let ordered = stages.sorted { a, b in
+            let aRoute = (a.value["role"]?.stringValue ?? a.key) == "route"
+            let bRoute = (b.value["role"]?.stringValue ?? b.key) == "route"
+            return aRoute != bRoute ? aRoute : a.key < b.key
+        }
+        for (_, stage) in ordered {
+            if case let .string(map)? = stage["settings"]?["map"] { return resolved(map) }
+            if case let .array(fallbacks)? = stage["options"]?["fallback"] {
+                for fallback in fallbacks {
+                    if case let .string(map)? = fallback["settings"]?["map"] { return resolved(map) }
+                }
+            }
+        }
+        return nil
+    }
+
+    /// The map of a recorded session: the config of its study trial (`trial.json`'s, the study's config, whose map
+    /// the trial's route file left out), the config beside it (`config.json`), or the config named in its metadata.
+    public static func map(session: String, metadataConfig: String?) -> String? {
+        var candidates: [String] = []
+        if let bytes = try? InputFile.contents(of: "\(session)/trial.json"),
+            let record = try? JSONDecoder().decode(StudyTrialRecord.self, from: Data(bytes))
+        {
+            candidates.append(record.config)
+        }
+        candidates.append("\(session)/config.json")
+        if let metadataConfig { candidates.append(metadataConfig) }
+        for config in candidates {
+            if let map = self.map(config: config) { return map }
+        }
+        return nil
+    }
+
+    /// One SVG path of the graph's segments with an end inside `bounds` (pixels), through `xy`.
+    static func path(
+        _ graph: WalkingGraph, xy: (Coordinate) -> (Double, Double), bounds: (width: Double, height: Double)
+    ) -> String {
+        var d = ""
+        for segment in graph.segments {
+            let a = xy(graph.nodes[Int(segment.a)]), b = xy(graph.nodes[Int(segment.b)])
+            func inside(_ p: (Double, Double)) -> Bool {
+                p.0 >= -20 && p.0 <= bounds.width + 20 && p.1 >= -20 && p.1 <= bounds.height + 20
+            }
+            guard inside(a) || inside(b) else { continue }
+            d += "M\(Self.short(a.0)) \(Self.short(a.1))L\(Self.short(b.0)) \(Self.short(b.1))"
+        }
+        guard !d.isEmpty else { return "" }
+        return
+            "<path class=\"ways\" d=\"\(d)\" fill=\"none\" stroke=\"#d6d6d6\" stroke-width=\"2.5\" stroke-linecap=\"round\"/>"
+    }
+
+    private static func short(_ value: Double) -> String { fixedDecimal(value, digits: 1) }
+}
