@@ -149,6 +149,9 @@ public struct SubscriberCounters: Sendable, Equatable, Codable {
     /// All drops of malformed input together [count].
     public var droppedTotal: UInt64 { self.dropped.values.reduce(0) { $0.addingClamped($1) } }
 
+    /// Nothing counted yet.
+    public init() {}
+
     /// The counters as named pairs prefixed `bus.`, for a stage's ``StageStatus``.
     public var busStatusCounters: [StatusCounter] {
         self.statusCounters.map { StatusCounter(name: "bus.\($0.name)", value: $0.value) }

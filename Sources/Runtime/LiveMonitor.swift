@@ -21,6 +21,8 @@ public struct LiveMonitor: Sendable {
     private var cue: HapticCue?
     private var device: String?
     private var routes: [UInt32: Route] = [:]
+    /// The outputs' stop in force, from the sinks' `control` messages: who stopped them and why; nil while guiding.
+    private var stop: ControlEvent?
     /// The window the rates are measured over [seconds].
     public var rateWindowSeconds = 2.0
 
@@ -53,6 +55,7 @@ public struct LiveMonitor: Sendable {
             case let .progress(progress): self.progress = progress
             case let .route(route): self.routes[route.routeID] = route
             case let .cue(cue) where cue.kind != .calibration: self.cue = cue
+            case let .control(event) where event.command != .mark: self.stop = event.stopped ? event : nil
             default: break
             }
         case let .publisherUp(_, stage):
@@ -73,6 +76,11 @@ public struct LiveMonitor: Sendable {
             text.count >= width ? String(text.prefix(width)) : text + String(repeating: " ", count: width - text.count)
         }
         var lines = [title, ""]
+        // An alert the experimenter cannot miss: every output stopped, and by whom (the condition lock says why).
+        if let stop = self.stop {
+            let why = stop.text.isEmpty ? "" : ": \(stop.text)"
+            lines[1] = "!!! EVERY OUTPUT STOPPED by \(stop.sender)\(why); `r` resumes"
+        }
         lines.append(pad("STAGE", 12) + pad("HEALTH", 12) + pad("MSG/S", 8) + pad("SILENT", 9) + "STATUS")
         for name in self.order {
             guard let stage = self.stages[name] else { continue }

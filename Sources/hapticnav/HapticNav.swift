@@ -1,4 +1,5 @@
 import ArgumentParser
+import Runtime
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,6 +9,7 @@ struct HapticNav: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hapticnav",
         abstract: "Guidance for blind and low-vision walkers, as a pipeline of processes on a ZeroMQ bus.",
+        version: HapticNavVersion.text,
         subcommands: [
             Run.self, StageCommand.self, Monitor.self, Calibrate.self, Fixes.self, RouteCommand.self,
             BandEmulatorCommand.self, ConfigCommand.self, KeysCommand.self, BusCommand.self, Bench.self, Eval.self,
