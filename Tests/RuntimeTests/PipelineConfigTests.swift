@@ -109,7 +109,7 @@ import TestSupport
         #expect(
             throws: ConfigError.unknownKey(
                 path: "the config", key: "stagez",
-                valid: ["bus", "description", "name", "security", "stages"])
+                valid: ["bus", "description", "directory", "name", "security", "stages"])
         ) {
             try self.parse("{ stagez: {}, stages: { \(self.source()) } }")
         }
