@@ -140,16 +140,8 @@ public struct WalkingGraph: Sendable {
                 where max(abs(r - row), abs(c - column)) == Int64(ring) {
                     for index in self.grid[Self.key(r, c)] ?? []
                     where seen.insert(index).inserted && accepts?(Int(index)) ?? true {
-                        let segment = self.segments[Int(index)]
-                        let a = plane.project(self.nodes[Int(segment.a)]), b = plane.project(self.nodes[Int(segment.b)])
-                        let de = b.east - a.east, dn = b.north - a.north
-                        let length2 = de * de + dn * dn
-                        let t = length2 > 0 ? min(1, max(0, -(a.east * de + a.north * dn) / length2)) : 0
-                        let e = a.east + t * de, n = a.north + t * dn
-                        let distance = (e * e + n * n).squareRoot()
-                        if distance <= maximumMeters, best == nil || distance < best!.distance {
-                            best = (Int(index), t, distance, plane.unproject(ENU(east: e, north: n)))
-                        }
+                        let snap = self.nearest(onSegment: index, plane: plane)
+                        if snap.distance <= maximumMeters, best == nil || snap.distance < best!.distance { best = snap }
                     }
                 }
             }
@@ -157,6 +149,35 @@ public struct WalkingGraph: Sendable {
             if let best, best.distance < Double(ring) * Self.cellDegrees * 111_000 * 0.5 { break }
         }
         return best
+    }
+
+    /// The nearest point of a segment to the origin of `plane` (the point being snapped).
+    private func nearest(onSegment index: Int32, plane: FlatProjection) -> Snap {
+        let segment = self.segments[Int(index)]
+        let a = plane.project(self.nodes[Int(segment.a)]), b = plane.project(self.nodes[Int(segment.b)])
+        let de = b.east - a.east, dn = b.north - a.north
+        let length2 = de * de + dn * dn
+        let t = length2 > 0 ? min(1, max(0, -(a.east * de + a.north * dn) / length2)) : 0
+        let e = a.east + t * de, n = a.north + t * dn
+        return (Int(index), t, (e * e + n * n).squareRoot(), plane.unproject(ENU(east: e, north: n)))
+    }
+
+    /// The nearest point of every segment within `maximumMeters` of `point`, nearest first.
+    public func snaps(near point: Coordinate, maximumMeters: Double) -> [Snap] {
+        let plane = FlatProjection(origin: point)
+        let (row, column) = Self.cell(point.latitude, point.longitude)
+        let rings = Int((maximumMeters / (Self.cellDegrees * 111_000 * 0.5)).rounded(.up)) + 1
+        var result: [Snap] = []
+        var seen = Set<Int32>()
+        for r in (row - Int64(rings))...(row + Int64(rings)) {
+            for c in (column - Int64(rings))...(column + Int64(rings)) {
+                for index in self.grid[Self.key(r, c)] ?? [] where seen.insert(index).inserted {
+                    let snap = self.nearest(onSegment: index, plane: plane)
+                    if snap.distance <= maximumMeters { result.append(snap) }
+                }
+            }
+        }
+        return result.sorted { $0.distance < $1.distance }
     }
 
     /// Where to attach the start and the destination so that one is reachable from the other: the nearest ways

@@ -97,7 +97,15 @@ public enum PluginRegistry {
                 calibrationMayBeMissing: calibrationMayBeMissing
             ).1
         case .route:
-            let (_, fallbacks) = try RouteStageOptions.parse(stage.options)
+            let (options, fallbacks) = try RouteStageOptions.parse(stage.options)
+            if options.matchWays, stage.plugin != OSMRouteProvider.id,
+                !fallbacks.contains(where: { $0.plugin == OSMRouteProvider.id })
+            {
+                throw ConfigError.invalidValue(
+                    path: "stages.\(stage.name).options.matchWays",
+                    expected: "an `osm` router (the ways to place the walker on) as the plugin or a fallback",
+                    found: ([stage.plugin] + fallbacks.map(\.plugin)).joined(separator: ", "))
+            }
             // Loading a map takes a moment: check its keys and that it is there only.
             let logger = Logger(label: "hapticnav.config-check")
             let providers =

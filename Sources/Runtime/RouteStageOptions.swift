@@ -52,6 +52,7 @@ enum RouteStageOptions {
         tracker.rerouteMinimumSeconds = try settings.value(Setting.rerouteMinimumSeconds)
         tracker.rerouteMinimumMeters = try settings.value(Setting.rerouteMinimumMeters)
         options.tracker = tracker
+        options.matchWays = try settings.bool(RouteControllerOptions.Setting.matchWays.key, default: false)
         options.turnThresholdDegrees = try settings.value(RouteControllerOptions.Setting.turnThresholdDegrees)
         options.republishSeconds = try settings.value(RouteControllerOptions.Setting.republishSeconds)
         options.providerTimeoutSeconds = try settings.value(RouteControllerOptions.Setting.providerTimeoutSeconds)

@@ -11,6 +11,7 @@ import Synchronization
 import SystemIO
 public import Logging
 import NavCore
+import Routers
 import ServiceLifecycle
 import Stages
 
@@ -99,11 +100,20 @@ public enum StageHost {
                 if case let .smoothed(fix) = received.message { return received.arrival(fix) }
                 return nil
             }
+            let providers = try PluginRegistry.makeRouters(stage, logger: logger)
+            var options = try RouteStageOptions.parse(stage.options).0
+            if options.matchWays {
+                // The ways to place the walker on: the offline router's walking graph.
+                guard let osm = providers.lazy.compactMap({ $0 as? OSMRouteProvider }).first else {
+                    throw ConfigError.invalidValue(
+                        path: "stages.\(stage.name).options.matchWays", expected: "an `osm` router among the providers",
+                        found: providers.map(\.name).joined(separator: ", "))
+                }
+                options.ways = osm.graph
+            }
             service = RouteControllerStage(
                 name: stage.name, input: fixes, output: WatchedPublisher(base: publisher, watch: watch),
-                providers: try PluginRegistry.makeRouters(stage, logger: logger),
-                options: try RouteStageOptions.parse(stage.options).0, logger: logger,
-                inputCounters: inputCounters(subscriber))
+                providers: providers, options: options, logger: logger, inputCounters: inputCounters(subscriber))
         case .haptic:
             guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }

@@ -17,6 +17,11 @@ public struct RouteControllerOptions: Sendable {
         public static let republishSeconds = SettingSpec(
             "republishSeconds", unit: "s", default: 5.0, in: 0.5...3600,
             "the route is published again this often (fix time), for late joiners")
+        public static let matchWays = SettingDoc(
+            key: "matchWays", defaultText: "false", rangeText: "true, false",
+            summary:
+                "place the walker on the walkable ways of the offline router's map (an online hidden-Markov matcher over its walking graph) before following the route; needs an `osm` router among the providers"
+        )
         public static let providerTimeoutSeconds = SettingSpec(
             "providerTimeoutSeconds", unit: "s", default: 10.0, in: 0.1...600,
             "a provider's answer (its own retries included) is awaited this long before the next is asked")
@@ -38,7 +43,7 @@ public struct RouteControllerOptions: Sendable {
         /// Every setting of a route stage's `options`, the tracker's among them, in documentation order.
         public static let all: [SettingDoc] =
             [destination] + RouteTracker.Options.Setting.all + [
-                turnThresholdDegrees.doc, republishSeconds.doc, fallback, providerTimeoutSeconds.doc,
+                matchWays, turnThresholdDegrees.doc, republishSeconds.doc, fallback, providerTimeoutSeconds.doc,
                 providerBackoffSeconds.doc, providerBackoffMaxSeconds.doc,
             ]
     }
@@ -49,6 +54,11 @@ public struct RouteControllerOptions: Sendable {
     public var republishSeconds = Setting.republishSeconds.defaultValue
     /// After a failed first route, try again this often, in fix time [seconds].
     public var retrySeconds = 5.0
+    /// The walking graph to place the walker on before tracking the route (``WaysMatcher``); nil to track the
+    /// smoothed position as it is.
+    public var ways: WalkingGraph?
+    /// Whether `matchWays` was asked for (the host gives ``ways`` from its `osm` router).
+    public var matchWays = false
     /// A provider's answer, its own retries included, is awaited this long before the next is asked
     /// [seconds, wall clock].
     public var providerTimeoutSeconds = Setting.providerTimeoutSeconds.defaultValue
@@ -114,6 +124,13 @@ where Input.Element == Arrival<SmoothedFix> {
     private let options: RouteControllerOptions
     private let logger: Logger
     private var tracker: RouteTracker
+    private var matcher: WaysMatcher?
+    private var lastMatchTime: Double?
+    /// The route's line, for the matcher's test of being on it (made once per route).
+    private var line: (routeID: UInt32, line: Polyline)?
+    /// Fixes placed on a way, and fixes with no way within reach (tracked as they were) [count].
+    private var matched = 0
+    private var unmatched = 0
     private var schedule: ProviderSchedule
     private var routeID: UInt32 = 0
     private var lastPublished = -Double.infinity
@@ -155,6 +172,7 @@ where Input.Element == Arrival<SmoothedFix> {
         self.timeCheck = InputTimeCheck(
             owner: "route '\(name)'", options: .init(latenessLimitSeconds: nil), logger: logger)
         self.tracker = RouteTracker(options: options.tracker)
+        self.matcher = options.ways.map { WaysMatcher(graph: $0) }
         self.schedule = ProviderSchedule(names: providers.map(\.name), options: options.providerBackoff)
         (self.requests, self.requestSink) = AsyncStream.makeStream(
             of: Request.self, bufferingPolicy: .bufferingNewest(1))
@@ -171,6 +189,13 @@ where Input.Element == Arrival<SmoothedFix> {
             inputCounters: inputCounters)
     }
 
+    private func routeLine(_ route: Route) -> Polyline {
+        if let line = self.line, line.routeID == route.routeID { return line.line }
+        let line = Polyline(route.points)
+        self.line = (route.routeID, line)
+        return line
+    }
+
     private var providerList: String { self.providers.map(\.name).joined(separator: ", then ") }
 
     private func status(_ health: StageHealth, _ message: String) async throws {
@@ -184,6 +209,12 @@ where Input.Element == Arrival<SmoothedFix> {
                         StatusCounter(name: "provider_failures", value: UInt64(self.providerFailures)),
                         StatusCounter(name: "stale_answers", value: UInt64(self.staleAnswers)),
                     ]
+                        + (self.matcher == nil
+                            ? []
+                            : [
+                                StatusCounter(name: "ways.matched", value: UInt64(self.matched)),
+                                StatusCounter(name: "ways.unmatched", value: UInt64(self.unmatched)),
+                            ])
                         + self.timeCheck.statusCounters + self.inputCounters())))
     }
 
@@ -248,7 +279,28 @@ where Input.Element == Arrival<SmoothedFix> {
             try await self.reportWaiting(at: arrival.receivedSeconds)
             return
         }
-        guard let update = self.tracker.update(with: fix), let route = self.tracker.route else { return }
+        // On the ways, when matching: the position a walker following them has, not one beside them.
+        // Only while that way is the route's, at about the same place along it as the smoothed position: otherwise the
+        // smoothed position is followed as it is (a way matched wrongly beside the route must not become where a new
+        // route starts, nor a leg of the route the walker has not reached).
+        var tracked = fix
+        if self.matcher != nil {
+            let moved = self.lastMatchTime.map { max(0, fix.timeSeconds - $0) * fix.speedMetersPerSecond }
+            self.lastMatchTime = fix.timeSeconds
+            if let match = self.matcher!.match(here, accuracyMeters: fix.horizontalAccuracyMeters, movedMeters: moved),
+                let route = self.tracker.route,
+                let onRoute = self.routeLine(route).project(match.point), onRoute.distanceMeters <= 2,
+                let raw = self.routeLine(route).project(here),
+                abs(raw.distanceAlongMeters - onRoute.distanceAlongMeters) <= max(5, fix.horizontalAccuracyMeters)
+            {
+                tracked.latitude = match.point.latitude
+                tracked.longitude = match.point.longitude
+                self.matched += 1
+            } else {
+                self.unmatched += 1
+            }
+        }
+        guard let update = self.tracker.update(with: tracked), let route = self.tracker.route else { return }
         if fix.timeSeconds - self.lastPublished >= self.options.republishSeconds {
             self.lastPublished = fix.timeSeconds
             try await self.output.publish(.route(route))

@@ -190,6 +190,15 @@ import TestSupport
         }
     }
 
+    /// Matching to the ways needs the offline router's graph: a route stage with no `osm` provider is refused.
+    @Test func matchingToTheWaysWithoutAnOSMRouterIsRefused() {
+        let stage = self.routeStage(fallback: "[]").replacingOccurrences(
+            of: "fallback: []", with: "fallback: [], matchWays: true")
+        #expect {
+            try self.parse("{ stages: { \(stage) } }")
+        } throws: { "\($0)".contains("stages.route.options.matchWays") }
+    }
+
     /// Writes `text` as a config file and loads it as `config check` does.
     private func load(_ text: String) throws -> PipelineConfig {
         let file = try scratchFolder() + "/config.json5"

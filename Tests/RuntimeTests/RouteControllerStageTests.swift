@@ -122,6 +122,42 @@ private final class FirstCall: @unchecked Sendable {
         #expect(Self.statuses(messages).filter { $0.message == "arrived" }.count == 1)
     }
 
+    /// With `matchWays`, fixes that stray 6 m to either side of a street the route follows are followed on it
+    /// (cross-track 0 while the smoothed position is 6 m off).
+    @Test func withWaysMatchingAFixBesideTheRouteIsFollowedOnTheWay() async throws {
+        let start = Coordinate(latitude: 43.7300, longitude: 7.4200)
+        let nodes = (0...20).map { moved(start, 90, Double($0) * 10) }
+        let graph = WalkingGraph(
+            nodes: nodes, edges: (0..<20).map { (Int32($0), Int32($0 + 1), Int32(-1)) }, names: [], warnings: [])
+        let provider = FileRouteProvider(plan: RoutePlan(points: [nodes[0], nodes[20]]))
+        var fixes: [Arrival<SmoothedFix>] = []
+        for step in 0..<120 {
+            let along = moved(start, 90, 10 + Double(step) * 1.4)
+            fixes.append(fix(moved(along, step % 2 == 0 ? 0 : 180, 6), at: Double(step + 1)))
+        }
+        var options = RouteControllerOptions(destination: nodes[20])
+        options.ways = graph
+        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SmoothedFix>.self)
+        let output = MemoryPublisher()
+        let stage = RouteControllerStage(
+            name: "route", input: stream, output: output, provider: provider, options: options,
+            logger: Logger(label: "test"))
+        async let running: Void = stage.run()
+        continuation.yield(fixes[0])
+        #expect(await eventually(within: 60) { !Self.routes(await output.messages).isEmpty })
+        for arrival in fixes.dropFirst() { continuation.yield(arrival) }
+        continuation.finish()
+        try await running
+        let messages = await output.messages
+        let progress = messages.compactMap { if case let .progress(p) = $0 { p } else { nil } }
+        #expect(progress.count > 100)
+        // The route starts at the first fix, 6 m off the street: past its first few metres, every fix is on the way.
+        let crossTrack = progress.dropFirst(5).map { abs($0.crossTrackMeters) }
+        #expect(
+            crossTrack.count > 100 && crossTrack.allSatisfy { $0 < 0.5 },
+            "cross-track up to \(crossTrack.max() ?? -1) m")
+    }
+
     @Test func anEngineThatIsDownLeavesAClearStatusAndNoTarget() async throws {
         // Nothing listens on this port: the client retries, then gives up with a clear status.
         let provider = try ValhallaRouteProvider(url: "http://127.0.0.1:9", timeoutSeconds: 0.5, retries: 1)

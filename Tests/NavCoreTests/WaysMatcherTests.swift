@@ -1,0 +1,59 @@
+import Foundation
+import NavCore
+import Testing
+
+@Suite struct WaysMatcherTests {
+    /// Two parallel streets 12 m apart, joined only at their ends 300 m apart, and a walker on the southern one whose
+    /// positions stray up to 8 m north (nearer the northern street at times): the nearest way jumps between them, the
+    /// matcher stays on the street the walker is on, since reaching the other takes a walk around the block.
+    @Test func aWalkerBesideAParallelStreetStaysMatchedToTheirOwn() throws {
+        let origin = Coordinate(latitude: 43.73, longitude: 7.42)
+        let plane = FlatProjection(origin: origin)
+        func at(_ east: Double, _ north: Double) -> Coordinate { plane.unproject(ENU(east: east, north: north)) }
+        var nodes: [Coordinate] = []
+        var edges: [(a: Int32, b: Int32, name: Int32)] = []
+        for street in 0..<2 {
+            for step in 0...30 { nodes.append(at(Double(step) * 10, Double(street) * 12)) }
+            let first = Int32(street * 31)
+            for step in 0..<30 { edges.append((first + Int32(step), first + Int32(step) + 1, Int32(street))) }
+        }
+        edges.append((0, 31, 2))
+        edges.append((30, 61, 2))
+        let graph = WalkingGraph(nodes: nodes, edges: edges, names: ["south", "north", "link"], warnings: [])
+        var matcher = WaysMatcher(graph: graph)
+        var nearestWrong = 0, matchedWrong = 0
+        for second in 0..<200 {
+            let east = 20 + Double(second) * 1.3
+            guard east < 280 else { break }
+            let north = 8 * sin(Double(second) / 5)  // strays up to 8 m north and south
+            let position = at(east, north)
+            let nearest = try #require(graph.snap(position, maximumMeters: 30))
+            if graph.segments[nearest.segment].name != 0 { nearestWrong += 1 }
+            let matched = matcher.match(position, accuracyMeters: 5)
+            let match = try #require(matched)
+            if graph.segments[match.segment].name != 0 { matchedWrong += 1 }
+            #expect(abs(plane.project(match.point).north) < 0.01 || graph.segments[match.segment].name != 0)
+        }
+        #expect(nearestWrong > 20, "the nearest way is the other street at times (\(nearestWrong))")
+        #expect(matchedWrong == 0, "matched to the other street \(matchedWrong) times")
+        // Nothing within reach: no match, and the next position starts afresh.
+        #expect(matcher.match(at(150, 500), accuracyMeters: 5) == nil)
+        #expect(matcher.match(at(150, 11), accuracyMeters: 5).map { graph.segments[$0.segment].name } == 1)
+    }
+
+    @Test func walkingDistancesGoRoundTheBlock() throws {
+        let origin = Coordinate(latitude: 43.73, longitude: 7.42)
+        let plane = FlatProjection(origin: origin)
+        func at(_ east: Double, _ north: Double) -> Coordinate { plane.unproject(ENU(east: east, north: north)) }
+        // A square block of 100 m: 0 (0,0) – 1 (100,0) – 2 (100,100) – 3 (0,100) – 0.
+        let graph = WalkingGraph(
+            nodes: [at(0, 0), at(100, 0), at(100, 100), at(0, 100)],
+            edges: [(0, 1, -1), (1, 2, -1), (2, 3, -1), (3, 0, -1)], names: [], warnings: [])
+        let start = try #require(graph.snap(at(50, 0), maximumMeters: 5))
+        let across = try #require(graph.snap(at(50, 100), maximumMeters: 5))
+        let along = try #require(graph.snap(at(80, 0), maximumMeters: 5))
+        let distances = graph.walkingDistances(from: start, to: [across, along], boundMeters: 1000)
+        #expect(abs(distances[0] - 200) < 0.5 && abs(distances[1] - 30) < 0.5, "\(distances)")
+        #expect(graph.walkingDistances(from: start, to: [across], boundMeters: 150)[0] == .infinity)
+    }
+}
