@@ -261,8 +261,10 @@ public struct RouteTracker: Sendable {
         if self.state == .rerouting { self.state = .offRoute }
     }
 
-    /// Takes one smoothed fix; nil until there is a route.
-    public mutating func update(with fix: SmoothedFix) -> Update? {
+    /// Takes one smoothed fix; nil until there is a route. `offRouteMeters`, when given, is the distance from the route
+    /// beyond which this fix is off it, instead of the options' (a walker matched to a way that is not the route's is
+    /// off it however near that way runs).
+    public mutating func update(with fix: SmoothedFix, offRouteMeters: Double? = nil) -> Update? {
         guard let route = self.route, let line = self.polyline, !route.waypoints.isEmpty else { return nil }
         let walker = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
         let time = fix.timeSeconds
@@ -276,7 +278,8 @@ public struct RouteTracker: Sendable {
         var projection = self.lastAlong.flatMap {
             line.project(walker, alongRange: ($0 - 30)...($0 + 150), course: course)
         }
-        let threshold = self.options.offRouteThreshold(accuracyMeters: fix.horizontalAccuracyMeters)
+        let threshold =
+            offRouteMeters ?? self.options.offRouteThreshold(accuracyMeters: fix.horizontalAccuracyMeters)
         if projection == nil || projection!.distanceMeters > threshold {
             if let global = line.project(walker, alongRange: nil, course: course),
                 global.distanceMeters < (projection?.distanceMeters ?? .infinity)

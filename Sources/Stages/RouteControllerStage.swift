@@ -279,28 +279,29 @@ where Input.Element == Arrival<SmoothedFix> {
             try await self.reportWaiting(at: arrival.receivedSeconds)
             return
         }
-        // On the ways, when matching: the position a walker following them has, not one beside them.
-        // Only while that way is the route's, at about the same place along it as the smoothed position: otherwise the
-        // smoothed position is followed as it is (a way matched wrongly beside the route must not become where a new
-        // route starts, nor a leg of the route the walker has not reached).
+        // On the ways, when matching: the position a walker following them has, not one beside them. A walker on a
+        // way that is not the route's is off the route however near that way runs (a parallel footway, the other
+        // side of a street), so that a new route starts along the way they are on.
         var tracked = fix
+        var offRouteMeters: Double?
         if self.matcher != nil {
             let moved = self.lastMatchTime.map { max(0, fix.timeSeconds - $0) * fix.speedMetersPerSecond }
             self.lastMatchTime = fix.timeSeconds
             if let match = self.matcher!.match(here, accuracyMeters: fix.horizontalAccuracyMeters, movedMeters: moved),
-                let route = self.tracker.route,
-                let onRoute = self.routeLine(route).project(match.point), onRoute.distanceMeters <= 2,
-                let raw = self.routeLine(route).project(here),
-                abs(raw.distanceAlongMeters - onRoute.distanceAlongMeters) <= max(5, fix.horizontalAccuracyMeters)
+                let route = self.tracker.route
             {
                 tracked.latitude = match.point.latitude
                 tracked.longitude = match.point.longitude
+                let onRouteWay = (self.routeLine(route).project(match.point)?.distanceMeters ?? .infinity) <= 2
+                if !onRouteWay { offRouteMeters = 2 }
                 self.matched += 1
             } else {
                 self.unmatched += 1
             }
         }
-        guard let update = self.tracker.update(with: tracked), let route = self.tracker.route else { return }
+        guard let update = self.tracker.update(with: tracked, offRouteMeters: offRouteMeters),
+            let route = self.tracker.route
+        else { return }
         if fix.timeSeconds - self.lastPublished >= self.options.republishSeconds {
             self.lastPublished = fix.timeSeconds
             try await self.output.publish(.route(route))
