@@ -37,7 +37,7 @@ let package = Package(
         .target(
             name: "Stages",
             dependencies: [
-                "NavCore",
+                "NavCore", "SystemIO",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -102,7 +102,7 @@ public final class BusPublisher: MessagePublisher, Sendable {
 
     /// Sends one message. Never blocks; throws only if the socket is closed or libzmq fails.
     public func send(_ message: BusMessage) throws {
-        let sendTime = wallClockNanoseconds()
+        let sendTime = SystemClock.wallNanoseconds()
         try self.state.withLock { (state: inout State) throws in
             guard let socket = state.socket else { throw ZMQError(operation: "publish on a closed publisher") }
             let typeID = message.kind.rawValue
@@ -172,7 +172,7 @@ public final class BusPublisher: MessagePublisher, Sendable {
     }
 
     private func sendHeartbeat() {
-        let sendTime = wallClockNanoseconds()
+        let sendTime = SystemClock.wallNanoseconds()
         self.state.withLock { (state: inout State) in
             guard let socket = state.socket else { return }
             let typeID = EnvelopeHeader.heartbeatTypeID

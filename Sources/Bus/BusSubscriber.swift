@@ -254,7 +254,7 @@ public final class BusSubscriber: AsyncSequence, Sendable {
             throw error
         }
         self.endpoints = endpoints
-        let started = monotonicNanoseconds()
+        let started = SystemClock.monotonicNanoseconds()
         self.presenceState = Mutex(
             endpoints.map {
                 PublisherPresence(
@@ -442,7 +442,7 @@ private final class Receiver: @unchecked Sendable {
                 // Consumers preferring this executor run here, right after their message arrived.
                 self.executor.runPendingJobs()
             }
-            let now = monotonicNanoseconds()
+            let now = SystemClock.monotonicNanoseconds()
             for (index, due) in self.reconnects where due <= now {
                 self.reconnects[index] = nil
                 let socket = self.sockets[index]
@@ -474,8 +474,8 @@ private final class Receiver: @unchecked Sendable {
         // A bounded burst per wake, so one busy publisher cannot starve liveness checks.
         for _ in 0..<10_000 {
             guard (try? self.topicFrame.receive(from: socket)) == true else { return }
-            let receiveTime = wallClockNanoseconds()
-            let receiveMonotonic = monotonicNanoseconds()
+            let receiveTime = SystemClock.wallNanoseconds()
+            let receiveMonotonic = SystemClock.monotonicNanoseconds()
             var frameCount = 1
             var oversized = self.topicFrame.size > self.options.maximumFrameBytes
             if self.topicFrame.hasMore, (try? self.headerFrame.receive(from: socket)) == true {
@@ -580,7 +580,7 @@ private final class Receiver: @unchecked Sendable {
             case ZMQ_EVENT_DISCONNECTED:
                 self.refuse(socketIndex, "the peer there does not speak this bus's protocol")
                 let delay = Int64(self.options.liveness.reconnectIntervalMaximumMilliseconds) * 1_000_000
-                self.reconnects[socketIndex] = monotonicNanoseconds() + delay
+                self.reconnects[socketIndex] = SystemClock.monotonicNanoseconds() + delay
             default:
                 break
             }
@@ -600,7 +600,7 @@ private final class Receiver: @unchecked Sendable {
     }
 
     private func noteAlive(socketIndex: Int, stage: String) {
-        self.liveness[socketIndex].lastSeenNanoseconds = monotonicNanoseconds()
+        self.liveness[socketIndex].lastSeenNanoseconds = SystemClock.monotonicNanoseconds()
         if !self.liveness[socketIndex].alive || self.liveness[socketIndex].stage != stage {
             self.liveness[socketIndex].alive = true
             self.liveness[socketIndex].stage = stage

@@ -259,17 +259,3 @@ public func zmqVersion() -> String {
     zmq_version(&major, &minor, &patch)
     return "\(major).\(minor).\(patch)"
 }
-
-/// Wall-clock time now [nanoseconds since 1970-01-01T00:00:00Z].
-func wallClockNanoseconds() -> Int64 {
-    var spec = timespec()
-    clock_gettime(CLOCK_REALTIME, &spec)
-    return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
-}
-
-/// Monotonic time now [nanoseconds since an arbitrary start]; for timeouts, never for message times.
-func monotonicNanoseconds() -> Int64 {
-    var spec = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &spec)
-    return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
-}

@@ -14,13 +14,6 @@ import NavCore
 import Synchronization
 import SystemIO
 
-/// Now on the monotonic clock [nanoseconds].
-private func monotonicNanoseconds() -> Int64 {
-    var spec = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &spec)
-    return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
-}
-
 /// A raw libzmq call that failed: the reference path goes around ``Bus`` on purpose.
 private struct RawZMQError: Error, CustomStringConvertible {
     let operation: String
@@ -147,11 +140,11 @@ public enum BusBenchmark {
     /// Sends `count` messages at `rateHz` on the calling thread, each produced by `send(index)`.
     private static func paced(count: Int, rateHz: Double, _ send: (Int) throws -> Void) rethrows {
         let interval = Int64(1e9 / rateHz)
-        var due = monotonicNanoseconds()
+        var due = SystemClock.monotonicNanoseconds()
         for index in 0..<count {
             due += interval
             while true {
-                let left = due - monotonicNanoseconds()
+                let left = due - SystemClock.monotonicNanoseconds()
                 if left <= 0 { break }
                 var spec = timespec(tv_sec: Int(left / 1_000_000_000), tv_nsec: Int(left % 1_000_000_000))
                 nanosleep(&spec, nil)
@@ -193,7 +186,7 @@ public enum BusBenchmark {
                 zmq_msg_init(&message)
                 defer { zmq_msg_close(&message) }
                 guard zmq_msg_recv(&message, receiving, 0) >= 0 else { break }
-                let now = monotonicNanoseconds()
+                let now = SystemClock.monotonicNanoseconds()
                 guard zmq_msg_size(&message) >= 16, let data = zmq_msg_data(&message) else { continue }
                 let sent = data.loadUnaligned(as: Int64.self)
                 let index = data.loadUnaligned(fromByteOffset: 8, as: Int64.self)
@@ -213,15 +206,15 @@ public enum BusBenchmark {
         }
         // Warm up until the subscription has reached the publisher (the slow joiner).
         var probe = [Int64](repeating: -1, count: 4)
-        let warmupDeadline = monotonicNanoseconds() + 3_000_000_000
-        while !ready.load(ordering: .acquiring) && monotonicNanoseconds() < warmupDeadline {
-            probe[0] = monotonicNanoseconds()
+        let warmupDeadline = SystemClock.monotonicNanoseconds() + 3_000_000_000
+        while !ready.load(ordering: .acquiring) && SystemClock.monotonicNanoseconds() < warmupDeadline {
+            probe[0] = SystemClock.monotonicNanoseconds()
             try send(probe)
             usleep(5_000)
         }
         var message = [Int64](repeating: 0, count: 4)
         try self.paced(count: count, rateHz: rateHz) { index in
-            message[0] = monotonicNanoseconds()
+            message[0] = SystemClock.monotonicNanoseconds()
             message[1] = Int64(index)
             try send(message)
         }
@@ -274,7 +267,7 @@ public enum BusBenchmark {
                 try publisher.send(
                     .heading(
                         HeadingSample(
-                            timeSeconds: Double(monotonicNanoseconds()),
+                            timeSeconds: Double(SystemClock.monotonicNanoseconds()),
                             headingDegrees: Double(index % 360))))
             }
             finished.signal()
@@ -295,7 +288,7 @@ public enum BusBenchmark {
                 guard case let .message(received) = event, case let .heading(sample) = received.message else {
                     continue
                 }
-                latencies.append((Double(monotonicNanoseconds()) - sample.timeSeconds) / 1000)
+                latencies.append((Double(SystemClock.monotonicNanoseconds()) - sample.timeSeconds) / 1000)
                 wire.append(Double(received.receiveTimeNanoseconds - received.header.sendTimeNanoseconds) / 1000)
             }
             return (latencies, wire)

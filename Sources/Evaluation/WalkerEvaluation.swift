@@ -384,7 +384,7 @@ public enum WalkerEvaluation {
                         switch received.message {
                         case let .cue(cue):
                             state.cues[cue.timeSeconds] = cue.kind
-                            state.cueArrivals[cue.timeSeconds] = monotonicSeconds()
+                            state.cueArrivals[cue.timeSeconds] = SystemClock.monotonicSeconds()
                         case let .target(target): state.targets[target.timeSeconds] = target
                         case let .smoothed(fix): state.smoothed[fix.timeSeconds] = fix
                         case let .route(route): state.routes[route.routeID] = route
@@ -408,9 +408,9 @@ public enum WalkerEvaluation {
         defer { ticker.cancel() }
         var wakes = changed.makeAsyncIterator()
         func wait(seconds: Double, until condition: () -> Bool) async -> Bool {
-            let deadline = monotonicSeconds() + seconds
+            let deadline = SystemClock.monotonicSeconds() + seconds
             while !condition() {
-                if monotonicSeconds() > deadline { return false }
+                if SystemClock.monotonicSeconds() > deadline { return false }
                 _ = await wakes.next()
             }
             return true
@@ -545,7 +545,7 @@ public enum WalkerEvaluation {
                 headingDegrees: Angle.normalized(
                     participant.phoneHeadingDegrees + random.gaussian(standardDeviation: setup.compassNoiseDegrees)),
                 reference: .trueNorth)
-            let sent = monotonicSeconds()
+            let sent = SystemClock.monotonicSeconds()
             try await source.publish(.heading(heading))
             if await wait(seconds: 5, until: { inbox.state.withLock { $0.cues[time] != nil } }) {
                 let (kind, arrival) = inbox.state.withLock { ($0.cues[time]!, $0.cueArrivals[time] ?? sent) }
@@ -763,11 +763,4 @@ struct StageTemplate {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         try encoder.encode(SettingValue.object(root)).write(to: URL(fileURLWithPath: file))
     }
-}
-
-/// Now [seconds, CLOCK_MONOTONIC].
-private func monotonicSeconds() -> Double {
-    var spec = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &spec)
-    return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
 }

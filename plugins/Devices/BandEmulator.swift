@@ -10,6 +10,7 @@ import Glibc
 import Links
 import NavCore
 public import Synchronization
+import SystemIO
 
 /// The band's side of ``BandProtocol``, for tests and for trying a pipeline without the hardware
 /// (`hapticnav band-emulator`). It listens on TCP or a pseudo-terminal, acknowledges every valid frame,
@@ -112,11 +113,11 @@ public final class BandEmulator: Sendable {
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         // The watchdog: armed from the connection, at the default limit until the host sets one.
         var watchdogLimit = BandProtocol.defaultWatchdogMilliseconds
-        var lastFrame = monotonicSeconds()
+        var lastFrame = SystemClock.monotonicSeconds()
         var watchdogFired = false
         defer {
             // A band whose host has gone stops: a closed link never leaves a motor running.
-            self.stopMotors(event: "disconnected", silenceSeconds: monotonicSeconds() - lastFrame)
+            self.stopMotors(event: "disconnected", silenceSeconds: SystemClock.monotonicSeconds() - lastFrame)
         }
         while !self.stopped.load(ordering: .relaxed) {
             if Date().timeIntervalSince(lastBattery) >= 5 {
@@ -125,11 +126,11 @@ public final class BandEmulator: Sendable {
                 _ = self.write(fd, BandProtocol.Frame(type: .battery, sequence: sequence, payload: [87]).bytes)
             }
             // Wake at the watchdog's deadline, not a fixed tick, so that the stop is on time to the millisecond.
-            let untilDeadline = Double(watchdogLimit) / 1000 - (monotonicSeconds() - lastFrame)
+            let untilDeadline = Double(watchdogLimit) / 1000 - (SystemClock.monotonicSeconds() - lastFrame)
             let timeout = watchdogFired ? 200 : Int32(max(0, min(200, (untilDeadline * 1000).rounded(.up))))
             let ready = poll(&descriptor, 1, timeout)
             if ready == 0 {
-                let silence = monotonicSeconds() - lastFrame
+                let silence = SystemClock.monotonicSeconds() - lastFrame
                 if !watchdogFired, silence * 1000 >= Double(watchdogLimit) {
                     watchdogFired = true
                     self.stopMotors(event: "watchdog", silenceSeconds: silence)
@@ -142,7 +143,7 @@ public final class BandEmulator: Sendable {
             for result in decoder.feed(buffer[0..<count]) {
                 switch result {
                 case let .success(frame):
-                    lastFrame = monotonicSeconds()
+                    lastFrame = SystemClock.monotonicSeconds()
                     watchdogFired = false
                     var accepted = true
                     if frame.type == .watchdog {
@@ -206,11 +207,4 @@ public final class BandEmulator: Sendable {
         }
         return sent == bytes.count
     }
-}
-
-/// Seconds on the monotonic clock, for the watchdog's timing.
-private func monotonicSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }

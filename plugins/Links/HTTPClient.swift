@@ -271,11 +271,7 @@ public final class HTTPClient: Sendable {
         return (status, headers)
     }
 
-    static func now() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-    }
+    static func now() -> Double { SystemClock.monotonicSeconds() }
 
     /// Buffered reads with a deadline.
     private struct Reader {
