@@ -117,7 +117,9 @@ let package = Package(
         .executableTarget(
             name: "hapticnav",
             dependencies: [
-                "Runtime", "Evaluation", "Bus", "NavCore", "SystemIO", "LocationSources", "Parsers",
+                "Runtime", "Evaluation", "Bus", "NavCore", "SystemIO", "LocationSources", "Parsers", "Devices",
+                "Routers",
+                "Stages", "Sinks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
