@@ -70,6 +70,9 @@ public struct HapticSinkOptions: Sendable {
     public var echoEveryHeading = false
     /// The condition lock: never fall back; losing the stage's own device stops every output until resumed.
     public var lockDevice = false
+    /// Under the lock, how long the device may be away while connecting (at the start, after a resume) before the
+    /// lock stops everything as if it were lost [seconds].
+    public var lockGraceSeconds = 5.0
 
     /// Where an experimenter's stop is kept, so that it holds across a restart of the sink; nil: not kept.
     public var stopStore: (any StopStateStore)?
@@ -143,6 +146,9 @@ where Input.Element == Arrival<SinkInput> {
     private var inaccurateHeadings: UInt64 = 0
     /// The experimenter's stop in force: every output silent, nothing rendered, until resumed.
     private var stop: StopState?
+    /// Under the condition lock: since when the condition's device has not been playing [seconds, the check clock].
+    private var withoutDeviceSince: Double?
+
     /// Control commands carried out [count].
     private var controls: UInt64 = 0
 
@@ -390,7 +396,7 @@ where Input.Element == Arrival<SinkInput> {
             let silent = self.failSafe.isSilent
             if self.stop != nil {
                 await self.status(
-                    .degraded, self.stoppedText + (silent ? "; input: \(self.failSafe.silenceReason)" : ""))
+                    self.stopHealth, self.stoppedText + (silent ? "; input: \(self.failSafe.silenceReason)" : ""))
             } else {
                 await self.status(
                     silent ? .stale : (self.active == 0 ? .running : .degraded),
@@ -407,13 +413,51 @@ where Input.Element == Arrival<SinkInput> {
             let next = change.to.map { self.devices[$0].name } ?? "none"
             self.logger.warning("sink '\(self.name)': output moves from \(previous) to \(next)")
             if let old = change.from { try? await self.devices[old].stopAll() }
-            await self.status(change.degraded ? .degraded : .running, "output: \(next)")
+            await self.status(
+                self.stop != nil ? self.stopHealth : (change.degraded ? .degraded : .running), "output: \(next)")
             // The new device picks up what plays now.
             if let cue = self.lastCue, let chosen = change.to, !self.failSafe.isSilent, self.stop == nil {
                 try? await self.devices[chosen].render(cue)
                 await self.holdStop(self.devices[chosen])
             }
             if self.options.lockDevice, change.from == 0 { await self.conditionLockStop(lost: previous) }
+        }
+        // Locked to a device that never came (or has not come back since a resume): stopped as if lost, after a grace.
+        if self.options.lockDevice {
+            if self.active == 0 || self.stop != nil {
+                self.withoutDeviceSince = nil
+            } else if let since = self.withoutDeviceSince {
+                if self.now() - since >= self.options.lockGraceSeconds {
+                    await self.conditionLockStop(lost: "\(self.devices[0].name) (not available)")
+                    self.withoutDeviceSince = nil
+                }
+            } else {
+                self.withoutDeviceSince = self.now()
+            }
+        }
+    }
+
+    /// The health a stop in force reports: failed for the condition lock (the trial is spoiled), degraded for the
+    /// experimenter's.
+    private var stopHealth: StageHealth {
+        self.stop?.by == StopState.conditionLockSender ? .failed : .degraded
+    }
+
+    /// Stops every device at once (none waiting for a slow other); the failures, as text.
+    private func stopAllDevices() async -> [String] {
+        let devices = self.devices
+        return await withTaskGroup(of: String?.self) { group in
+            for device in devices {
+                group.addTask {
+                    do {
+                        try await device.stopAll()
+                        return nil
+                    } catch { return "\(device.name): \(error)" }
+                }
+            }
+            var failures: [String] = []
+            for await failure in group { if let failure { failures.append(failure) } }
+            return failures
         }
     }
 
@@ -428,7 +472,9 @@ where Input.Element == Arrival<SinkInput> {
         }
         self.guidance.reset()
         self.lastCue = nil
-        for device in self.devices { try? await device.stopAll() }
+        for failure in await self.stopAllDevices() {
+            self.logger.error("sink '\(self.name)': condition lock: could not stop \(failure)")
+        }
         do { try self.options.stopStore?.save(self.stop) } catch {
             self.logger.error("sink '\(self.name)': the stop state could not be kept: \(error)")
         }
@@ -481,21 +527,7 @@ where Input.Element == Arrival<SinkInput> {
             self.lastCue = nil
             // Every device at once, not only the active one (a fallback may still be finishing a sound), and none
             // waiting for a slow other.
-            let devices = self.devices
-            let failures = await withTaskGroup(of: String?.self) { group in
-                for device in devices {
-                    group.addTask {
-                        do {
-                            try await device.stopAll()
-                            return nil
-                        } catch { return "\(device.name): \(error)" }
-                    }
-                }
-                var failures: [String] = []
-                for await failure in group { if let failure { failures.append(failure) } }
-                return failures
-            }
-            problems += failures
+            problems += await self.stopAllDevices()
             self.logger.warning("sink '\(self.name)': stopped by experimenter (\(sender))")
         case .resume:
             self.stop = nil
@@ -527,7 +559,7 @@ where Input.Element == Arrival<SinkInput> {
         }
         let message = problems.isEmpty ? text : "\(text); \(problems.joined(separator: "; "))"
         await self.status(
-            self.stop != nil ? .degraded : (self.failSafe.isSilent ? .stale : .running),
+            self.stop != nil ? self.stopHealth : (self.failSafe.isSilent ? .stale : .running),
             self.stop != nil
                 ? self.stoppedText
                 : (self.failSafe.isSilent ? "silent: \(self.failSafe.silenceReason)" : self.guidingText))

@@ -212,6 +212,34 @@ struct SinkHarness {
         band.emulator.stop()
     }
 
+    /// Under the condition lock, a device that never becomes available (a band that does not connect) stops every
+    /// output after the grace, as a lost one does: the fallback never plays and the stop says why.
+    @Test func underTheConditionLockADeviceThatNeverComesStopsEverythingAfterTheGrace() async throws {
+        actor AbsentDevice: OutputDevice {
+            static let id = "absent"
+            nonisolated let name = "band"
+            func render(_ cue: HapticCue) {}
+            func stopAll() {}
+            func announce(_ text: String) {}
+            func observe(_ message: BusMessage) {}
+            func isAvailable() -> Bool { false }
+            func run() {}
+            func summary() -> String { "absent" }
+        }
+        let fallback = RecordingDevice(name: "speaker")
+        var options = HapticSinkOptions()
+        options.lockDevice = true
+        options.lockGraceSeconds = 0.3
+        let sink = SinkHarness(devices: [AbsentDevice(), fallback], options: options)
+        try await sink.hold(heading: 300, seconds: 1.5)
+        let locks = await sink.output.messages.compactMap {
+            if case let .control(event) = $0, event.sender == "condition-lock" { event } else { nil }
+        }
+        #expect(locks.count == 1 && locks.first?.text.contains("not available") == true, "\(locks)")
+        #expect(await fallback.cues.isEmpty, "the other condition's device never plays")
+        try await sink.finish()
+    }
+
     /// A study's condition lock: the band lost mid-trial never hands the cues to the speaker; every output stops,
     /// the sink says so and publishes a `control` stop by `condition-lock` (the trial's mark); the band that comes
     /// back stays still until the experimenter resumes.
