@@ -63,7 +63,9 @@ public struct WaysMatcher: Sendable {
     /// position noise lengthens (two positions 6 m either side of a street are 12 m apart for a step of 1.4 m).
     public mutating func match(_ position: Coordinate, accuracyMeters: Double, movedMeters: Double? = nil) -> Match? {
         let sigma = max(self.options.minimumSigmaMeters, accuracyMeters.isFinite ? accuracyMeters : 0)
-        let reach = max(self.options.searchMeters, self.options.searchAccuracyFactor * sigma)
+        // At most twice the search distance: a fix hundreds of metres uncertain places no one on a way.
+        let reach = min(
+            2 * self.options.searchMeters, max(self.options.searchMeters, self.options.searchAccuracyFactor * sigma))
         let snaps = self.graph.snaps(near: position, maximumMeters: reach)
             .sorted { $0.distance < $1.distance }.prefix(self.options.maximumCandidates)
         guard !snaps.isEmpty else {

@@ -130,6 +130,25 @@ public struct StudyFile: Sendable {
         }
     }
 
+    /// The schedule trials are run by: the plan, which must be what `study init` wrote into `schedule.csv` (a study
+    /// file changed since, a condition or route added or renamed, would give trial N another condition or route).
+    public func writtenSchedule() throws -> StudySchedule {
+        let schedule = try self.schedule()
+        let file = "\(self.folder)/schedule.csv"
+        guard let written = try? InputFile.contents(of: file) else {
+            throw ConfigError.unreadable(
+                file: file, reason: "no schedule: run `hapticnav study init \(self.folder)` first")
+        }
+        guard written == Array(schedule.csv.utf8) else {
+            throw ConfigError.invalidValue(
+                path: file, expected: "the schedule of study.json5 as it is now",
+                found:
+                    "a schedule written before study.json5 changed (trials may have been run by it); put study.json5 back, or plan again with `hapticnav study init --force`"
+            )
+        }
+        return schedule
+    }
+
     /// Names used in folder names: letters, digits, - and _, 1–40 of them.
     static func isName(_ text: String) -> Bool {
         !text.isEmpty && text.utf8.count <= 40

@@ -24,12 +24,16 @@ public enum StudyReport {
         public var reason: String
         public var summary: SessionReport.Summary?
         public var startedSeconds: Double?
+        /// The condition lock stopped the outputs during the trial.
+        public var conditionLocked = false
         /// The smoothed track and the first route, for the study's maps.
         public var track: [Coordinate] = []
         public var routePoints: [Coordinate] = []
 
         public var aborted: Bool { self.status == "aborted" }
         public var hasSession: Bool { self.summary != nil }
+        /// Counted in the per-condition figures and the paired tests: completed, with its session.
+        public var counts: Bool { self.status == "completed" && self.summary != nil }
     }
 
     /// A figure of a row, by column name.
@@ -60,12 +64,12 @@ public enum StudyReport {
     /// Reads every trial of the schedule: its record and its session (a cut session reads to its last record).
     /// `read` reads a session folder (``SessionExport/read(_:)`` by default); a trial without parts has none.
     public static func rows(
-        study: StudyFile, schedule: StudySchedule,
+        study: StudyFile, schedule: StudySchedule, kind: String = StudyTrial.participants,
         read: (String) throws -> SessionExport.Session = { try SessionExport.read($0) }
     ) -> [Row] {
         var rows: [Row] = []
         for trial in schedule.trials {
-            let studyTrial = StudyTrial(study: study, trial: trial)
+            let studyTrial = StudyTrial(study: study, trial: trial, kind: kind)
             let record = studyTrial.readRecord()
             var row = Row(
                 participant: trial.participant, trial: trial.number, order: nil, condition: trial.condition,
@@ -99,6 +103,7 @@ public enum StudyReport {
                 break
             }
             if record?.conditionLocked == true || (row.summary?.conditionLockStops ?? 0) > 0 {
+                row.conditionLocked = true
                 row.reason += row.reason.isEmpty ? "condition lock" : "; condition lock stopped the outputs"
             }
             rows.append(row)
@@ -126,7 +131,7 @@ public enum StudyReport {
                 fields.append(row.summary.flatMap(metric.value).map { self.number($0) } ?? "NA")
             }
             fields.append(row.status == "missing" ? "NA" : (row.aborted ? "TRUE" : "FALSE"))
-            fields.append(row.status == "missing" ? "NA" : (row.reason.contains("condition lock") ? "TRUE" : "FALSE"))
+            fields.append(row.status == "missing" ? "NA" : (row.conditionLocked ? "TRUE" : "FALSE"))
             fields.append(self.quoted(row.reason))
             lines.append(fields.joined(separator: ","))
         }
@@ -165,9 +170,10 @@ public enum StudyReport {
         }
     }
 
+    /// Per condition, over its completed trials (aborted ones are named apart, not averaged in).
     public static func conditions(_ rows: [Row], names: [String]) -> [ConditionSummary] {
         names.map { name in
-            let mine = rows.filter { $0.condition == name && $0.hasSession }
+            let mine = rows.filter { $0.condition == name && $0.counts }
             var figures: [String: (Double, Double, Double)] = [:]
             for metric in self.metrics {
                 let values = mine.compactMap { $0.summary.flatMap(metric.value) }
@@ -179,7 +185,7 @@ public enum StudyReport {
             }
             return ConditionSummary(
                 condition: name, trials: mine.count, arrived: mine.filter { $0.summary?.arrived == true }.count,
-                aborted: mine.filter(\.aborted).count, figures: figures)
+                aborted: rows.filter { $0.condition == name && $0.aborted }.count, figures: figures)
         }
     }
 
@@ -201,8 +207,9 @@ public enum StudyReport {
                     var differences: [(String, Double)] = []
                     for participant in Self.participants(rows) {
                         func mean(_ condition: String) -> Double? {
-                            let values = rows.filter { $0.participant == participant && $0.condition == condition }
-                                .compactMap { $0.summary.flatMap(metric.value) }
+                            let values = rows.filter {
+                                $0.participant == participant && $0.condition == condition && $0.counts
+                            }.compactMap { $0.summary.flatMap(metric.value) }
                             return values.isEmpty ? nil : values.reduce(0, +) / Double(values.count)
                         }
                         if let a = mean(first), let b = mean(second) { differences.append((participant, a - b)) }
@@ -235,7 +242,7 @@ public enum StudyReport {
             return "\(decimal(median, 2)) [\(decimal(q1, 2))–\(decimal(q3, 2))]"
         }
         var conditionTable = "<tr><th>figure</th>" + summaries.map { "<th>\(xmlEscaped($0.condition))</th>" }.joined()
-        conditionTable += "</tr>\n<tr><td>trials with a session</td>" + summaries.map { cell("\($0.trials)") }.joined()
+        conditionTable += "</tr>\n<tr><td>trials completed</td>" + summaries.map { cell("\($0.trials)") }.joined()
         conditionTable +=
             "</tr>\n<tr><td>arrived</td>" + summaries.map { cell("\($0.arrived) of \($0.trials)") }.joined()
         conditionTable += "</tr>\n<tr><td>aborted</td>" + summaries.map { cell("\($0.aborted)") }.joined() + "</tr>\n"
@@ -306,7 +313,7 @@ public enum StudyReport {
             <h1>\(xmlEscaped("Study \(study.name)"))</h1>
             <p>\(schedule.participants.count) participants × \(names.count) conditions (\(xmlEscaped(names.joined(separator: ", ")))) on routes \(xmlEscaped(schedule.routes.joined(separator: ", "))); \(xmlEscaped(balance)). \(rows.filter { $0.status == "completed" }.count) of \(rows.count) trials completed.</p>
             <h2>Conditions side by side</h2>
-            <p>Median [first–third quartile] over the trials with a session.</p>
+            <p>Median [first–third quartile] over the completed trials; aborted ones are named below, not averaged in.</p>
             <table id="conditions">
             \(conditionTable)</table>
             <h2>Paired within participants</h2>

@@ -18,10 +18,18 @@ public enum HapticNavVersion {
 public struct StudyTrial: Sendable {
     public let study: StudyFile
     public let trial: StudySchedule.Trial
+    /// The folder of the study its sessions go in: `sessions` for participants, `simulated` for `study simulate`.
+    public let kind: String
 
-    public init(study: StudyFile, trial: StudySchedule.Trial) {
+    /// Participants' sessions.
+    public static let participants = "sessions"
+    /// Simulated participants' sessions, kept apart so that a pilot never counts as a participant's trial.
+    public static let simulated = "simulated"
+
+    public init(study: StudyFile, trial: StudySchedule.Trial, kind: String = StudyTrial.participants) {
         self.study = study
         self.trial = trial
+        self.kind = kind
     }
 
     /// `T04-band-harbour`.
@@ -33,7 +41,7 @@ public struct StudyTrial: Sendable {
 
     /// The trial's folder: its session (MCAP parts), its config and its record.
     public var folder: String {
-        "\(self.study.folder)/sessions/\(self.trial.participant)/\(Self.folderName(self.trial))"
+        "\(self.study.folder)/\(self.kind)/\(self.trial.participant)/\(Self.folderName(self.trial))"
     }
 
     /// The record's path.
@@ -167,6 +175,9 @@ public struct StudyTrial: Sendable {
             haptic["options"] = .object(options)
             stages[stage] = .object(haptic)
         }
+        // The trial is recorded by the run itself, into its folder: the config's own recorders would write every
+        // trial, of every participant, into one place.
+        for name in stages.keys where stages[name]?["role"]?.stringValue == "recorder" { stages[name] = nil }
         root["stages"] = .object(stages)
         return .object(root)
     }

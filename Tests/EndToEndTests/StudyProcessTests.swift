@@ -91,7 +91,11 @@ extension ProcessSuites {
             #expect(await simulate.wait(seconds: 300) == 0, "\(simulate.stderr.suffix(2000))")
             print(simulate.stdout)
             let report = try ChildProcess(
-                binary, ["study", "report", folder, "--out", "\(folder)/study.html", "--csv", "\(folder)/trials.csv"])
+                binary,
+                [
+                    "study", "report", folder, "--simulated", "--out", "\(folder)/study.html", "--csv",
+                    "\(folder)/trials.csv",
+                ])
             #expect(await report.wait(seconds: 60) == 0, "\(report.stderr)")
             print(report.stdout)
             let trials = table(try String(contentsOfFile: "\(folder)/trials.csv", encoding: .utf8))
@@ -100,7 +104,7 @@ extension ProcessSuites {
             for row in trials {
                 let number = Int(row["trial"]!)!
                 let session = try SessionExport.read(
-                    "\(folder)/sessions/\(row["participant"]!)/T0\(number)-\(row["condition"]!)-\(row["route"]!)")
+                    "\(folder)/simulated/\(row["participant"]!)/T0\(number)-\(row["condition"]!)-\(row["route"]!)")
                 let arrived = session.records.contains {
                     if case let .progress(progress) = $0.message { progress.state == .arrived } else { false }
                 }
@@ -148,21 +152,22 @@ extension ProcessSuites {
             #expect(dom.stdout.components(separatedBy: "class=\"track\"").count - 1 == 8)
             #expect(dom.stdout.components(separatedBy: "class=\"ways\"").count - 1 == 2)
             // A trial's own session report draws them too, found through its trial record.
-            let first = "\(folder)/sessions/P02/T01-\(schedule[2]["condition"]!)-\(schedule[2]["route"]!)"
+            let first = "\(folder)/simulated/P02/T01-\(schedule[2]["condition"]!)-\(schedule[2]["route"]!)"
             let sessionReport = try ChildProcess(binary, ["report", first, "--out", "\(folder)/trial.html"])
             #expect(await sessionReport.wait(seconds: 60) == 0, "\(sessionReport.stderr)")
             #expect(sessionReport.stdout.contains("walkable way segments under the tracks"), "\(sessionReport.stdout)")
             #expect(try String(contentsOfFile: "\(folder)/trial.html", encoding: .utf8).contains("class=\"ways\""))
 
             // A crash in the middle of a trial: its record still says running, its last part is cut short.
-            let victim = "\(folder)/sessions/P01/T01-\(schedule[0]["condition"]!)-\(schedule[0]["route"]!)"
+            let victim = "\(folder)/simulated/P01/T01-\(schedule[0]["condition"]!)-\(schedule[0]["route"]!)"
             var record = try String(contentsOfFile: "\(victim)/trial.json", encoding: .utf8)
             record = record.replacingOccurrences(of: "\"completed\"", with: "\"running\"")
             try record.write(toFile: "\(victim)/trial.json", atomically: true, encoding: .utf8)
             let part = "\(victim)/part-0001.mcap"
             let bytes = try Data(contentsOf: URL(fileURLWithPath: part))
             try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: part))
-            let again = try ChildProcess(binary, ["study", "report", folder, "--csv", "\(folder)/trials2.csv"])
+            let again = try ChildProcess(
+                binary, ["study", "report", folder, "--simulated", "--csv", "\(folder)/trials2.csv"])
             #expect(await again.wait(seconds: 60) == 0, "\(again.stderr)")
             let cut = try #require(table(try String(contentsOfFile: "\(folder)/trials2.csv", encoding: .utf8)).first)
             #expect(cut["status"] == "aborted" && cut["aborted"] == "TRUE", "\(cut)")
@@ -243,6 +248,34 @@ extension ProcessSuites {
                     $0["participant"] == "P01" && $0["condition"] == "band"
                 })
             #expect(row["condition_locked"] == "TRUE" && row["reason"]?.contains("condition lock") == true, "\(row)")
+
+            // The lock's stop is kept by the sink (until the experimenter resumes): the participant's next trial
+            // refuses to start on a silent sink rather than walk them without guidance.
+            let next = try #require(schedule.first { $0["participant"] == "P01" && $0["condition"] != "band" })
+            let again = try ChildProcess(
+                binary,
+                ["study", "run", folder, "--participant", "P01", "--trial", next["trial"]!, "--log-level", "error"],
+                environment: environment)
+            defer { again.ensureStopped() }
+            #expect(await again.wait(seconds: 60) == 1, "\(again.stdout.suffix(500))")
+            let refused = try #require(
+                try JSONSerialization.jsonObject(
+                    with: Data(
+                        contentsOf: URL(
+                            fileURLWithPath: "\(folder)/sessions/P01/T0\(next["trial"]!)-console-condamine/trial.json"))
+                )
+                    as? [String: Any])
+            #expect(refused["status"] as? String == "aborted")
+            #expect(
+                (refused["reason"] as? String)?.hasPrefix("the sink started with its outputs stopped") == true,
+                "\(refused)")
+            // A study file changed after its schedule was written is refused: trial N would be another trial.
+            var changed = try String(contentsOfFile: "\(folder)/study.json5", encoding: .utf8)
+            changed = changed.replacingOccurrences(of: "conditions: {", with: "conditions: { another: {},")
+            try changed.write(toFile: "\(folder)/study.json5", atomically: true, encoding: .utf8)
+            let stale = try ChildProcess(binary, ["study", "report", folder])
+            #expect(await stale.wait(seconds: 30) == 1)
+            #expect(stale.stderr.contains("a schedule written before study.json5 changed"), "\(stale.stderr)")
         }
     }
 }

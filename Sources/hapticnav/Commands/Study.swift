@@ -108,16 +108,21 @@ extension StudyCommand {
         )
         var map: String?
 
+        @Flag(help: "Report the simulated participants' trials (DIR/simulated) instead of the participants'.")
+        var simulated = false
+
         func run() throws {
             let study: StudyFile
             let schedule: StudySchedule
             do {
                 study = try StudyFile.load(folder: self.folder)
-                schedule = try study.schedule()
+                schedule = try study.writtenSchedule()
             } catch let error as ConfigError {
                 throw CommandFailure("\(error)")
             }
-            let rows = StudyReport.rows(study: study, schedule: schedule)
+            let rows = StudyReport.rows(
+                study: study, schedule: schedule,
+                kind: self.simulated ? StudyTrial.simulated : StudyTrial.participants)
             if let csv = self.csv { try writeFile(Array(StudyReport.csv(rows).utf8), to: csv) }
             if let out = self.out {
                 var ways: WalkingGraph?

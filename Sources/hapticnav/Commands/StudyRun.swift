@@ -69,6 +69,10 @@ extension StudyCommand {
 
         func validate() throws {
             guard (self.trial == nil) != (!self.next) else { throw ValidationError("give --trial N or --next") }
+            // --next reads the records this host keeps; one that does not record has none, and would run trial 1.
+            guard !(self.next && self.noRecord) else {
+                throw ValidationError("--next with --no-record: give the trial (--trial N), as the recording host does")
+            }
             guard self.maxMinutes > 0 else { throw ValidationError("--max-minutes: more than 0") }
         }
 
@@ -78,13 +82,23 @@ extension StudyCommand {
             do {
                 let study = try StudyFile.load(folder: self.folder)
                 trial = try StudyTrial.find(
-                    study: study, schedule: try study.schedule(), participant: self.participant,
+                    study: study, schedule: try study.writtenSchedule(), participant: self.participant,
                     number: self.next ? nil : self.trial)
             } catch let error as ConfigError {
                 throw CommandFailure("\(error)")
             }
             let name =
                 "\(trial.trial.participant) trial \(trial.trial.number) (\(trial.trial.condition) on \(trial.trial.route))"
+            // The config checked first: a mistake in it must not cost the trial run before.
+            do {
+                _ = try PipelineConfig.parse(
+                    try PipelineConfig.expandVariables(
+                        try trial.config(), environment: ProcessInfo.processInfo.environment, path: "the config"),
+                    file: trial.folder + "/config.json",
+                    baseDirectory: Paths.absolute(Paths.folder(of: trial.study.config)))
+            } catch {
+                throw CommandFailure("\(name): \(error)")
+            }
             if !self.noRecord { try askBeforeReplacing(trial, yes: self.yes) }
             let configFile: String
             let pipeline: PipelineConfig
@@ -93,6 +107,11 @@ extension StudyCommand {
                 pipeline = try PipelineConfig.load(file: configFile)
             } catch {
                 throw CommandFailure("\(name): \(error)")
+            }
+            if !pipeline.stages.contains(where: { $0.role == .haptic && $0.options.keys.contains("control") }) {
+                StandardStreams.writeError(
+                    "study: no haptic stage of the config takes commands (options.control): the trial's start and end cannot be marked in the session, and a condition lock's stop cannot be resumed without restarting the sink\n"
+                )
             }
             let stages = pipeline.stages.filter { self.group == nil || $0.group == self.group }.map(\.name)
             guard !stages.isEmpty else { throw CommandFailure("no stage is in group '\(self.group ?? "")'") }
@@ -143,7 +162,8 @@ extension StudyCommand {
             let outcome = await TrialWatch(
                 trial: trial, pipeline: pipeline, controlKey: self.controlKey, recorder: recorder,
                 subscriber: subscriber, maxSeconds: self.maxMinutes * 60,
-                launcherDone: { launcherDone.load(ordering: .relaxed) }
+                launcherDone: { launcherDone.load(ordering: .relaxed) },
+                stopStages: { stopFlag.store(true, ordering: .relaxed) }
             ).run()
             stopFlag.store(true, ordering: .relaxed)
             for await _ in launcherEnded {}
@@ -176,6 +196,8 @@ struct TrialWatch {
     let subscriber: BusSubscriber
     let maxSeconds: Double
     let launcherDone: @Sendable () -> Bool
+    /// Asks the stages to stop; the watch records on until they have (their last words, the sink's silence).
+    let stopStages: @Sendable () -> Void
 
     var hapticStages: Set<String> { Set(self.pipeline.stages.filter { $0.role == .haptic }.map(\.name)) }
 
@@ -191,6 +213,7 @@ struct TrialWatch {
             "trial \(self.trial.trial.number) \(self.trial.trial.participant) \(self.trial.trial.condition) on \(self.trial.trial.route)"
         let started = SystemClock.monotonicSeconds()
         var startMarked = false
+        var stoppingSince: Double?
         var endMarkSeen = false
         var endedAt: Double?
         // Wake at least every 100 ms: the time limit and the stages' end are checked between messages.
@@ -217,8 +240,13 @@ struct TrialWatch {
         }
         for await event in events {
             let now = SystemClock.monotonicSeconds()
+            if case let .message(received)? = event { try? self.recorder.record(received.recorded) }
+            // The end decided: record until the stages have stopped (at most 5 s).
+            if let since = stoppingSince {
+                if self.launcherDone() || now - since > 5 { break }
+                continue
+            }
             if case let .message(received)? = event {
-                try? self.recorder.record(received.recorded)
                 switch received.message {
                 case let .progress(progress) where progress.state == .arrived && endedAt == nil:
                     outcome.arrived = true
@@ -229,15 +257,27 @@ struct TrialWatch {
                     if control.sender == StopState.conditionLockSender { outcome.conditionLocked = true }
                     if control.command == .mark, control.text.hasPrefix("\(label): end") { endMarkSeen = true }
                 case let .status(status) where !startMarked && self.hapticStages.contains(status.stage):
-                    // The sink is up: the start mark goes to it.
+                    // The sink is up: the start mark goes to it, unless it starts with every output stopped (a stop
+                    // kept from before: the participant would walk without guidance while the trial looked normal).
                     startMarked = true
+                    if status.message.hasPrefix("stopped by") {
+                        outcome.reason =
+                            "the sink started with its outputs stopped (\(status.message)); resume it with `hapticnav control resume` and run the trial again"
+                        outcome.conditionLocked = status.message.hasPrefix("stopped by the condition lock")
+                        stoppingSince = now
+                        self.stopStages()
+                        continue
+                    }
                     _ = await self.mark("\(label): start")
                 default: break
                 }
             }
             if let ended = endedAt {
                 // The end mark recorded (or 2 s for it), then stop.
-                if endMarkSeen || now - ended > 2 { break }
+                if endMarkSeen || now - ended > 2 {
+                    stoppingSince = now
+                    self.stopStages()
+                }
                 continue
             }
             if self.launcherDone() {
@@ -247,7 +287,8 @@ struct TrialWatch {
             if now - started > self.maxSeconds {
                 outcome.reason = "no arrival within \(fixedDecimal(self.maxSeconds / 60, digits: 1)) min"
                 _ = await self.mark("\(label): aborted, \(outcome.reason)")
-                break
+                stoppingSince = now
+                self.stopStages()
             }
         }
         return outcome
@@ -272,7 +313,8 @@ struct TrialWatch {
     }
 }
 
-/// A trial run before is replaced only when the experimenter says so (or `yes`); its session parts and record go.
+/// A trial run before is replaced only when the experimenter says so (or `yes`); its session parts and record are
+/// kept in `previous-N/` beside the new ones (an aborted attempt is part of the study's story), where no reader looks.
 func askBeforeReplacing(_ trial: StudyTrial, yes: Bool) throws {
     let parts = ((try? FileManager.default.contentsOfDirectory(atPath: trial.folder)) ?? []).filter {
         $0.hasSuffix(".mcap") || $0 == "trial.json"
@@ -288,5 +330,14 @@ func askBeforeReplacing(_ trial: StudyTrial, yes: Bool) throws {
             throw CommandFailure("kept \(trial.folder); nothing run")
         }
     }
-    for part in parts { Paths.remove("\(trial.folder)/\(part)") }
+    var attempt = 1
+    while FileManager.default.fileExists(atPath: "\(trial.folder)/previous-\(attempt)") { attempt += 1 }
+    let kept = "\(trial.folder)/previous-\(attempt)"
+    do {
+        try Paths.createFolders(kept)
+        for part in parts { try Paths.replace("\(kept)/\(part)", with: "\(trial.folder)/\(part)") }
+    } catch {
+        throw CommandFailure("\(trial.folder): the trial run before could not be set aside: \(error)")
+    }
+    StandardStreams.writeError("study: the trial run before is kept in \(kept)\n")
 }

@@ -21,8 +21,9 @@ extension StudyCommand {
                 Each participant is an `eval walkers` participant with traits of its own (pace, reaction time, turn \
                 rate, pocket offset), drawn from its seed. Each trial runs its condition's config (the console plays \
                 the cues, which the participant feels) on its route, and is kept as `study run` keeps a trial: \
-                DIR/sessions/P07/T04-<condition>-<route>/ with its session, config and trial.json. Routes given by \
-                destination need a `start` in the study file. Then `hapticnav study report DIR`.
+                DIR/simulated/P07/T04-<condition>-<route>/ (apart from the participants' DIR/sessions) with its \
+                session, config and trial.json. Routes given by destination need a `start` in the study file. Then \
+                `hapticnav study report DIR --simulated`.
                 """)
 
         @Argument(help: "The study folder (with study.json5 and schedule.csv from `study init`).")
@@ -54,7 +55,7 @@ extension StudyCommand {
             let schedule: StudySchedule
             do {
                 study = try StudyFile.load(folder: self.folder)
-                schedule = try study.schedule()
+                schedule = try study.writtenSchedule()
             } catch let error as ConfigError {
                 throw CommandFailure("\(error)")
             }
@@ -62,7 +63,10 @@ extension StudyCommand {
                 throw ValidationError("--only: '\(id)' is not a participant of the schedule")
             }
             let trials = schedule.trials.filter { self.only.isEmpty || self.only.contains($0.participant) }
-            for trial in trials { try askBeforeReplacing(StudyTrial(study: study, trial: trial), yes: self.yes) }
+            for trial in trials {
+                try askBeforeReplacing(
+                    StudyTrial(study: study, trial: trial, kind: StudyTrial.simulated), yes: self.yes)
+            }
             let run = FileManager.default.temporaryDirectory.appendingPathComponent("hapticnav-study-\(getpid())").path
             defer { try? FileManager.default.removeItem(atPath: run) }
             print(
@@ -71,7 +75,7 @@ extension StudyCommand {
             for trial in trials {
                 let index = schedule.participants.firstIndex(of: trial.participant) ?? 0
                 let traits = ParticipantTraits(seed: self.seed, participant: index)
-                let studyTrial = StudyTrial(study: study, trial: trial)
+                let studyTrial = StudyTrial(study: study, trial: trial, kind: StudyTrial.simulated)
                 let label = "\(trial.participant) trial \(trial.number) (\(trial.condition) on \(trial.route))"
                 let configFile: String
                 let endpoints: (start: Coordinate?, destination: Coordinate)
@@ -119,7 +123,9 @@ extension StudyCommand {
                     "\(label): \(walk.arrived ? "arrived" : "NOT arrived") in \(fixedDecimal(walk.seconds, digits: 0)) s, \(walk.turnOnsets) turn cues, \(walk.reroutes) reroutes; \(traits.description)"
                 )
             }
-            print("sessions: \(study.folder)/sessions; next: hapticnav study report \(self.folder) --out study.html")
+            print(
+                "sessions: \(study.folder)/\(StudyTrial.simulated) (apart from participants'); next: hapticnav study report \(self.folder) --simulated --out study.html"
+            )
         }
     }
 }
