@@ -154,7 +154,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "Bus", "NavCore", "Parsers", "TestSupport", "Devices",
+                "Bus", "NavCore", "Parsers", "TestSupport", "Devices", "Runtime",
                 .product(name: "Logging", package: "swift-log"),
             ]),
     ]
