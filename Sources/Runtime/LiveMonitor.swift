@@ -21,8 +21,9 @@ public struct LiveMonitor: Sendable {
     private var cue: HapticCue?
     private var device: String?
     private var routes: [UInt32: Route] = [:]
-    /// The outputs' stop in force, from the sinks' `control` messages: who stopped them and why; nil while guiding.
-    private var stop: ControlEvent?
+    /// The outputs' stop in force, per sink: what its `control` message said (who and why), or, for a stop made
+    /// before this monitor started, its status (`stopped` counter 1); absent while it guides.
+    private var stops: [String: String] = [:]
     /// The window the rates are measured over [seconds].
     public var rateWindowSeconds = 2.0
 
@@ -47,6 +48,14 @@ public struct LiveMonitor: Sendable {
             self.stages[name]?.recent.removeAll { $0 < now - self.rateWindowSeconds }
             switch received.message {
             case let .status(status):
+                if let stopped = status.counters.first(where: { $0.name == "stopped" }) {
+                    if stopped.value == 0 {
+                        self.stops[name] = nil
+                    } else if self.stops[name] == nil {
+                        self.stops[name] =
+                            status.message.hasPrefix("stopped ") ? String(status.message.dropFirst(8)) : "at \(name)"
+                    }
+                }
                 self.stages[name]?.health = status.health.name
                 self.stages[name]?.status = status.message
                 if status.message.hasPrefix("output: ") { self.device = String(status.message.dropFirst(8)) }
@@ -55,7 +64,9 @@ public struct LiveMonitor: Sendable {
             case let .progress(progress): self.progress = progress
             case let .route(route): self.routes[route.routeID] = route
             case let .cue(cue) where cue.kind != .calibration: self.cue = cue
-            case let .control(event) where event.command != .mark: self.stop = event.stopped ? event : nil
+            case let .control(event) where event.command != .mark:
+                self.stops[name] =
+                    event.stopped ? "by \(event.sender)" + (event.text.isEmpty ? "" : ": \(event.text)") : nil
             default: break
             }
         case let .publisherUp(_, stage):
@@ -77,9 +88,8 @@ public struct LiveMonitor: Sendable {
         }
         var lines = [title, ""]
         // An alert the experimenter cannot miss: every output stopped, and by whom (the condition lock says why).
-        if let stop = self.stop {
-            let why = stop.text.isEmpty ? "" : ": \(stop.text)"
-            lines[1] = "!!! EVERY OUTPUT STOPPED by \(stop.sender)\(why); `r` resumes"
+        if let (_, stop) = self.stops.min(by: { $0.key < $1.key }) {
+            lines[1] = "!!! EVERY OUTPUT STOPPED \(stop); `r` resumes"
         }
         lines.append(pad("STAGE", 12) + pad("HEALTH", 12) + pad("MSG/S", 8) + pad("SILENT", 9) + "STATUS")
         for name in self.order {

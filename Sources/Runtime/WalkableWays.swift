@@ -17,6 +17,24 @@ public enum WalkableWays {
         return try OSMRouteProvider(settings: settings, logger: Logger(label: "report")).graph
     }
 
+    /// The ways to draw: those of the map given (an error when it cannot be read), else of the map found (nil, and a
+    /// note through `note`, when it cannot be read), else none.
+    public static func graph(
+        given: String?, found: @autoclosure () -> String?, note: (String) -> Void
+    ) throws -> WalkingGraph? {
+        if let given {
+            do { return try self.graph(map: given) } catch {
+                throw ConfigError.invalidValue(
+                    path: "--map", expected: "a map (OSM XML or PBF)", found: "\(given): \(error)")
+            }
+        }
+        guard let map = found() else { return nil }
+        do { return try self.graph(map: map) } catch {
+            note("no walkable ways drawn: \(map): \(error)")
+            return nil
+        }
+    }
+
     /// The map a pipeline config walks on: its route stage's (the `osm` router, or an `osm` fallback), else any
     /// stage's `map` setting (a simulated walker's); nil when it has none.
     public static func map(config: String) -> String? {

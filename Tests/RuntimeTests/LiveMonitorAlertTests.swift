@@ -43,4 +43,24 @@ import Testing
                         stopped: false))), now: 3)
         #expect(alert() == "")
     }
+
+    /// A monitor started after the stop learns it from the sink's status (its `stopped` counter), and a status that
+    /// says guiding again clears it.
+    @Test func aStopMadeBeforeTheMonitorStartedComesFromTheSinksStatus() {
+        var monitor = LiveMonitor(stages: ["haptic"])
+        func alert() -> String { monitor.render(now: 1, title: "t", counters: SubscriberCounters())[1] }
+        func status(_ message: String, stopped: UInt64) -> BusMessage {
+            .status(
+                StageStatus(
+                    timeSeconds: 1, stage: "haptic", health: .degraded, message: message,
+                    counters: [StatusCounter(name: "stopped", value: stopped)]))
+        }
+        monitor.update(
+            self.received(
+                status("stopped by experimenter (experimenter); every output silent until resumed", stopped: 1)),
+            now: 1)
+        #expect(alert().hasPrefix("!!! EVERY OUTPUT STOPPED by experimenter (experimenter)"), "\(alert())")
+        monitor.update(self.received(status("guiding on band", stopped: 0)), now: 2)
+        #expect(alert() == "")
+    }
 }

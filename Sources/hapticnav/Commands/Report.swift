@@ -30,15 +30,15 @@ struct Report: ParsableCommand {
     func run() throws {
         let session = try readSession(self.session)
         var ways: WalkingGraph?
-        if !self.noWays,
-            let map = self.map ?? WalkableWays.map(session: self.session, metadataConfig: session.metadata["config"])
-        {
+        if !self.noWays {
             do {
-                ways = try WalkableWays.graph(map: map)
-            } catch {
                 // Given explicitly, a map that cannot be read is an error; found by itself, only a note.
-                if self.map != nil { throw CommandFailure("--map: \(error)") }
-                StandardStreams.writeError("report: no walkable ways drawn: \(map): \(error)\n")
+                ways = try WalkableWays.graph(
+                    given: self.map,
+                    found: WalkableWays.map(session: self.session, metadataConfig: session.metadata["config"]),
+                    note: { StandardStreams.writeError("report: \($0)\n") })
+            } catch {
+                throw CommandFailure("\(error)")
             }
         }
         let html = SessionReport.html(session, title: self.title ?? "HapticNav session \(self.session)", ways: ways)

@@ -125,14 +125,13 @@ extension StudyCommand {
                 kind: self.simulated ? StudyTrial.simulated : StudyTrial.participants)
             if let csv = self.csv { try writeFile(Array(StudyReport.csv(rows).utf8), to: csv) }
             if let out = self.out {
-                var ways: WalkingGraph?
-                if let map = self.map ?? WalkableWays.map(config: study.config) {
-                    do {
-                        ways = try WalkableWays.graph(map: map)
-                    } catch {
-                        if self.map != nil { throw CommandFailure("--map: \(error)") }
-                        StandardStreams.writeError("study report: no walkable ways drawn: \(map): \(error)\n")
-                    }
+                let ways: WalkingGraph?
+                do {
+                    ways = try WalkableWays.graph(
+                        given: self.map, found: WalkableWays.map(config: study.config),
+                        note: { StandardStreams.writeError("study report: \($0)\n") })
+                } catch {
+                    throw CommandFailure("\(error)")
                 }
                 let html = StudyReport.html(rows, study: study, schedule: schedule, ways: ways)
                 try writeFile(Array(html.utf8), to: out)
