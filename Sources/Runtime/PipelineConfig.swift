@@ -139,12 +139,24 @@ public struct PipelineConfig: Sendable {
     /// calibration file must exist unless `calibrationMayBeMissing` (for `calibrate`, which writes it, `monitor`, and `stage`, which runs one stage: a haptic stage
     /// started without its calibration still refuses to start).
     public static func load(file: String, calibrationMayBeMissing: Bool = false) throws -> PipelineConfig {
-        let root = try Self.readTree(file: file)
+        try self.load(tree: try Self.readTree(file: file), file: file, calibrationMayBeMissing: calibrationMayBeMissing)
+    }
+
+    /// Checks a config tree as if it were read from `file` (its relative paths against that file's folder, or its
+    /// `directory`), its `${VARIABLES}` expanded from the environment.
+    public static func load(
+        tree root: SettingValue, file: String, calibrationMayBeMissing: Bool = false
+    ) throws -> PipelineConfig {
         let base = Self.baseDirectory(of: root, file: file)
         let expanded = try Self.expandVariables(
             root, environment: ProcessInfo.processInfo.environment, path: "the config")
         return try self.parse(
             expanded, file: file, baseDirectory: base, calibrationMayBeMissing: calibrationMayBeMissing)
+    }
+
+    /// The names of a config tree's stages of `role` (a stage's `role`, else its name), in name order.
+    public static func stageNames(_ stages: [String: SettingValue], role: String) -> [String] {
+        stages.filter { ($0.value["role"]?.stringValue ?? $0.key) == role }.map(\.key).sorted()
     }
 
     /// The folder a config's relative paths are read against: its `directory` (a generated config's, such as a study

@@ -136,8 +136,8 @@ public struct StudyFile: Sendable {
         let schedule = try self.schedule()
         let file = "\(self.folder)/schedule.csv"
         guard let written = try? InputFile.contents(of: file) else {
-            throw ConfigError.unreadable(
-                file: file, reason: "no schedule: run `hapticnav study init \(self.folder)` first")
+            throw ConfigError.missingFile(
+                path: "study", file: file, reason: "is not there: run `hapticnav study init \(self.folder)` first")
         }
         guard written == Array(schedule.csv.utf8) else {
             throw ConfigError.invalidValue(

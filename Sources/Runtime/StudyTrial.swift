@@ -108,9 +108,7 @@ public struct StudyTrial: Sendable {
         guard case var .object(stages)? = root["stages"] else {
             throw ConfigError.missingKey(path: base, key: "stages")
         }
-        func names(role: String) -> [String] {
-            stages.filter { ($0.value["role"]?.stringValue ?? $0.key) == role }.map(\.key).sorted()
-        }
+        func names(role: String) -> [String] { PipelineConfig.stageNames(stages, role: role) }
         guard let routeStage = names(role: "route").first else {
             throw ConfigError.invalidValue(path: "\(base): stages", expected: "a route stage", found: "none")
         }

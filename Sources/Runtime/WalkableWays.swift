@@ -23,6 +23,9 @@ public enum WalkableWays {
         given: String?, found: @autoclosure () -> String?, note: (String) -> Void
     ) throws -> WalkingGraph? {
         if let given {
+            if let reason = Settings.unreadableReason(given) {
+                throw ConfigError.missingFile(path: "--map", file: given, reason: reason)
+            }
             do { return try self.graph(map: given) } catch {
                 throw ConfigError.invalidValue(
                     path: "--map", expected: "a map (OSM XML or PBF)", found: "\(given): \(error)")
@@ -45,12 +48,9 @@ public enum WalkableWays {
         else { return nil }
         let base = PipelineConfig.baseDirectory(of: expanded, file: config)
         func resolved(_ path: String) -> String { path.hasPrefix("/") ? path : base + "/" + path }
-        let ordered = stages.sorted { a, b in
-            let aRoute = (a.value["role"]?.stringValue ?? a.key) == "route"
-            let bRoute = (b.value["role"]?.stringValue ?? b.key) == "route"
-            return aRoute != bRoute ? aRoute : a.key < b.key
-        }
-        for (_, stage) in ordered {
+        let routes = PipelineConfig.stageNames(stages, role: "route")
+        for name in routes + stages.keys.sorted().filter({ !routes.contains($0) }) {
+            guard let stage = stages[name] else { continue }
             if case let .string(map)? = stage["settings"]?["map"] { return resolved(map) }
             if case let .array(fallbacks)? = stage["options"]?["fallback"] {
                 for fallback in fallbacks {

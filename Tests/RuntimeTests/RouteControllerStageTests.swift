@@ -82,6 +82,27 @@ private final class FirstCall: @unchecked Sendable {
         messages.compactMap { if case let .target(g) = $0 { g } else { nil } }
     }
 
+    /// Runs a route stage over `fixes`: the first asks for the route, the rest follow once it has come; what the
+    /// stage published.
+    private static func walk(
+        _ fixes: [Arrival<SmoothedFix>], provider: any RouteProvider, options: RouteControllerOptions
+    ) async throws -> [BusMessage] {
+        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SmoothedFix>.self)
+        let output = MemoryPublisher()
+        let stage = RouteControllerStage(
+            name: "route", input: stream, output: output, provider: provider, options: options,
+            logger: Logger(label: "test"))
+        async let running: Void = stage.run()
+        // The route is asked for beside the fix path: the first fix asks, the route comes a moment later. (The bound
+        // is generous: when the whole test run starts, the pool's two threads can be busy for fifteen seconds.)
+        continuation.yield(fixes[0])
+        #expect(await eventually(within: 60) { !Self.routes(await output.messages).isEmpty })
+        for arrival in fixes.dropFirst() { continuation.yield(arrival) }
+        continuation.finish()
+        try await running
+        return await output.messages
+    }
+
     @Test func routesFromTheFirstFixTracksProgressAndArrivesOnce() async throws {
         let start = Coordinate(latitude: 43.7300, longitude: 7.4200)
         let corner = moved(start, 90, 120)
@@ -97,20 +118,8 @@ private final class FirstCall: @unchecked Sendable {
                 fixes.append(fix(position, at: t, course: bearing))
             }
         }
-        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SmoothedFix>.self)
-        let output = MemoryPublisher()
-        let stage = RouteControllerStage(
-            name: "route", input: stream, output: output, provider: provider,
-            options: RouteControllerOptions(destination: end), logger: Logger(label: "test"))
-        async let running: Void = stage.run()
-        // The route is asked for beside the fix path: the first fix asks, the route comes a moment later. (The bound
-        // is generous: when the whole test run starts, the pool's two threads can be busy for fifteen seconds.)
-        continuation.yield(fixes[0])
-        #expect(await eventually(within: 60) { !Self.routes(await output.messages).isEmpty })
-        for arrival in fixes.dropFirst() { continuation.yield(arrival) }
-        continuation.finish()
-        try await running
-        let messages = await output.messages
+        let messages = try await Self.walk(
+            fixes, provider: provider, options: RouteControllerOptions(destination: end))
         let routes = Self.routes(messages)
         let progress = messages.compactMap { if case let .progress(p) = $0 { p } else { nil } }
         #expect(!routes.isEmpty && routes.allSatisfy { $0.routeID == 1 }, "one route, republished")
@@ -137,18 +146,7 @@ private final class FirstCall: @unchecked Sendable {
         }
         var options = RouteControllerOptions(destination: nodes[20])
         options.ways = graph
-        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SmoothedFix>.self)
-        let output = MemoryPublisher()
-        let stage = RouteControllerStage(
-            name: "route", input: stream, output: output, provider: provider, options: options,
-            logger: Logger(label: "test"))
-        async let running: Void = stage.run()
-        continuation.yield(fixes[0])
-        #expect(await eventually(within: 60) { !Self.routes(await output.messages).isEmpty })
-        for arrival in fixes.dropFirst() { continuation.yield(arrival) }
-        continuation.finish()
-        try await running
-        let messages = await output.messages
+        let messages = try await Self.walk(fixes, provider: provider, options: options)
         let progress = messages.compactMap { if case let .progress(p) = $0 { p } else { nil } }
         #expect(progress.count > 100)
         // The route starts at the first fix, 6 m off the street: past its first few metres, every fix is on the way.

@@ -112,14 +112,7 @@ extension StudyCommand {
         var simulated = false
 
         func run() throws {
-            let study: StudyFile
-            let schedule: StudySchedule
-            do {
-                study = try StudyFile.load(folder: self.folder)
-                schedule = try study.writtenSchedule()
-            } catch let error as ConfigError {
-                throw CommandFailure("\(error)")
-            }
+            let (study, schedule) = try loadStudy(self.folder)
             let rows = StudyReport.rows(
                 study: study, schedule: schedule,
                 kind: self.simulated ? StudyTrial.simulated : StudyTrial.participants)
@@ -169,6 +162,17 @@ extension StudyCommand {
             if let csv = self.csv { print("trials: \(csv)") }
             if let out = self.out { print("report: \(out)") }
         }
+    }
+}
+
+/// A study folder's plan and the schedule its trials are run by (`schedule.csv`, which must still be the plan's);
+/// a mistake is one line naming its key or file.
+func loadStudy(_ folder: String) throws -> (StudyFile, StudySchedule) {
+    do {
+        let study = try StudyFile.load(folder: folder)
+        return (study, try study.writtenSchedule())
+    } catch let error as ConfigError {
+        throw CommandFailure("\(error)")
     }
 }
 

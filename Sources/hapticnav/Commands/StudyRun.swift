@@ -79,10 +79,10 @@ extension StudyCommand {
         func run() async throws {
             let logger = self.logging.bootstrap()
             let trial: StudyTrial
+            let (study, schedule) = try loadStudy(self.folder)
             do {
-                let study = try StudyFile.load(folder: self.folder)
                 trial = try StudyTrial.find(
-                    study: study, schedule: try study.writtenSchedule(), participant: self.participant,
+                    study: study, schedule: schedule, participant: self.participant,
                     number: self.next ? nil : self.trial)
             } catch let error as ConfigError {
                 throw CommandFailure("\(error)")
@@ -91,11 +91,7 @@ extension StudyCommand {
                 "\(trial.trial.participant) trial \(trial.trial.number) (\(trial.trial.condition) on \(trial.trial.route))"
             // The config checked first: a mistake in it must not cost the trial run before.
             do {
-                _ = try PipelineConfig.parse(
-                    try PipelineConfig.expandVariables(
-                        try trial.config(), environment: ProcessInfo.processInfo.environment, path: "the config"),
-                    file: trial.folder + "/config.json",
-                    baseDirectory: Paths.absolute(Paths.folder(of: trial.study.config)))
+                _ = try PipelineConfig.load(tree: try trial.config(), file: trial.folder + "/config.json")
             } catch {
                 throw CommandFailure("\(name): \(error)")
             }
@@ -260,7 +256,7 @@ struct TrialWatch {
                     // The sink is up: the start mark goes to it, unless it starts with every output stopped (a stop
                     // kept from before: the participant would walk without guidance while the trial looked normal).
                     startMarked = true
-                    if status.message.hasPrefix("stopped by") {
+                    if status.counters.contains(where: { $0.name == "stopped" && $0.value != 0 }) {
                         outcome.reason =
                             "the sink started with its outputs stopped (\(status.message)); resume it with `hapticnav control resume` and run the trial again"
                         outcome.conditionLocked = status.message.hasPrefix("stopped by the condition lock")
@@ -300,11 +296,13 @@ struct TrialWatch {
             command: .mark, text: String(decoding: text.utf8.prefix(200), as: UTF8.self),
             requestID: "study-\(Int.random(in: 0..<1_000_000))",
             sentSeconds: Date().timeIntervalSince1970)
-        guard
-            let outcomes = try? await ExperimenterControl.send(
+        let outcomes: [ExperimenterControl.Outcome]
+        do {
+            outcomes = try await ExperimenterControl.send(
                 request, pipeline: self.pipeline, keyName: self.controlKey, timeoutSeconds: 2)
-        else {
-            StandardStreams.writeError("study: '\(text)' not marked: no haptic stage of the config takes commands\n")
+        } catch {
+            // Which: no sink taking commands, or a --control-key that is not among its senders.
+            StandardStreams.writeError("study: '\(text)' not marked: \(error)\n")
             return false
         }
         let taken = outcomes.contains { if case .success = $0.result { true } else { false } }

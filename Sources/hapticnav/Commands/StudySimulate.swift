@@ -51,14 +51,7 @@ extension StudyCommand {
             guard let kind = WalkerEvaluation.ParticipantKind(rawValue: self.participant) else {
                 throw ValidationError("--participant: 'open' or 'network'")
             }
-            let study: StudyFile
-            let schedule: StudySchedule
-            do {
-                study = try StudyFile.load(folder: self.folder)
-                schedule = try study.writtenSchedule()
-            } catch let error as ConfigError {
-                throw CommandFailure("\(error)")
-            }
+            let (study, schedule) = try loadStudy(self.folder)
             for id in self.only where !schedule.participants.contains(id) {
                 throw ValidationError("--only: '\(id)' is not a participant of the schedule")
             }
