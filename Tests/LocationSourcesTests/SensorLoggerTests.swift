@@ -71,6 +71,20 @@ private final class Collected: Sendable {
                 return try await client.send(
                     method: method, path: path, body: body, contentType: "application/json", timeoutSeconds: 30
                 ).status
+            } catch let error where "\(error)".contains("not an HTTP answer") {
+                // Seen twice in full CI runs, never alone: the kept-alive connection answered with bytes the server
+                // never sent (and the server never counted the request), as if its descriptor had been closed and
+                // reused elsewhere in this process while other suites ran. Open: see the stop's closing note. The
+                // request is sent once more on a fresh connection; the server's counters still say it came once.
+                print("sensorlogger: \(method) \(path): \(error); sent again on a fresh connection")
+                do {
+                    return try await HTTPClient(host: "127.0.0.1", port: source.port!).send(
+                        method: method, path: path, body: body, contentType: "application/json", timeoutSeconds: 30
+                    ).status
+                } catch {
+                    Issue.record("\(method) \(path): \(error)")
+                    return -1
+                }
             } catch {
                 Issue.record("\(method) \(path): \(error)")
                 return -1
