@@ -127,7 +127,8 @@ let package = Package(
 
         .target(name: "TestSupport", dependencies: ["NavCore", "Links", "SystemIO"], path: "Tests/TestSupport"),
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"], exclude: ["Fixtures"]),
-        .testTarget(name: "LinksTests", dependencies: ["Links", "SystemIO", "NavCore", "TestSupport"]),
+        .testTarget(
+            name: "LinksTests", dependencies: ["Links", "SystemIO", "NavCore", "TestSupport", "CPseudoTerminal"]),
         .testTarget(name: "EvaluationTests", dependencies: ["Evaluation", "NavCore"]),
         .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore", "Links", "TestSupport"]),
         .testTarget(

@@ -110,6 +110,8 @@ public actor BandDevice: OutputDevice {
             _ = stopFrame.withUnsafeBufferPointer {
                 hn_emergency_register(link.fileDescriptor, $0.baseAddress, $0.count)
             }
+            // Unregistered just before the descriptor's number is given back, whoever closes the link.
+            link.whenClosing { hn_emergency_unregister($0) }
             _ = self.send(.watchdog, BandProtocol.watchdogPayload(milliseconds: self.watchdogMilliseconds))
             _ = self.send(.stopAll, [])
             let pingInterval = self.pingIntervalMilliseconds
@@ -133,7 +135,6 @@ public actor BandDevice: OutputDevice {
                 // Never leave a motor running behind a closed link.
                 self.sequence &+= 1
                 _ = link.write(BandProtocol.Frame(type: .stopAll, sequence: self.sequence).bytes)
-                hn_emergency_unregister(link.fileDescriptor)
                 link.close()
             }
             self.link = nil
@@ -172,7 +173,6 @@ public actor BandDevice: OutputDevice {
             if type == .setMotors { self.motors = (payload[0], payload[1]) }
             if type == .stopAll { self.motors = (0, 0) }
         } else {
-            hn_emergency_unregister(link.fileDescriptor)
             link.close()
         }
         return ok

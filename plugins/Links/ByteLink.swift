@@ -21,10 +21,55 @@ public final class ByteLink: Sendable {
     /// What was read: raw chunks, or one line per element (without its CR or LF) when made with `splitLines`.
     public let chunks: AsyncStream<[UInt8]>
     private let descriptor: Int32
-    private final class Flag: Sendable {
-        let value = Atomic<Bool>(false)
+    /// The descriptor's lifetime. Its number is given back to the system only when the link is closed and nobody
+    /// uses it any more (the reading thread has left, no write is under way): a write or read after that would
+    /// reach whatever the process opened next under the same number, another device or a socket, and a band's
+    /// frame would land in a stranger's stream. Every use holds a reference; the last one out closes.
+    private final class Lifetime: Sendable {
+        struct State {
+            var closed = false
+            /// The reading thread's and the owner's, and one per write under way.
+            var references = 2
+            var beforeClosing: [@Sendable (Int32) -> Void] = []
+        }
+        let state = Mutex(State())
+        let closedFlag = Atomic<Bool>(false)
+        let descriptor: Int32
+        init(descriptor: Int32) { self.descriptor = descriptor }
+
+        /// A reference for one use, or nil once the link is closed.
+        func acquire() -> Bool {
+            self.state.withLock {
+                guard !$0.closed else { return false }
+                $0.references += 1
+                return true
+            }
+        }
+
+        /// Gives a reference back; the last one runs the closing actions and closes the descriptor.
+        func release() {
+            let actions: [@Sendable (Int32) -> Void]? = self.state.withLock {
+                $0.references -= 1
+                return $0.references == 0 ? $0.beforeClosing : nil
+            }
+            guard let actions else { return }
+            for action in actions { action(self.descriptor) }
+            Glibc.close(self.descriptor)
+        }
+
+        /// Marks the link closed (no new use starts) and wakes a read or write under way; true the first time.
+        func markClosed() -> Bool {
+            let first = self.state.withLock { state in
+                defer { state.closed = true }
+                return !state.closed
+            }
+            guard first else { return false }
+            self.closedFlag.store(true, ordering: .relaxed)
+            shutdown(self.descriptor, Int32(SHUT_RDWR))
+            return true
+        }
     }
-    private let closed = Flag()
+    private let lifetime: Lifetime
 
     /// Connects to a TCP server, giving up after `timeoutSeconds` (a host that does not answer would otherwise
     /// hold the caller for the kernel's whole connect timeout, minutes).
@@ -139,13 +184,23 @@ public final class ByteLink: Sendable {
     /// Reads an open descriptor on a thread of its own.
     public init(descriptor: Int32, splitLines: Bool = false) {
         self.descriptor = descriptor
+        let lifetime = Lifetime(descriptor: descriptor)
+        self.lifetime = lifetime
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(4096))
         self.chunks = stream
-        SystemThread.start(name: "byte-link") { [closed] in
+        SystemThread.start(name: "byte-link") {
+            defer { lifetime.release() }
             var buffer = [UInt8](repeating: 0, count: 4096)
             var line: [UInt8] = []
-            while !closed.value.load(ordering: .relaxed) {
+            while !lifetime.closedFlag.load(ordering: .relaxed) {
+                // A bounded wait, so that a close is seen within 0.1 s on a serial port or pseudo-terminal too
+                // (shutdown wakes only sockets).
+                var waiting = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&waiting, 1, 100)
+                if ready == 0 || (ready < 0 && errno == EINTR) { continue }
+                if ready < 0 { break }
                 let count = read(descriptor, &buffer, buffer.count)
+                if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
                 if count <= 0 { break }
                 guard splitLines else {
                     continuation.yield(Array(buffer[0..<count]))
@@ -167,6 +222,8 @@ public final class ByteLink: Sendable {
 
     /// Writes all bytes (without SIGPIPE on a socket whose peer has gone); false when the link is gone.
     public func write(_ bytes: [UInt8]) -> Bool {
+        guard self.lifetime.acquire() else { return false }
+        defer { self.lifetime.release() }
         var offset = 0
         while offset < bytes.count {
             var written = bytes[offset...].withUnsafeBufferPointer {
@@ -183,14 +240,34 @@ public final class ByteLink: Sendable {
         return true
     }
 
-    /// The open descriptor, for a crash handler's last write (see `CEmergencyStop`); never close it directly.
+    /// The open descriptor, for a crash handler's last write (see `CEmergencyStop`): register it with
+    /// ``whenClosing(_:)`` unregistering it, and never close it directly.
     public var fileDescriptor: Int32 { self.descriptor }
 
-    /// Closes the link; the reading thread ends and ``chunks`` finishes. Idempotent.
-    public func close() {
-        if !self.closed.value.exchange(true, ordering: .relaxed) {
-            shutdown(self.descriptor, Int32(SHUT_RDWR))
-            Glibc.close(self.descriptor)
+    /// Runs `action` with the descriptor just before its number is given back to the system (after ``close()``,
+    /// once the reading thread and every write have left it), or at once when that has happened already: where a
+    /// crash handler that writes to the descriptor unregisters it. Returns false when it ran at once.
+    @discardableResult
+    public func whenClosing(_ action: @escaping @Sendable (Int32) -> Void) -> Bool {
+        let added = self.lifetime.state.withLock {
+            guard $0.references > 0 else { return false }
+            $0.beforeClosing.append(action)
+            return true
         }
+        if !added { action(self.descriptor) }
+        return added
+    }
+
+    /// True once ``close()`` was called or the peer went away.
+    public var isClosed: Bool { self.lifetime.closedFlag.load(ordering: .relaxed) }
+
+    /// Closes the link: no write starts after it, the reading thread ends within 0.1 s and ``chunks`` finishes;
+    /// the descriptor itself is closed when the last use has left it. Idempotent.
+    public func close() {
+        if self.lifetime.markClosed() { self.lifetime.release() }
+    }
+
+    deinit {
+        self.close()
     }
 }

@@ -1,0 +1,112 @@
+import CPseudoTerminal
+import Foundation
+import Synchronization
+@testable import Links
+import TestSupport
+import Testing
+
+/// A closed link must never touch its old descriptor number again: the process reuses the number for the next socket
+/// it opens, and a band frame written there lands in a stranger's stream (two full test runs saw an HTTP exchange
+/// in another suite receive bytes nobody in it had sent).
+@Suite struct ByteLinkLifetimeTests {
+    private static func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) != -1 }
+
+    private static func socketPair() -> (Int32, Int32)? {
+        var pair: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else { return nil }
+        return (pair[0], pair[1])
+    }
+
+    @Test func aClosedLinkWritesNothingToTheNextSocketGivenItsNumber() async throws {
+        // Another part of this process may take the freed number and keep it (the runtime's timer descriptor, a
+        // suite's sockets): then the whole check is made again with a new link, a few times.
+        var checked = false
+        var holders: [String] = []
+        for _ in 0..<5 where !checked {
+            switch try await Self.writeAfterCloseReachesNoStranger() {
+            case .checked: checked = true
+            case let .numberHeldElsewhere(holder): holders.append(holder)
+            }
+        }
+        #expect(checked, "the freed number was taken elsewhere in this process every time: \(holders)")
+    }
+
+    private enum Attempt { case checked, numberHeldElsewhere(String) }
+
+    private static func writeAfterCloseReachesNoStranger() async throws -> Attempt {
+        let (near, far) = try #require(Self.socketPair())
+        defer { close(far) }
+        let link = ByteLink(descriptor: near)
+        let closedAt = Mutex<Int32?>(nil)
+        link.whenClosing { fd in closedAt.withLock { $0 = fd } }
+        #expect(link.write(Array("before".utf8)))
+        link.close()
+        #expect(link.isClosed)
+        // The descriptor goes back to the system once the reading thread has left it, after the closing actions.
+        // (Its number alone says nothing: other suites in this process open descriptors all the time.)
+        #expect(await eventually(within: 5) { closedAt.withLock { $0 } == near })
+
+        // Open sockets until one gets the old number, then write through the closed link: nothing is written and
+        // nothing arrives. The system gives the lowest free number: sockets below it are kept (to climb to it),
+        // and when it is passed all are closed and it is tried again for a while.
+        var reused: (Int32, Int32)?
+        var others: [Int32] = []
+        defer { for fd in others { close(fd) } }
+        let deadline = Date().addingTimeInterval(2)
+        while reused == nil, Date() < deadline {
+            let (a, b) = try #require(Self.socketPair())
+            if a == near {
+                reused = (a, b)
+            } else if b == near {
+                reused = (b, a)
+            } else {
+                others += [a, b]
+                if a > near && b > near {
+                    for fd in others { close(fd) }
+                    others = []
+                    await Task.yield()
+                }
+            }
+        }
+        guard let (stranger, strangersPeer) = reused else {
+            return .numberHeldElsewhere(
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(near)")) ?? "nothing")
+        }
+        defer {
+            close(stranger)
+            close(strangersPeer)
+        }
+        #expect(!link.write(Array("a band frame".utf8)))
+        link.close()
+        var waiting = pollfd(fd: strangersPeer, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&waiting, 1, 200) == 0, "the closed link wrote into the socket that now has its number")
+        #expect(Self.isOpen(stranger), "the closed link closed the socket that now has its number")
+        return .checked
+    }
+
+    @Test func closingALinkOnAPseudoTerminalEndsItsReadingWithinASecond() async throws {
+        var name = [CChar](repeating: 0, count: 256)
+        let master = hn_open_pseudo_terminal(&name, name.count)
+        try #require(master >= 0)
+        defer { close(master) }
+        let slave = open(String(cString: name), O_RDWR | O_NOCTTY)
+        try #require(slave >= 0)
+        let link = ByteLink(descriptor: slave)
+        let freed = Mutex(false)
+        link.whenClosing { _ in freed.withLock { $0 = true } }
+        let ended = Mutex(false)
+        let reader = Task {
+            for await _ in link.chunks {}
+            ended.withLock { $0 = true }
+        }
+        defer { reader.cancel() }
+        let started = Date()
+        link.close()
+        // A terminal is not woken by shutdown; the reading thread's bounded wait sees the close.
+        #expect(await eventually(within: 5) { ended.withLock { $0 } })
+        #expect(await eventually(within: 5) { freed.withLock { $0 } })
+        print(
+            "bytelink: a pseudo-terminal link closed and its descriptor freed after \(Date().timeIntervalSince(started)) s"
+        )
+    }
+}
