@@ -110,6 +110,10 @@ public struct RouteTracker: Sendable {
                 "announceMeters", unit: "m", default: 10.0, in: 0...50,
                 "within this of a sharp turn the target moves onto the next leg as far past the corner as the walker is before it (a cue of half the turn, on its side); 0 aims at the corner until the turn's waypoint completes"
             )
+            public static let turnZoneMeters = SettingSpec(
+                "turnZoneMeters", unit: "m", default: 0.0, in: 0...30,
+                "junction-aware look-ahead: before a sharp turn the target stays straight on (the incoming leg carried past the corner), and only within this of the corner does it swing onto the next leg, a look-ahead along it (never more than 105° off the incoming leg before the corner, so a hairpin is a strong turn, not a turn-around); 0 uses announceMeters instead"
+            )
             public static let courseWeightMeters = SettingSpec(
                 "courseWeightMeters", unit: "m", default: 0.0, in: 0...100,
                 "placing the walker on the route, a part walked against the fix's course counts up to this much farther (a hairpin's two legs); 0 places by distance alone"
@@ -154,7 +158,8 @@ public struct RouteTracker: Sendable {
 
             /// Every setting, in documentation order.
             public static let all: [SettingDoc] = [
-                target, lookAheadMeters.doc, sharpTurnDegrees.doc, announceMeters.doc, courseWeightMeters.doc,
+                target, lookAheadMeters.doc, sharpTurnDegrees.doc, announceMeters.doc, turnZoneMeters.doc,
+                courseWeightMeters.doc,
                 waypointRadiusMeters.doc,
                 arrivalRadiusMeters.doc,
                 offRouteMeters.doc, offRouteAccuracyFactor.doc, offRouteFixes.doc, rerouteMinimumSeconds.doc,
@@ -175,6 +180,9 @@ public struct RouteTracker: Sendable {
         /// Within this of a sharp turn, the target is on the next leg as far past the corner as the walker is before
         /// it [metres]; 0 for the corner until the turn's waypoint completes.
         public var announceMeters = Setting.announceMeters.defaultValue
+        /// Junction-aware look-ahead: within this of a sharp turn's corner the target swings onto the next leg, and
+        /// before that it stays straight on [metres]; 0 for `announceMeters`' half turn.
+        public var turnZoneMeters = Setting.turnZoneMeters.defaultValue
         /// A part of the route walked against the fix's course counts up to this much farther [metres].
         public var courseWeightMeters = Setting.courseWeightMeters.defaultValue
         /// Off route beyond max(this, factor × fix accuracy) [metres]…
@@ -402,12 +410,16 @@ public struct RouteTracker: Sendable {
     ) -> GuidanceTarget {
         let walker = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
         let index = min(self.nextWaypoint, route.waypoints.count - 1)
-        let point: Coordinate
+        var point: Coordinate
+        var bearing: Double? = nil
         let kind: TargetKind
         switch self.options.targetMode {
         case .waypoint:
             point = route.waypoints[index].coordinate
             kind = .waypoint
+        case .lookAhead where self.options.turnZoneMeters > 0:
+            (point, bearing) = self.turnZoneTarget(walker, here.distanceAlongMeters, route, line)
+            kind = .lookAhead
         case .lookAhead where self.options.announceMeters > 0:
             // The next sharp turn (or the arrival) ahead of where the walker is placed on the route.
             let here = here.distanceAlongMeters
@@ -441,7 +453,54 @@ public struct RouteTracker: Sendable {
         }
         return GuidanceTarget(
             timeSeconds: fix.timeSeconds, routeID: route.routeID, coordinate: point,
-            bearingDegrees: FlatProjection.bearing(from: walker, to: point),
+            bearingDegrees: bearing ?? FlatProjection.bearing(from: walker, to: point),
             distanceMeters: FlatProjection.distance(walker, point), kind: kind)
+    }
+
+    /// The junction-aware look-ahead target and the bearing to steer: straight on toward a sharp turn (past its
+    /// corner along the incoming leg, so that no side is cued at an earlier junction), onto the next leg within
+    /// `turnZoneMeters` of the corner (so that a walker who stops at the junction faces the branch to take), and
+    /// the plain look-ahead past it. A corner a few metres ahead would make the bearing swing with every metre of
+    /// position error; a point a look-ahead away does not.
+    private func turnZoneTarget(
+        _ walker: Coordinate, _ here: Double, _ route: Route, _ line: Polyline
+    ) -> (Coordinate, Double) {
+        let look = self.options.lookAheadMeters
+        func isSharp(_ waypoint: Waypoint) -> Bool {
+            waypoint.kind == .arrival
+                || waypoint.kind == .turn && abs(waypoint.turnDegrees) >= self.options.sharpTurnDegrees
+        }
+        let plain = { (along: Double) -> (Coordinate, Double) in
+            let point = line.point(atDistance: along)?.coordinate ?? walker
+            return (point, FlatProjection.bearing(from: walker, to: point))
+        }
+        guard let corner = route.waypoints.first(where: { $0.distanceAlongMeters > here && isSharp($0) }) else {
+            return plain(here + look)
+        }
+        if corner.kind == .arrival { return plain(min(here + look, corner.distanceAlongMeters)) }
+        let before = corner.distanceAlongMeters - here
+        let incoming =
+            line.point(atDistance: max(0, corner.distanceAlongMeters - 0.5))?.bearingDegrees
+            ?? Angle.normalized(corner.outgoingBearingDegrees - corner.turnDegrees)
+        if before > self.options.turnZoneMeters {
+            guard here + look > corner.distanceAlongMeters else { return plain(here + look) }
+            // Straight on: the incoming leg carried past the corner.
+            let point = Geodesic.wgs84.direct(
+                from: corner.coordinate, azimuthDegrees: incoming,
+                distanceMeters: here + look - corner.distanceAlongMeters
+            ).coordinate
+            return (point, FlatProjection.bearing(from: walker, to: point))
+        }
+        // In the turn zone: a look-ahead along the next leg, not past the sharp turn after it.
+        let following = route.waypoints.first { $0.distanceAlongMeters > corner.distanceAlongMeters && isSharp($0) }
+        let along = min(corner.distanceAlongMeters + look, following?.distanceAlongMeters ?? .infinity)
+        let point = line.point(atDistance: along)?.coordinate ?? corner.coordinate
+        var bearing = FlatProjection.bearing(from: walker, to: point)
+        // Before the corner a hairpin's next leg lies behind: a strong cue to its side, never a turn-around there.
+        let limit = 105.0
+        if abs(Angle.signedDifference(from: incoming, to: bearing)) > limit {
+            bearing = Angle.normalized(incoming + (corner.turnDegrees >= 0 ? limit : -limit))
+        }
+        return (point, bearing)
     }
 }

@@ -43,6 +43,7 @@ enum RouteStageOptions {
         tracker.lookAheadMeters = try settings.value(Setting.lookAheadMeters)
         tracker.sharpTurnDegrees = try settings.value(Setting.sharpTurnDegrees)
         tracker.announceMeters = try settings.value(Setting.announceMeters)
+        tracker.turnZoneMeters = try settings.value(Setting.turnZoneMeters)
         tracker.courseWeightMeters = try settings.value(Setting.courseWeightMeters)
         tracker.stallSeconds = try settings.value(Setting.stallSeconds)
         tracker.stallMeters = try settings.value(Setting.stallMeters)

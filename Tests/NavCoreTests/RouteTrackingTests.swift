@@ -274,6 +274,41 @@ struct ScriptedWalk {
         #expect(abs(self.relativeTarget(ahead.target, course: 90)) < 1)
     }
 
+    /// East 100 m, then a right turn of 90° (south) for 100 m: a junction's turn.
+    private var rightAngle: Route {
+        let corner = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: 100).coordinate
+        let end = Geodesic.wgs84.direct(from: corner, azimuthDegrees: 180, distanceMeters: 100).coordinate
+        return RouteBuilder.route(
+            from: RoutePlan(points: [self.start, corner, end]), routeID: 1, timeSeconds: 0, provider: "test")
+    }
+
+    @Test func withATurnZoneTheTargetStaysStraightOnUntilTheCornerThenPointsAlongTheNextLeg() throws {
+        var options = RouteTracker.Options()
+        options.turnZoneMeters = 4
+        func relative(on route: Route, at along: Double, crossTrack: Double = 0) throws -> Double {
+            var tracker = RouteTracker(options: options)
+            tracker.setRoute(route)
+            let onLeg = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: along).coordinate
+            let point = Geodesic.wgs84.direct(from: onLeg, azimuthDegrees: 0, distanceMeters: crossTrack).coordinate
+            _ = tracker.update(with: self.fix(self.start, course: 90, time: 0))
+            let answer = tracker.update(with: self.fix(point, course: 90, time: 1))
+            let update = try #require(answer)
+            return self.relativeTarget(update.target, course: 90)
+        }
+        // 6 m before the corner: straight on, and 2 m of cross-track error turns the target by less than 10° (a
+        // target at the corner itself would swing by 18°).
+        #expect(abs(try relative(on: self.rightAngle, at: 94)) < 1)
+        #expect(abs(try relative(on: self.rightAngle, at: 94, crossTrack: 2)) < 10)
+        // 3 m before it, in the zone: the next leg, a look-ahead (15 m) along it, nearly the whole turn.
+        let inZone = try relative(on: self.rightAngle, at: 97)
+        #expect(inZone > 75 && inZone < 90, "\(inZone)")
+        // At the corner with 2 m of error across the track: still the branch to take, within 10°.
+        #expect(abs(try relative(on: self.rightAngle, at: 99.5, crossTrack: 2) - 90) < 10)
+        // A hairpin's next leg lies behind: before its corner a strong cue to its side, never a turn-around.
+        let hairpin = try relative(on: self.hairpin, at: 97)
+        #expect(hairpin > 100 && hairpin < 120, "\(hairpin)")
+    }
+
     @Test func walkingBesideTheRouteWithoutGettingAlongItAsksForANewRoute() {
         // A way 12 m north of the route's first leg (within the off-route distance), walked west then east
         // again: no progress along the route for longer than stallSeconds.
