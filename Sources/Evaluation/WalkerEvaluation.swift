@@ -99,6 +99,8 @@ public enum WalkerEvaluation {
         /// (its point 8 m along more than 5 m from the route, or behind the junction along it) [count].
         public var junctionsOnRoute = 0
         public var wrongBranches = 0
+        /// Where the wrong branches were taken, and when [seconds into the walk], for a reader to look at.
+        public var wrongJunctions: [WrongJunction] = []
         /// Junctions at which the participant stopped to orient [count].
         public var junctionStops = 0
         /// Never more than 10 m from the route in use.
@@ -119,6 +121,16 @@ public enum WalkerEvaluation {
         public var timeouts: Int
         /// Times the walk's stages were started again because they never answered [count].
         public var restarts = 0
+    }
+
+    /// A junction where the branch taken left the route in force.
+    public struct WrongJunction: Sendable, Codable, Equatable {
+        public var latitude: Double
+        public var longitude: Double
+        /// Seconds into the walk.
+        public var atSeconds: Double
+        /// The participant had stopped there to orient.
+        public var stopped: Bool
     }
 
     /// One condition's figures over its walks.
@@ -193,7 +205,10 @@ public enum WalkerEvaluation {
                                 + (walk.arrived ? "arrived" : walk.falseArrival ? "ARRIVED FALSELY" : "not arrived")
                                 + ", max \(fixedDecimal(walk.maximumOffRouteMeters, digits: 1)) m off, \(walk.turnOnsets) turn cues, \(walk.reroutes) reroutes, "
                                 + (kind == .network
-                                    ? "\(walk.wrongBranches) wrong of \(walk.junctionsOnRoute) junctions, \(walk.junctionStops) stops, "
+                                    ? "\(walk.wrongBranches) wrong of \(walk.junctionsOnRoute) junctions"
+                                        + walk.wrongJunctions.map {
+                                            " (at \(fixedDecimal($0.latitude, digits: 6)),\(fixedDecimal($0.longitude, digits: 6)) after \(fixedDecimal($0.atSeconds, digits: 0)) s\($0.stopped ? ", stopped" : ""))"
+                                        }.joined() + ", \(walk.junctionStops) stops, "
                                     : "")
                                 + "\(fixedDecimal(walk.seconds, digits: 0)) s")
                         walks.append(walk)
@@ -477,6 +492,7 @@ public enum WalkerEvaluation {
         var participant = try placed(facing: 0)
         var judgedChoices = 0
         var junctionsOnRoute = 0, wrongBranches = 0
+        var wrongJunctions: [WrongJunction] = []
         var gps = GPSError(sigmaMeters: condition.sigmaMeters, timeConstantSeconds: condition.timeConstantSeconds)
         var felt: CueKind = .silent
         var lastKind: CueKind = .silent
@@ -575,7 +591,14 @@ public enum WalkerEvaluation {
                 for choice in walker.choices[judgedChoices...] {
                     guard let line = currentLine, let kept = Self.keptToRoute(choice, line: line) else { continue }
                     junctionsOnRoute += 1
-                    if !kept { wrongBranches += 1 }
+                    if !kept {
+                        wrongBranches += 1
+                        wrongJunctions.append(
+                            WrongJunction(
+                                latitude: choice.junction.latitude, longitude: choice.junction.longitude,
+                                atSeconds: t - (firstRoute.map { $0.timeSeconds - epoch } ?? 0), stopped: choice.stopped
+                            ))
+                    }
                 }
                 judgedChoices = walker.choices.count
             }
@@ -599,6 +622,7 @@ public enum WalkerEvaluation {
         walk.falseArrival = announcedArrivalFar
         walk.junctionsOnRoute = junctionsOnRoute
         walk.wrongBranches = wrongBranches
+        walk.wrongJunctions = wrongJunctions
         walk.junctionStops = (participant as? NetworkParticipant)?.choices.filter(\.stopped).count ?? 0
         return walk
     }

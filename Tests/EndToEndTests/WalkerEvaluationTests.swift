@@ -97,6 +97,13 @@ extension ProcessSuites {
                 #expect(walk["participant"] as? String == "network")
                 #expect((walk["junctionsOnRoute"] as? Int ?? 0) > 0, "junctions passed on the route: \(walk)")
                 #expect((walk["seconds"] as? Double ?? 0) > 60)
+                // Each wrong branch is named where it was taken, within the map's extent.
+                let wrong = try #require(walk["wrongJunctions"] as? [[String: Any]])
+                #expect(wrong.count == walk["wrongBranches"] as? Int)
+                for junction in wrong {
+                    #expect((42.4...42.7).contains(junction["latitude"] as? Double ?? 0), "\(junction)")
+                    #expect((1.3...1.8).contains(junction["longitude"] as? Double ?? 0), "\(junction)")
+                }
             }
         }
     }
