@@ -71,6 +71,8 @@ public enum WalkerEvaluation {
         /// Where to keep each walk's bus as a session (an `mcap` recorder per walk, ``sigma10-corr-route3-seed1`), for
         /// `hapticnav report` and `replay`; nil to keep none.
         public var sessionsFolder: String?
+        /// How each walk's stages run: their own processes (the default), or composed in this process.
+        public var composition = StageComposition.processes
 
         public init(
             executable: String, config: String, pairs: [(origin: Coordinate, destination: Coordinate)],
@@ -369,24 +371,27 @@ public enum WalkerEvaluation {
             to: configFile, folder: run, destination: pair.destination, offsetDegrees: calibrated, session: session,
             metadata: given?.metadata ?? [])
 
-        let context = ZMQContext()
-        defer { context.terminate() }
-        let source = try BusPublisher(context: context, bind: ["ipc://\(run)/source.sock"], stage: "source")
+        // Composed stages share this process's context for their in-memory sockets; processes each have their own.
+        let composed = setup.composition.isComposed
+        let context = composed ? Self.composedContext : ZMQContext()
+        defer { if !composed { context.terminate() } }
+        let endpoint = { (name: String) in
+            composed ? BusEndpoint.inProcess("ipc://\(run)/\(name).sock") : "ipc://\(run)/\(name).sock"
+        }
+        // Lossless: it counts the stages that read it, and a walk's message waits for room rather than being lost.
+        var sourceOptions = PublisherOptions()
+        sourceOptions.lossless = true
+        let source = try BusPublisher(
+            context: context, bind: [endpoint("source")], stage: "source", options: sourceOptions)
         defer { source.close() }
-        var processes: [ChildProcess] = []
-        defer {
-            for process in processes where process.isRunning { process.signal(SIGTERM) }
-            for process in processes { process.wait() }
-        }
-        for name in [template.haptic, template.route, template.smoother] + (session == nil ? [] : ["recorder"]) {
-            processes.append(
-                try ChildProcess(
-                    executable: setup.executable,
-                    arguments: ["stage", name, "--config", configFile, "--log-level", "error"], error: .inherit))
-        }
+        let stages = try WalkStages(
+            setup.composition,
+            names: [template.haptic, template.route, template.smoother]
+                + (session == nil ? [] : ["recorder"]),
+            configFile: configFile, executable: setup.executable, context: context)
+        defer { stages.stop() }
         let subscriber = try BusSubscriber(
-            context: context,
-            connect: [template.smoother, template.route, template.haptic].map { "ipc://\(run)/\($0).sock" },
+            context: context, connect: [template.smoother, template.route, template.haptic].map(endpoint),
             options: SubscriberOptions(topics: ["smoothed", "target", "route", "cue"]))
         defer { subscriber.close() }
         let inbox = Inbox()
@@ -430,14 +435,18 @@ public enum WalkerEvaluation {
             }
             return true
         }
-        // Every stage up (their heartbeats heard), and each connected to this source.
+        // Every stage up (their heartbeats heard), and each that reads this source subscribed to it, so that the
+        // first probe reaches them: the walk is then the same whatever the machine's load or the stages' composition
+        // (a probe more would be one more fix in the smoother's history).
         let expected = Set([template.smoother, template.route, template.haptic])
+        let readers = 2 + (session == nil ? 0 : 1)
         guard
             await wait(
                 seconds: 30,
                 until: {
-                    inbox.state.withLock { expected.isSubset(of: $0.publishers) } || !processes.allSatisfy(\.isRunning)
-                }), processes.allSatisfy(\.isRunning)
+                    (inbox.state.withLock { expected.isSubset(of: $0.publishers) }
+                        && source.subscriberCount >= readers) || !stages.allRunning
+                }), stages.allRunning
         else {
             throw Failure(description: "the stages did not start (see their errors above)")
         }
@@ -453,7 +462,9 @@ public enum WalkerEvaluation {
                         timeSeconds: time, latitude: pair.origin.latitude, longitude: pair.origin.longitude,
                         horizontalAccuracyMeters: max(1, condition.sigmaMeters), speedMetersPerSecond: 0,
                         courseDegrees: nil)))
-            if await wait(seconds: 0.05, until: { inbox.state.withLock { $0.targets[time] != nil } }),
+            // Generous waits: the route controller's first answer waits for its first route; a probe more would
+            // be a fix more in the smoother's history, and the walk would not be the same.
+            if await wait(seconds: 2, until: { inbox.state.withLock { $0.targets[time] != nil } }),
                 let target = inbox.state.withLock({ $0.targets[time] })
             {
                 try await source.publish(.target(target))
@@ -461,16 +472,16 @@ public enum WalkerEvaluation {
             try await source.publish(
                 .heading(HeadingSample(timeSeconds: time, headingDegrees: 0, reference: .trueNorth)))
             if await wait(
-                seconds: 0.1, until: { inbox.state.withLock { $0.targets[time] != nil && $0.cues[time] != nil } })
+                seconds: 2, until: { inbox.state.withLock { $0.targets[time] != nil && $0.cues[time] != nil } })
             {
                 break
             }
             probe += 1
-            guard probe < 300 else {
+            guard probe < 8 else {
                 let seen = inbox.state.withLock { state in
                     "smoothed fixes \(state.smoothed.count), targets \(state.targets.count), cues \(state.cues.count), publishers heard \(state.publishers.sorted())"
                 }
-                throw StartFailure(description: "the stages did not answer the source within 30 s (\(seen))")
+                throw StartFailure(description: "the stages did not answer the source's 8 probes (\(seen))")
             }
         }
 
@@ -526,7 +537,10 @@ public enum WalkerEvaluation {
                     courseDegrees: measuredSpeed >= 0.5
                         ? Angle.normalized(atan2(velocityEast, velocityNorth) * 180 / .pi) : nil)
                 try await source.publish(.fix(fix))
-                if await !wait(seconds: 5, until: { inbox.state.withLock { $0.targets[time] != nil } }) {
+                // The target, and the smoothed fix it came from (on another connection, it may come after it).
+                if await !wait(
+                    seconds: 5, until: { inbox.state.withLock { $0.targets[time] != nil && $0.smoothed[time] != nil } })
+                {
                     timeouts += 1
                 }
                 let (target, smoothed, routes) = inbox.state.withLock {
@@ -747,7 +761,9 @@ struct StageTemplate {
         route["options"] = .object(routeOptions)
         var haptic = self.stages[self.haptic]?.objectValue ?? [:]
         haptic["plugin"] = .string("console")
-        haptic["settings"] = .object(["prefix": .string("")])
+        // The harness reads the cues from the bus: the console's lines go nowhere (composed, they would land in the
+        // harness's own output).
+        haptic["settings"] = .object(["prefix": .string(""), "output": .string("none")])
         haptic["publish"] = endpoint(self.haptic)
         // The harness relays the route controller's targets to the sink on its own socket, right before the next
         // heading: one ordered stream, so that the sink always has a fix's target before the headings after it.

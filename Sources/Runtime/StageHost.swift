@@ -1,4 +1,4 @@
-import Bus
+public import Bus
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -15,22 +15,51 @@ import Routers
 import ServiceLifecycle
 import Stages
 
+/// Where a stage runs: its own process (`hapticnav run`, `hapticnav stage`), or composed with others in one process,
+/// as ROS 2 composes nodes: the same stage code, message encoding, sequence numbers and time checks, over ZeroMQ's
+/// in-memory transport.
+public struct StageHosting: Sendable {
+    /// The context the stage's sockets are made in: composed stages share one (inproc:// reaches only its own
+    /// sockets), which its owner terminates; nil for a context of the stage's own.
+    public var context: ZMQContext?
+
+    /// A stage that is its process: its own context, stopped by SIGTERM and SIGINT, and by its launcher's end.
+    public static let ownProcess = StageHosting(context: nil)
+
+    /// A stage composed in this process on `context`: every `ipc://` endpoint of the config is the `inproc://`
+    /// endpoint of the same name; the stage stops when its task is cancelled (signals are the process's own).
+    public static func composed(on context: ZMQContext) -> StageHosting { StageHosting(context: context) }
+
+    /// Whether the stage is composed with others in this process.
+    public var isComposed: Bool { self.context != nil }
+
+    /// The endpoint a config's endpoint is reached at.
+    public func endpoint(_ endpoint: String) -> String {
+        self.isComposed ? BusEndpoint.inProcess(endpoint) : endpoint
+    }
+}
+
 /// Runs one stage of a pipeline in this process: its transport, then the stage, as one `ServiceGroup`
-/// that SIGTERM and SIGINT stop gracefully.
+/// that SIGTERM and SIGINT stop gracefully (or, composed, the cancellation of its task).
 public enum StageHost {
-    /// Runs the stage until its input ends or a signal stops it.
-    public static func run(stage: StageConfig, in pipeline: PipelineConfig, logger: Logger) async throws {
+    /// Runs the stage until its input ends, a signal stops it, or (composed) its task is cancelled.
+    public static func run(
+        stage given: StageConfig, in pipeline: PipelineConfig, logger: Logger, hosting: StageHosting = .ownProcess
+    ) async throws {
         var logger = logger
-        logger[metadataKey: "stage"] = "\(stage.name)"
+        logger[metadataKey: "stage"] = "\(given.name)"
+        var stage = given
+        stage.publish = stage.publish.map(hosting.endpoint)
+        stage.inputs = stage.inputs.map(hosting.endpoint)
         let bus = pipeline.bus
-        let context = ZMQContext()
+        let context = hosting.context ?? ZMQContext()
         var publisher: BusPublisher?
         var subscriber: BusSubscriber?
         defer {
             // Give the last messages (an end-of-stream status) a moment to leave, then close.
             publisher?.close(lingerMilliseconds: 200)
             subscriber?.close()
-            context.terminate()
+            if !hosting.isComposed { context.terminate() }
         }
         if stage.insecure {
             for endpoint in stage.publish + stage.inputs
@@ -71,7 +100,7 @@ public enum StageHost {
         }
         // What the input waits for, in every status the stage publishes and on its own while the stage says nothing.
         let watch = subscriber.map { InputWatch(subscriber: $0) }
-        let watchdog = ParentWatchdog.startIfLaunched(logger: logger)
+        let watchdog = hosting.isComposed ? nil : ParentWatchdog.startIfLaunched(logger: logger)
         defer { watchdog?.stop() }
 
         let service: any Service
@@ -165,7 +194,8 @@ public enum StageHost {
             if let control {
                 do {
                     let made = try ControlListener(
-                        context: context, bind: control.listen, stage: stage.name, options: listenerOptions, zap: zap,
+                        context: context, bind: control.listen.map(hosting.endpoint), stage: stage.name,
+                        options: listenerOptions, zap: zap,
                         logger: logger
                     ) { request, sender in await sink.control(request, sender: sender) }
                     listener.withLock { $0 = made }
@@ -197,7 +227,7 @@ public enum StageHost {
         let group = ServiceGroup(
             configuration: .init(
                 services: services,
-                gracefulShutdownSignals: [.sigterm, .sigint],
+                gracefulShutdownSignals: hosting.isComposed ? [] : [.sigterm, .sigint],
                 cancellationSignals: [],
                 logger: logger))
         // A stage that reads the bus runs on its subscriber's receive thread: a message reaches it
@@ -205,6 +235,18 @@ public enum StageHost {
         try await withTaskExecutorPreference(subscriber?.executor) {
             try await group.run()
         }
+    }
+}
+
+extension StageHost {
+    /// Runs the stage `name` of the config `file` composed in this process on `context` (`eval walkers`' stages),
+    /// until its task is cancelled.
+    public static func runComposed(
+        stage name: String, configFile file: String, context: ZMQContext, logger: Logger
+    ) async throws {
+        let pipeline = try PipelineConfig.load(file: file, calibrationMayBeMissing: true)
+        try await self.run(
+            stage: try pipeline.stage(named: name), in: pipeline, logger: logger, hosting: .composed(on: context))
     }
 }
 

@@ -8,18 +8,36 @@ public actor ConsoleDevice: OutputDevice {
     private var last: String?
     private var lines = 0
     private let prefix: String
+    private let output: Output
 
-    /// Creates the device; lines start with `prefix`.
-    public init(prefix: String = "") {
-        self.prefix = prefix
+    /// Where the lines go.
+    public enum Output: String, Sendable, CaseIterable {
+        /// Standard output (a screen reader, a pipe).
+        case stdout
+        /// Standard error.
+        case stderr
+        /// Nowhere: the lines are only counted (a harness that reads the cues from the bus, stages composed in its
+        /// process, whose standard output is its own).
+        case none
     }
 
-    /// Reads a config's settings: `prefix`.
+    /// Creates the device; lines start with `prefix` and go to `output`.
+    public init(prefix: String = "", output: Output = .stdout) {
+        self.prefix = prefix
+        self.output = output
+    }
+
+    /// Reads a config's settings: `prefix`, `output` (stdout, stderr or none).
     public init(settings: Settings) throws {
         var settings = settings
         let prefix = try settings.string("prefix", default: "")
+        let name = try settings.string("output", default: Output.stdout.rawValue)
+        guard let output = Output(rawValue: name) else {
+            throw ConfigError.invalidValue(
+                path: "output", expected: Output.allCases.map(\.rawValue).joined(separator: ", "), found: "'\(name)'")
+        }
         try settings.finish()
-        self.init(prefix: prefix)
+        self.init(prefix: prefix, output: output)
     }
 
     /// The words for a cue.
@@ -38,7 +56,11 @@ public actor ConsoleDevice: OutputDevice {
 
     private func say(_ line: String) {
         self.lines += 1
-        StandardStreams.writeOutput(self.prefix + line + "\n")
+        switch self.output {
+        case .stdout: StandardStreams.writeOutput(self.prefix + line + "\n")
+        case .stderr: StandardStreams.writeError(self.prefix + line + "\n")
+        case .none: break
+        }
     }
 
     public func render(_ cue: HapticCue) {

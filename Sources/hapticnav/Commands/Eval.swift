@@ -198,6 +198,12 @@ extension Eval {
         )
         var map: String?
 
+        @Flag(
+            help:
+                "Run each walk's stages as processes of their own, as a lab runs them, instead of composed in this process over in-memory sockets (the same stage code and messages; the same walks, more slowly)."
+        )
+        var processes = false
+
         func run() async throws {
             let conditions = try self.noise.map { text -> WalkerEvaluation.Condition in
                 guard let condition = WalkerEvaluation.Condition(text) else {
@@ -223,6 +229,13 @@ extension Eval {
                 self.participant.contains($0.rawValue)
             }
             setup.map = self.map
+            if !self.processes {
+                setup.composition = .inProcess { name, file, context in
+                    var logger = Logger(label: "eval.\(name)")
+                    logger.logLevel = .error
+                    try await StageHost.runComposed(stage: name, configFile: file, context: context, logger: logger)
+                }
+            }
             let quiet = self.json
             let (walks, summaries) = try await WalkerEvaluation.run(setup) { line in
                 if !quiet { StandardStreams.writeError(line + "\n") }

@@ -1,0 +1,96 @@
+public import Bus
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+import SystemIO
+
+/// How a simulated walk's stages run.
+public enum StageComposition: Sendable {
+    /// Each stage its own process (`hapticnav stage NAME --config FILE`) on ipc:// sockets, as a lab runs them.
+    case processes
+    /// Composed in this process, as ROS 2 composes nodes: `run` runs the named stage of the config file on the
+    /// given context (every ipc:// endpoint the inproc:// one of the same name) until its task is cancelled. The
+    /// same stage code, message encoding, sequence numbers and time checks, without a process or a kernel socket
+    /// between them.
+    case inProcess(run: @Sendable (_ stage: String, _ configFile: String, _ context: ZMQContext) async throws -> Void)
+
+    /// Whether the stages share this process.
+    public var isComposed: Bool {
+        if case .inProcess = self { return true }
+        return false
+    }
+}
+
+extension WalkerEvaluation {
+    /// The context every composed walk's sockets share (inproc:// reaches only its own context's sockets); it lives as
+    /// long as the process.
+    static let composedContext = ZMQContext()
+}
+
+/// One walk's stages, started as the composition says and stopped when the walk ends.
+final class WalkStages {
+    private let processes: [ChildProcess]
+    private let tasks: [Task<Void, Never>]
+    /// Composed stages that ended before they were stopped, with why.
+    private final class Ended: Sendable {
+        let list = Mutex<[String]>([])
+    }
+    private let ended = Ended()
+
+    init(
+        _ composition: StageComposition, names: [String], configFile: String, executable: String,
+        context: ZMQContext
+    ) throws {
+        switch composition {
+        case .processes:
+            var processes: [ChildProcess] = []
+            do {
+                for name in names {
+                    processes.append(
+                        try ChildProcess(
+                            executable: executable,
+                            arguments: ["stage", name, "--config", configFile, "--log-level", "error"],
+                            error: .inherit))
+                }
+            } catch {
+                for process in processes {
+                    process.signal(SIGTERM)
+                    process.wait()
+                }
+                throw error
+            }
+            self.processes = processes
+            self.tasks = []
+        case let .inProcess(run):
+            self.processes = []
+            let ended = self.ended
+            self.tasks = names.map { name in
+                Task {
+                    do {
+                        try await run(name, configFile, context)
+                        ended.list.withLock { $0.append("\(name): ended") }
+                    } catch {
+                        if !Task.isCancelled {
+                            StandardStreams.writeError("stage '\(name)': \(error)\n")
+                            ended.list.withLock { $0.append("\(name): \(error)") }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every stage still runs.
+    var allRunning: Bool {
+        self.processes.allSatisfy(\.isRunning) && self.ended.list.withLock { $0.isEmpty }
+    }
+
+    /// Stops every stage: SIGTERM to each process and a wait for it; a composed stage's task is cancelled (it closes
+    /// its sockets as it ends; the next walk's endpoints are its own).
+    func stop() {
+        for process in self.processes where process.isRunning { process.signal(SIGTERM) }
+        for process in self.processes { process.wait() }
+        for task in self.tasks { task.cancel() }
+    }
+}
