@@ -450,11 +450,15 @@ public enum WalkerEvaluation {
         else {
             throw Failure(description: "the stages did not start (see their errors above)")
         }
-        // Until each stage hears this source (ZeroMQ's subscriptions take a moment): probes at the start, before the
-        // walk's time, each answered by a target (smoother and route controller) and a cue (sink).
+        // Probes at the start, before the walk's time, each answered by a target (smoother and route controller) and
+        // a cue (sink): always `probes` of them, then more until one is answered, so that the smoother's history is
+        // the same whichever the route controller heard first (its link to the smoother may come up a moment after
+        // this source's). Each heading faces its probe's target: no cue starts, and the sink's state is the same.
         let epoch = 1_767_225_600.0
+        let probes = 3
         var probe = 0
-        while true {
+        var answered = false
+        while probe < probes || !answered {
             let time = epoch - 0.5 + Double(probe) * 0.001  // just before the walk: its first fix is no jump
             try await source.publish(
                 .fix(
@@ -462,26 +466,24 @@ public enum WalkerEvaluation {
                         timeSeconds: time, latitude: pair.origin.latitude, longitude: pair.origin.longitude,
                         horizontalAccuracyMeters: max(1, condition.sigmaMeters), speedMetersPerSecond: 0,
                         courseDegrees: nil)))
-            // Generous waits: the route controller's first answer waits for its first route; a probe more would
-            // be a fix more in the smoother's history, and the walk would not be the same.
+            // Generous waits: the route controller's first answer waits for its first route.
+            var facing = 0.0
             if await wait(seconds: 2, until: { inbox.state.withLock { $0.targets[time] != nil } }),
                 let target = inbox.state.withLock({ $0.targets[time] })
             {
                 try await source.publish(.target(target))
+                if target.bearingDegrees.isFinite { facing = Angle.normalized(target.bearingDegrees + calibrated) }
             }
             try await source.publish(
-                .heading(HeadingSample(timeSeconds: time, headingDegrees: 0, reference: .trueNorth)))
-            if await wait(
+                .heading(HeadingSample(timeSeconds: time, headingDegrees: facing, reference: .trueNorth)))
+            answered = await wait(
                 seconds: 2, until: { inbox.state.withLock { $0.targets[time] != nil && $0.cues[time] != nil } })
-            {
-                break
-            }
             probe += 1
-            guard probe < 8 else {
+            guard probe < probes + 8 else {
                 let seen = inbox.state.withLock { state in
                     "smoothed fixes \(state.smoothed.count), targets \(state.targets.count), cues \(state.cues.count), publishers heard \(state.publishers.sorted())"
                 }
-                throw StartFailure(description: "the stages did not answer the source's 8 probes (\(seen))")
+                throw StartFailure(description: "the stages did not answer the source's probes (\(seen))")
             }
         }
 
@@ -610,7 +612,7 @@ public enum WalkerEvaluation {
                         wrongJunctions.append(
                             WrongJunction(
                                 latitude: choice.junction.latitude, longitude: choice.junction.longitude,
-                                atSeconds: t - (firstRoute.map { $0.timeSeconds - epoch } ?? 0), stopped: choice.stopped
+                                atSeconds: t, stopped: choice.stopped
                             ))
                     }
                 }
@@ -623,7 +625,8 @@ public enum WalkerEvaluation {
             endedAt = t
         }
         let routeIDs = inbox.state.withLock { Set($0.routes.keys) }
-        let startedAt = firstRoute.map { $0.timeSeconds - epoch } ?? 0
+        // The walk starts with its first fix, at the epoch (the probes before it are no part of it).
+        let startedAt = 0.0
         var walk = Walk(
             route: index, seed: seed, condition: condition.name, arrived: announcedArrivalNear,
             onRoute: worstOff <= 10 && firstRoute != nil, maximumOffRouteMeters: worstOff, turnOnsets: turnOnsets,

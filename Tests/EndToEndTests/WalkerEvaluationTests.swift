@@ -57,6 +57,44 @@ extension ProcessSuites {
             #expect(report.stdout.contains("arrived"), "\(report.stdout)")
         }
 
+        /// Stages composed in the evaluating process (the default) and a process per stage (`--processes`) give the
+        /// same walks, figure for figure; only the measured latency of a cue differs.
+        @Test func stagesComposedInOneProcessGiveTheSameWalksAsAProcessEach() async throws {
+            func walks(_ extra: [String]) async throws -> [[String: Any]] {
+                let run = try ChildProcess(
+                    try hapticnavExecutable(),
+                    [
+                        "eval", "walkers", "--config",
+                        repositoryRoot.appendingPathComponent("configs/demo.json5").path, "--pairs",
+                        repositoryRoot.appendingPathComponent("data/routing/monaco-pedestrian-routes.json").path,
+                        "--routes", "2", "--seeds", "1", "--noise", "5c", "--participant", "open", "--participant",
+                        "network", "--json",
+                    ] + extra)
+                #expect(await run.wait(seconds: 300) == 0, "\(run.stderr.suffix(2000))")
+                let object = try #require(
+                    JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any],
+                    "\(run.stdout.prefix(500))")
+                return try #require(object["walks"] as? [[String: Any]]).map {
+                    var walk = $0
+                    walk["latenciesMilliseconds"] = nil
+                    return walk
+                }
+            }
+            let composed = try await walks([])
+            let processes = try await walks(["--processes"])
+            #expect(composed.count == 4)
+            #expect(composed.count == processes.count)
+            for (one, other) in zip(composed, processes) {
+                let (a, b) = try (
+                    JSONSerialization.data(withJSONObject: one, options: .sortedKeys),
+                    JSONSerialization.data(withJSONObject: other, options: .sortedKeys)
+                )
+                #expect(
+                    a == b,
+                    "composed \(String(decoding: a, as: UTF8.self))\nprocesses \(String(decoding: b, as: UTF8.self))")
+            }
+        }
+
         /// Participants held to the ways of a second city (Andorra la Vella), on its two shortest pairs: every junction
         /// figure is computed, and each walk passes junctions on its route.
         @Test func networkParticipantsOnASecondCityGiveTheJunctionFigures() async throws {
