@@ -37,6 +37,11 @@ final class WalkStages {
         let list = Mutex<[String]>([])
     }
     private let ended = Ended()
+    /// Composed stages whose task has returned [count].
+    private final class Done: Sendable {
+        let count = Atomic<Int>(0)
+    }
+    private let done = Done()
 
     init(
         _ composition: StageComposition, names: [String], configFile: String, executable: String,
@@ -65,8 +70,10 @@ final class WalkStages {
         case let .inProcess(run):
             self.processes = []
             let ended = self.ended
+            let done = self.done
             self.tasks = names.map { name in
                 Task {
+                    defer { done.count.add(1, ordering: .relaxed) }
                     do {
                         try await run(name, configFile, context)
                         ended.list.withLock { $0.append("\(name): ended") }
@@ -87,10 +94,25 @@ final class WalkStages {
     }
 
     /// Stops every stage: SIGTERM to each process and a wait for it; a composed stage's task is cancelled (it closes
-    /// its sockets as it ends; the next walk's endpoints are its own).
+    /// its sockets as it ends; the next walk's endpoints are its own). What a walk that ends well calls through
+    /// ``stop(waitingSeconds:)``; a walk that fails stops them here.
     func stop() {
         for process in self.processes where process.isRunning { process.signal(SIGTERM) }
         for process in self.processes { process.wait() }
         for task in self.tasks { task.cancel() }
+    }
+
+    /// Stops every stage and waits, at most `seconds`, until each composed one has ended (a recorder has closed its
+    /// session); says which did not.
+    func stop(waitingSeconds seconds: Double) async {
+        self.stop()
+        let deadline = SystemClock.monotonicSeconds() + seconds
+        while self.done.count.load(ordering: .relaxed) < self.tasks.count, SystemClock.monotonicSeconds() < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        let left = self.tasks.count - self.done.count.load(ordering: .relaxed)
+        if left > 0 {
+            StandardStreams.writeError("\(left) composed stage(s) had not ended \(seconds) s after the walk\n")
+        }
     }
 }

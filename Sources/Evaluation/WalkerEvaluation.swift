@@ -451,14 +451,27 @@ public enum WalkerEvaluation {
             throw Failure(description: "the stages did not start (see their errors above)")
         }
         // Probes at the start, before the walk's time, each answered by a target (smoother and route controller) and
-        // a cue (sink): always `probes` of them, then more until one is answered, so that the smoother's history is
+        // a cue (sink): always `probes` of them, then more only if none is answered, so that the smoother's history is
         // the same whichever the route controller heard first (its link to the smoother may come up a moment after
         // this source's). Each heading faces its probe's target: no cue starts, and the sink's state is the same.
         let epoch = 1_767_225_600.0
         let probes = 3
         var probe = 0
-        var answered = false
-        while probe < probes || !answered {
+        var sent: [Double] = []
+        while true {
+            // After the first probes, one more only when none of them has been answered (late answers count: a
+            // probe more would be a fix more).
+            if probe >= probes,
+                await wait(
+                    seconds: 10,
+                    until: {
+                        inbox.state.withLock { state in
+                            sent.contains { state.targets[$0] != nil && state.cues[$0] != nil }
+                        }
+                    })
+            {
+                break
+            }
             let time = epoch - 0.5 + Double(probe) * 0.001  // just before the walk: its first fix is no jump
             try await source.publish(
                 .fix(
@@ -476,7 +489,8 @@ public enum WalkerEvaluation {
             }
             try await source.publish(
                 .heading(HeadingSample(timeSeconds: time, headingDegrees: facing, reference: .trueNorth)))
-            answered = await wait(
+            sent.append(time)
+            _ = await wait(
                 seconds: 2, until: { inbox.state.withLock { $0.targets[time] != nil && $0.cues[time] != nil } })
             probe += 1
             guard probe < probes + 8 else {
@@ -544,6 +558,7 @@ public enum WalkerEvaluation {
                     seconds: 5, until: { inbox.state.withLock { $0.targets[time] != nil && $0.smoothed[time] != nil } })
                 {
                     timeouts += 1
+                    try Self.checkAnswering(timeouts)
                 }
                 let (target, smoothed, routes) = inbox.state.withLock {
                     ($0.targets[time], $0.smoothed[time], $0.routes)
@@ -585,6 +600,7 @@ public enum WalkerEvaluation {
                 latencies.append((arrival - sent) * 1000)
             } else {
                 timeouts += 1
+                try Self.checkAnswering(timeouts)
             }
             inbox.state.withLock { state in
                 state.cues[time] = nil
@@ -641,7 +657,17 @@ public enum WalkerEvaluation {
         walk.wrongBranches = wrongBranches
         walk.wrongJunctions = wrongJunctions
         walk.junctionStops = (participant as? NetworkParticipant)?.choices.filter(\.stopped).count ?? 0
+        // Composed stages ended (a recorder's session closed) before the walk is done.
+        await stages.stop(waitingSeconds: 10)
         return walk
+    }
+
+    /// Gives up on a walk whose stages stopped answering: a stage stuck with its queue full would otherwise hold
+    /// the source's lossless sends, and the walk, for ever.
+    static func checkAnswering(_ timeouts: Int) throws {
+        guard timeouts < 50 else {
+            throw Failure(description: "the stages stopped answering: 50 fixes or headings without an answer in 5 s")
+        }
     }
 }
 

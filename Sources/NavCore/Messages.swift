@@ -270,7 +270,9 @@ public struct GuidanceTarget: Codable, Equatable, Sendable {
     public var routeID: UInt32
     /// Where to steer.
     public var coordinate: Coordinate
-    /// Bearing from the walker to the target [degrees, true north, clockwise, 0..<360].
+    /// The bearing to steer: from the walker to the target [degrees, true north, clockwise, 0..<360] (the route
+    /// controller's junction-aware look-ahead, `turnZoneMeters`, may hold it within 105° of the incoming leg before a
+    /// hairpin's corner, off the target's point); the sink steers by this, never by `coordinate`.
     public var bearingDegrees: Double
     /// Distance from the walker to the target [metres, ≥ 0].
     public var distanceMeters: Double

@@ -51,6 +51,13 @@ public enum StageHost {
         var stage = given
         stage.publish = stage.publish.map(hosting.endpoint)
         stage.inputs = stage.inputs.map(hosting.endpoint)
+        // Who publishes where, under the endpoints the stage now uses: messages from anyone else are refused.
+        stage.inputStages = Dictionary(
+            stage.inputStages.map { (hosting.endpoint($0.key), $0.value) }, uniquingKeysWith: { first, _ in first })
+        if hosting.isComposed, stage.key != nil {
+            // In one process nothing crosses a host; the keys name endpoints this stage no longer uses.
+            throw StageHostError.composedWithKeys(stage: stage.name)
+        }
         let bus = pipeline.bus
         let context = hosting.context ?? ZMQContext()
         var publisher: BusPublisher?
@@ -201,7 +208,8 @@ public enum StageHost {
                     listener.withLock { $0 = made }
                     controlListener = made
                 } catch {
-                    throw StageHostError.cannotListen(stage: stage.name, endpoints: control.listen, reason: "\(error)")
+                    throw StageHostError.cannotListen(
+                        stage: stage.name, endpoints: control.listen.map(hosting.endpoint), reason: "\(error)")
                 }
                 logger.info("taking the experimenter's commands on \(control.listen.joined(separator: ", "))")
             }
@@ -258,6 +266,8 @@ public enum StageHostError: Error, CustomStringConvertible {
     case needsInputs(stage: String)
     /// The control endpoints could not be bound.
     case cannotListen(stage: String, endpoints: [String], reason: String)
+    /// A stage with keys (CURVE) composed in one process.
+    case composedWithKeys(stage: String)
 
     public var description: String {
         switch self {
@@ -265,6 +275,9 @@ public enum StageHostError: Error, CustomStringConvertible {
         case let .needsInputs(stage): return "stage '\(stage)' needs 'inputs'"
         case let .cannotListen(stage, endpoints, reason):
             return "stage '\(stage)' cannot listen for control on \(endpoints.joined(separator: ", ")): \(reason)"
+        case let .composedWithKeys(stage):
+            return
+                "stage '\(stage)' has a key: stages composed in one process talk in memory, without CURVE; run it as a process of its own"
         }
     }
 }

@@ -84,6 +84,26 @@ import Testing
         return .checked
     }
 
+    @Test func aReaderThatStopsListeningLeavesTheLinkOpenAndAPeerThatGoesClosesIt() async throws {
+        let (near, far) = try #require(Self.socketPair())
+        let link = ByteLink(descriptor: near)
+        // The task reading the link is cancelled (a band's stage stopping): its owner can still send the last frame.
+        let reader = Task { for await _ in link.chunks {} }
+        reader.cancel()
+        _ = await reader.value
+        #expect(!link.isClosed)
+        #expect(link.write(Array("stop".utf8)))
+        var buffer = [UInt8](repeating: 0, count: 16)
+        var waiting = pollfd(fd: far, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&waiting, 1, 2000) == 1)
+        #expect(read(far, &buffer, buffer.count) == 4)
+        // The peer goes: the link sees it within the reading thread's wait, and no write starts after that.
+        close(far)
+        #expect(await eventually(within: 5) { link.isClosed })
+        #expect(!link.write(Array("late".utf8)))
+        link.close()
+    }
+
     @Test func closingALinkOnAPseudoTerminalEndsItsReadingWithinASecond() async throws {
         var name = [CChar](repeating: 0, count: 256)
         let master = hn_open_pseudo_terminal(&name, name.count)

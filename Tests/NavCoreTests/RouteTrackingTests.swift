@@ -307,6 +307,13 @@ struct ScriptedWalk {
         // A hairpin's next leg lies behind: before its corner a strong cue to its side, never a turn-around.
         let hairpin = try relative(on: self.hairpin, at: 97)
         #expect(hairpin > 100 && hairpin < 120, "\(hairpin)")
+        // The same to the left: a hairpin back west-north-west.
+        let apex = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: 100).coordinate
+        let back = Geodesic.wgs84.direct(from: apex, azimuthDegrees: 290, distanceMeters: 100).coordinate
+        let leftHairpin = RouteBuilder.route(
+            from: RoutePlan(points: [self.start, apex, back]), routeID: 1, timeSeconds: 0, provider: "test")
+        let left = try relative(on: leftHairpin, at: 97)
+        #expect(left < -100 && left > -120, "\(left)")
     }
 
     @Test func walkingBesideTheRouteWithoutGettingAlongItAsksForANewRoute() {

@@ -107,11 +107,12 @@ public actor BandDevice: OutputDevice {
             )
             hn_emergency_install()
             let stopFrame = BandProtocol.Frame(type: .stopAll, sequence: 0xFF).bytes
-            _ = stopFrame.withUnsafeBufferPointer {
-                hn_emergency_register(link.fileDescriptor, $0.baseAddress, $0.count)
+            // Registered while the descriptor cannot be given back, and unregistered just before its number is,
+            // whoever closes the link.
+            link.withOpenDescriptor { fd in
+                _ = stopFrame.withUnsafeBufferPointer { hn_emergency_register(fd, $0.baseAddress, $0.count) }
+                link.whenClosing { hn_emergency_unregister($0) }
             }
-            // Unregistered just before the descriptor's number is given back, whoever closes the link.
-            link.whenClosing { hn_emergency_unregister($0) }
             _ = self.send(.watchdog, BandProtocol.watchdogPayload(milliseconds: self.watchdogMilliseconds))
             _ = self.send(.stopAll, [])
             let pingInterval = self.pingIntervalMilliseconds

@@ -188,8 +188,14 @@ public final class ByteLink: Sendable {
         self.lifetime = lifetime
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(4096))
         self.chunks = stream
+        // A reader that stops listening leaves the link open: its owner may still write (a band's last stopAll after
+        // the task that read it was cancelled) and closes it, or its end does.
         SystemThread.start(name: "byte-link") {
-            defer { lifetime.release() }
+            defer {
+                // The peer has gone (or the link was closed): no write starts after this.
+                if lifetime.markClosed() { lifetime.release() }
+                lifetime.release()
+            }
             var buffer = [UInt8](repeating: 0, count: 4096)
             var line: [UInt8] = []
             while !lifetime.closedFlag.load(ordering: .relaxed) {
@@ -217,7 +223,16 @@ public final class ByteLink: Sendable {
             }
             continuation.finish()
         }
-        continuation.onTermination = { [weak self] _ in self?.close() }
+    }
+
+    /// Runs `body` with the descriptor while it is open and cannot be given back meanwhile (registering it with a
+    /// crash handler, say); false, without running it, once the link is closed.
+    @discardableResult
+    public func withOpenDescriptor(_ body: (Int32) -> Void) -> Bool {
+        guard self.lifetime.acquire() else { return false }
+        defer { self.lifetime.release() }
+        body(self.descriptor)
+        return true
     }
 
     /// Writes all bytes (without SIGPIPE on a socket whose peer has gone); false when the link is gone.
@@ -258,7 +273,7 @@ public final class ByteLink: Sendable {
         return added
     }
 
-    /// True once ``close()`` was called or the peer went away.
+    /// True once ``close()`` was called or the peer went away (the reading thread saw the end).
     public var isClosed: Bool { self.lifetime.closedFlag.load(ordering: .relaxed) }
 
     /// Closes the link: no write starts after it, the reading thread ends within 0.1 s and ``chunks`` finishes;
