@@ -14,6 +14,7 @@ import NavCore
 import Routers
 import ServiceLifecycle
 import Stages
+public import Evaluation
 
 /// Where a stage runs: its own process (`hapticnav run`, `hapticnav stage`), or composed with others in one process,
 /// as ROS 2 composes nodes: the same stage code, message encoding, sequence numbers and time checks, over ZeroMQ's
@@ -243,6 +244,15 @@ public enum StageHost {
         try await withTaskExecutorPreference(subscriber?.executor) {
             try await group.run()
         }
+    }
+}
+
+extension StageComposition {
+    /// A simulated walk's stages composed in this process by ``StageHost``, logging errors only.
+    public static let composedByStageHost = StageComposition.inProcess { name, file, context in
+        var logger = Logger(label: "eval.\(name)")
+        logger.logLevel = .error
+        try await StageHost.runComposed(stage: name, configFile: file, context: context, logger: logger)
     }
 }
 

@@ -31,13 +31,10 @@ public actor ConsoleDevice: OutputDevice {
     public init(settings: Settings) throws {
         var settings = settings
         let prefix = try settings.string("prefix", default: "")
-        let name = try settings.string("output", default: Output.stdout.rawValue)
-        guard let output = Output(rawValue: name) else {
-            throw ConfigError.invalidValue(
-                path: "output", expected: Output.allCases.map(\.rawValue).joined(separator: ", "), found: "'\(name)'")
-        }
+        let output = try settings.string(
+            "output", default: Output.stdout.rawValue, oneOf: Output.allCases.map(\.rawValue))
         try settings.finish()
-        self.init(prefix: prefix, output: output)
+        self.init(prefix: prefix, output: Output(rawValue: output)!)
     }
 
     /// The words for a cue.

@@ -5,7 +5,6 @@ import FoundationEssentials
 import Foundation
 #endif
 import Evaluation
-import Logging
 import NavCore
 import Runtime
 import SystemIO
@@ -53,11 +52,7 @@ extension Bench {
                 executable: executable, config: self.config, pairs: pairs, seeds: [1],
                 conditions: [WalkerEvaluation.Condition("5")!], folder: folder)
             setup.participants = [.network]
-            let composed = StageComposition.inProcess { name, file, context in
-                var logger = Logger(label: "bench.\(name)")
-                logger.logLevel = .error
-                try await StageHost.runComposed(stage: name, configFile: file, context: context, logger: logger)
-            }
+            let composed = StageComposition.composedByStageHost
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             func figures(_ walks: [WalkerEvaluation.Walk]) throws -> Data {

@@ -230,11 +230,7 @@ extension Eval {
             }
             setup.map = self.map
             if !self.processes {
-                setup.composition = .inProcess { name, file, context in
-                    var logger = Logger(label: "eval.\(name)")
-                    logger.logLevel = .error
-                    try await StageHost.runComposed(stage: name, configFile: file, context: context, logger: logger)
-                }
+                setup.composition = .composedByStageHost
             }
             let quiet = self.json
             let (walks, summaries) = try await WalkerEvaluation.run(setup) { line in
