@@ -19,7 +19,9 @@ let package = Package(
         .target(name: "NavCore"),
 
         // Files, threads and child processes over the C library: what stages need of an OS, without Foundation.
-        .target(name: "SystemIO"),
+        .target(name: "SystemIO", dependencies: ["CSpawn"]),
+        // What glibc offers posix_spawn and Swift's Glibc module does not show (closing every inherited descriptor).
+        .target(name: "CSpawn"),
 
         // libzmq, reached through the system library (Debian: libzmq3-dev).
         .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ"),
@@ -99,7 +101,8 @@ let package = Package(
         .target(
             name: "Runtime",
             dependencies: [
-                "NavCore", "Bus", "SystemIO", "Stages", "SimSource", "LocationSources", "Smoothers", "Routers",
+                "NavCore", "Bus", "CSpawn", "SystemIO", "Stages", "SimSource", "LocationSources", "Smoothers",
+                "Routers",
                 "Devices", "Sinks", "Parsers", "Links", "Evaluation",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

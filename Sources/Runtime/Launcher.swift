@@ -5,6 +5,7 @@ import Foundation
 #endif
 import Synchronization
 #if canImport(Glibc)
+import CSpawn
 import Glibc
 #endif
 import Dispatch
@@ -217,8 +218,15 @@ public struct Launcher: Sendable {
         sigemptyset(&empty)
         posix_spawnattr_setsigmask(&attributes, &empty)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        // A stage inherits only its standard streams: a descriptor of this process opened without close-on-exec
+        // (a band's port, a library's socket) would otherwise stay open in it for its whole life, and a peer
+        // waiting for that descriptor's end would never see it.
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        _ = hn_spawn_close_from(&actions, 3)
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, self.executable, nil, &attributes, argv, envp)
+        let result = posix_spawn(&pid, self.executable, &actions, &attributes, argv, envp)
         guard result == 0 else {
             throw LauncherError.spawnFailed(stage: stage, errno: result)
         }

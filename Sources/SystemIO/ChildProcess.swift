@@ -1,3 +1,4 @@
+import CSpawn
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -55,6 +56,9 @@ public final class ChildProcess: @unchecked Sendable {
         if error == .null {
             posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         }
+        // Nothing else this process holds reaches the program: a descriptor opened without close-on-exec (by a
+        // library, say) would otherwise stay open in it for its whole life.
+        Self.closeInheritedDescriptors(&actions)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid = pid_t()
@@ -75,6 +79,13 @@ public final class ChildProcess: @unchecked Sendable {
         } else {
             self.output = nil
         }
+    }
+
+    /// Adds to `actions` the closing of every descriptor above standard error in the started program: it inherits
+    /// its standard streams only. A descriptor of this process opened without close-on-exec (by a library, say)
+    /// would otherwise stay open in the program for its whole life, and a peer waiting for its end never see it.
+    static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+        _ = hn_spawn_close_from(&actions, 3)
     }
 
     /// A pipe whose two ends are close-on-exec before any other thread can start a program: a program started

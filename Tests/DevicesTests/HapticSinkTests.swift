@@ -114,35 +114,45 @@ struct SinkHarness {
         let device = BandDevice(address: band.address, logger: Logger(label: "test"))
         let sink = SinkHarness(devices: [device])
         #expect(await eventually(within: 60) { await device.isAvailable() }, "the band connected")
-        var marks: [(String, Double)] = []
-        for (label, heading) in [
-            ("inside 355", 355.0), ("inside 8", 8), ("right 20", 340), ("right 50", 310), ("right 100", 260),
-            ("left 40", 40),
-        ] {
-            marks.append((label, Date().timeIntervalSince1970))
-            // Long enough for a sink slowed by the whole test run starting at once on two cores.
-            try await sink.hold(heading: heading, seconds: 2)
+        // Each phase holds its heading until the band has what the phase expects and then a while longer (a sink
+        // slowed by the whole test run starting at once on two cores may go stale for a moment and come back); a
+        // phase's frames are those the band had received by its end, counted, not timed against this thread's clock.
+        var ends: [String: Int] = [:]
+        var starts: [String: Int] = [:]
+        func setMotors(in label: String) -> [(left: Int, right: Int)] {
+            guard let start = starts[label], let end = ends[label] else { return [] }
+            return band.frames[start..<end].filter { $0.type == "setMotors" }.map { ($0.left, $0.right) }
+        }
+        for (label, heading, side) in [
+            ("inside 355", 355.0, nil), ("inside 8", 8, nil), ("right 20", 340, "right"), ("right 50", 310, "right"),
+            ("right 100", 260, "right"), ("left 40", 40, "left"),
+        ] as [(String, Double, String?)] {
+            starts[label] = band.frames.count
+            if let side {
+                var arrived = false
+                for _ in 0..<40 where !arrived {
+                    try await sink.hold(heading: heading, seconds: 0.25)
+                    arrived = band.frames[starts[label]!...].contains {
+                        $0.type == "setMotors" && (side == "right" ? $0.right > 0 : $0.left > 0)
+                    }
+                }
+                #expect(arrived, "a \(side) cue for \(label)")
+            }
+            try await sink.hold(heading: heading, seconds: 1.5)
+            ends[label] = band.frames.count
         }
         try await sink.finish()
         // The emulator's thread logs what is still in flight: wait for the sink's final stop.
         #expect(await eventually(within: 5) { band.frames.last { $0.type != "ping" }?.type == "stopAll" })
         let frames = band.frames
-        func motors(after label: String) -> (left: Int, right: Int)? {
-            guard let index = marks.firstIndex(where: { $0.0 == label }) else { return nil }
-            let end = index + 1 < marks.count ? marks[index + 1].1 : Date().timeIntervalSince1970
-            return frames.last { $0.type == "setMotors" && $0.time < end }.map { ($0.left, $0.right) }
-        }
         // Inside the tolerance, across north: nothing runs.
-        #expect(
-            frames.filter { $0.time < marks[2].1 && $0.type == "setMotors" }.allSatisfy {
-                $0.left == 0 && $0.right == 0
-            })
+        #expect((setMotors(in: "inside 355") + setMotors(in: "inside 8")).allSatisfy { $0.left == 0 && $0.right == 0 })
         // Deviation to the right: the right motor, stronger the further off.
-        let r20 = try #require(motors(after: "right 20")), r50 = try #require(motors(after: "right 50")),
-            r100 = try #require(motors(after: "right 100"))
+        let r20 = try #require(setMotors(in: "right 20").last), r50 = try #require(setMotors(in: "right 50").last),
+            r100 = try #require(setMotors(in: "right 100").last)
         #expect(r20.left == 0 && r20.right > 0)
         #expect(r50.right > r20.right && r100.right > r50.right)
-        let l40 = try #require(motors(after: "left 40"))
+        let l40 = try #require(setMotors(in: "left 40").last)
         #expect(l40.left > 0 && l40.right == 0)
         // The sink stopped the band at the end (keep-alive pings may still follow).
         #expect(frames.last { $0.type != "ping" }?.type == "stopAll")

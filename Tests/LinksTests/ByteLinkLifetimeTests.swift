@@ -13,7 +13,11 @@ import Testing
 
     private static func socketPair() -> (Int32, Int32)? {
         var pair: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else { return nil }
+        // Close-on-exec: a program another suite starts meanwhile would otherwise hold an end open (and a peer that
+        // goes would never be seen).
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+            return nil
+        }
         return (pair[0], pair[1])
     }
 
@@ -109,7 +113,7 @@ import Testing
         let master = hn_open_pseudo_terminal(&name, name.count)
         try #require(master >= 0)
         defer { close(master) }
-        let slave = open(String(cString: name), O_RDWR | O_NOCTTY)
+        let slave = open(String(cString: name), O_RDWR | O_NOCTTY | O_CLOEXEC)
         try #require(slave >= 0)
         let link = ByteLink(descriptor: slave)
         let freed = Mutex(false)

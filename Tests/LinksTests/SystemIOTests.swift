@@ -43,6 +43,21 @@ import TestSupport
         #expect(throws: SystemError.self) { try ChildProcess(executable: "/nonexistent/tool", arguments: []) }
     }
 
+    /// A program started here inherits its standard streams only: a descriptor this process opened without
+    /// close-on-exec (a band's port opened by a library, one end of a socket pair) would otherwise stay open in it
+    /// for its whole life, and the peer waiting for that end would never see it.
+    @Test func aStartedProgramInheritsNoDescriptorBeyondItsStandardStreams() throws {
+        var pair: [Int32] = [-1, -1]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer { for fd in pair { close(fd) } }
+        #expect(fcntl(pair[1], F_GETFD) & FD_CLOEXEC == 0, "the end is inheritable as far as the system goes")
+        let child = try ChildProcess(
+            executable: "/bin/sh", arguments: ["-c", "[ -e /proc/self/fd/\(pair[1]) ] && echo open || echo closed"],
+            output: .pipe)
+        #expect(String(decoding: try child.output!.readToEnd(), as: UTF8.self) == "closed\n")
+        #expect(child.wait() == 0)
+    }
+
     @Test func numbersFormatLikePrintf() {
         #expect(String(cFormat: "%6.1f|%02d|%+.2f%%", 3.14159, 7, -0.5) == "   3.1|07|-0.50%")
         let long = String(cFormat: "%0300d", 1)

@@ -83,7 +83,7 @@ public final class BandEmulator: Sendable {
             let slave = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             // Raw mode on the slave side, so that no byte is translated; keep one descriptor open so that the
             // master does not see a hang-up between the plugin's connections.
-            let keeper = open(slave, O_RDWR | O_NOCTTY)
+            let keeper = open(slave, O_RDWR | O_NOCTTY | O_CLOEXEC)
             var options = termios()
             if tcgetattr(keeper, &options) == 0 {
                 cfmakeraw(&options)

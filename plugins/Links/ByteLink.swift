@@ -154,7 +154,8 @@ public final class ByteLink: Sendable {
 
     /// Opens a serial port or pseudo-terminal in raw mode at `baud`.
     public static func serial(path: String, baud: Int, splitLines: Bool = false) throws -> ByteLink {
-        let fd = open(path, O_RDWR | O_NOCTTY)
+        // Close-on-exec: a program this process starts (a stage, a tool) must not hold the band's port open.
+        let fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else { throw LinkError.unreachable("\(path): \(String(cString: strerror(errno)))") }
         var options = termios()
         if tcgetattr(fd, &options) == 0 {

@@ -1,0 +1,6 @@
+#define _GNU_SOURCE
+#include "spawn_actions.h"
+
+int hn_spawn_close_from(posix_spawn_file_actions_t *actions, int lowest) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, lowest);
+}
