@@ -73,6 +73,14 @@ public enum WalkerEvaluation {
         public var sessionsFolder: String?
         /// How each walk's stages run: their own processes (the default), or composed in this process.
         public var composition = StageComposition.processes
+        /// Walk only this shard's share of the walks (every count-th, from the index-th), for a cluster's job array;
+        /// nil for all of them.
+        public var shard: Shard?
+        /// The number of this run's first walk, when it is one combination of a parameter sweep (the walks of a whole
+        /// sweep are numbered through, and a shard takes its share of every combination).
+        public var firstNumber = 0
+        /// The sweep's combination these walks are of ("toleranceDegrees=10"), nil outside a sweep.
+        public var settingsLabel: String?
 
         public init(
             executable: String, config: String, pairs: [(origin: Coordinate, destination: Coordinate)],
@@ -87,8 +95,84 @@ public enum WalkerEvaluation {
         }
     }
 
+    /// A share of a run's walks: the walks numbered index − 1, index − 1 + count, … (1-based index, "3/8").
+    public struct Shard: Sendable, Codable, Equatable, CustomStringConvertible {
+        public var index: Int
+        public var count: Int
+
+        /// Parses "I/N" with 1 ≤ I ≤ N.
+        public init?(_ text: String) {
+            let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+            guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]), count >= 1,
+                (1...count).contains(index)
+            else { return nil }
+            self.index = index
+            self.count = count
+        }
+
+        /// Whether the walk numbered `number` is this shard's.
+        public func contains(_ number: Int) -> Bool { number % self.count == self.index - 1 }
+
+        public var description: String { "\(self.index)/\(self.count)" }
+    }
+
+    /// What a run walks, written with its results so that the shards of one run can be checked and merged: the
+    /// same plan in every shard but for `shard`.
+    public struct Plan: Sendable, Codable, Equatable {
+        public var config: String
+        public var routes: Int
+        public var seeds: Int
+        public var participants: [ParticipantKind]
+        public var conditions: [String]
+        /// The sweep's combinations, in order; empty outside a sweep.
+        public var settings: [String]
+        /// Walks in the whole run, every shard's together.
+        public var walks: Int
+        public var velocityNoise: Double
+        /// The share these results are of; nil for a whole run (or a merge of all shards).
+        public var shard: Shard?
+
+        public init(
+            config: String, routes: Int, seeds: Int, participants: [ParticipantKind], conditions: [String],
+            settings: [String], velocityNoise: Double, shard: Shard?
+        ) {
+            self.config = config
+            self.routes = routes
+            self.seeds = seeds
+            self.participants = participants
+            self.conditions = conditions
+            self.settings = settings
+            self.walks = routes * seeds * participants.count * conditions.count * max(1, settings.count)
+            self.velocityNoise = velocityNoise
+            self.shard = shard
+        }
+
+        /// The line printed above the table.
+        public var header: String {
+            "\(self.routes) routes × \(self.seeds) seeds, config \(self.config): participants at 1.3 m/s, pocket 70° (calibrated ±3°), compass ±5°, Doppler velocity ±\(fixedDecimal(self.velocityNoise, digits: 1)) m/s, fixes 1 Hz, headings 10 Hz"
+                + (self.shard.map { ", shard \($0) (\(self.walks) walks in all)" } ?? "")
+        }
+    }
+
+    /// A run's (or a shard's) results as `eval walkers --json` prints them and `eval merge` reads them.
+    public struct Results: Sendable, Codable {
+        public var plan: Plan
+        public var summaries: [Summary]
+        public var walks: [Walk]
+
+        public init(plan: Plan, summaries: [Summary], walks: [Walk]) {
+            self.plan = plan
+            self.summaries = summaries
+            self.walks = walks
+        }
+    }
+
     /// One walk's figures.
     public struct Walk: Sendable, Codable {
+        /// Its place in the whole run (numbered through every participant, condition, route, seed and combination).
+        public var number = 0
+        /// The sweep's combination it was walked with; nil outside a sweep.
+        public var settings: String?
         public var route: Int
         public var seed: UInt64
         public var condition: String
@@ -137,6 +221,8 @@ public enum WalkerEvaluation {
 
     /// One condition's figures over its walks.
     public struct Summary: Sendable, Codable {
+        /// The sweep's combination; nil outside a sweep.
+        public var settings: String?
         public var condition: String
         public var participant: ParticipantKind = .open
         public var walks: Int
@@ -182,11 +268,16 @@ public enum WalkerEvaluation {
         let template = try StageTemplate(config: setup.config, map: setup.map)
         let graph = setup.participants.contains(.network) ? try template.walkingGraph() : nil
         var walks: [Walk] = []
+        var number = setup.firstNumber - 1
         for kind in setup.participants {
             for condition in setup.conditions {
                 for (index, pair) in setup.pairs.enumerated() {
                     for seed in setup.seeds {
-                        let name = "\(kind.rawValue) \(condition.name) route \(index) seed \(seed)"
+                        number += 1
+                        if let shard = setup.shard, !shard.contains(number) { continue }
+                        let name =
+                            (setup.settingsLabel.map { "\($0) " } ?? "")
+                            + "\(kind.rawValue) \(condition.name) route \(index) seed \(seed)"
                         var attempt = 0
                         var result: Walk?
                         while result == nil {
@@ -202,6 +293,8 @@ public enum WalkerEvaluation {
                         }
                         var walk = result!
                         walk.restarts = attempt
+                        walk.number = number
+                        walk.settings = setup.settingsLabel
                         progress(
                             "\(name): "
                                 + (walk.arrived ? "arrived" : walk.falseArrival ? "ARRIVED FALSELY" : "not arrived")
@@ -218,16 +311,92 @@ public enum WalkerEvaluation {
                 }
             }
         }
+        return (
+            walks,
+            self.summaries(
+                of: walks, participants: setup.participants, conditions: setup.conditions.map(\.name),
+                settings: setup.settingsLabel.map { [$0] } ?? [])
+        )
+    }
+
+    /// A summary per combination × participant × condition, in that order, over the walks given.
+    public static func summaries(
+        of walks: [Walk], participants: [ParticipantKind], conditions: [String], settings: [String]
+    ) -> [Summary] {
         var summaries: [Summary] = []
-        for kind in setup.participants {
-            for condition in setup.conditions {
-                var summary = self.summary(
-                    condition.name, walks.filter { $0.condition == condition.name && $0.participant == kind })
-                summary.participant = kind
-                summaries.append(summary)
+        for label in settings.isEmpty ? [nil] : settings.map({ Optional($0) }) {
+            for kind in participants {
+                for condition in conditions {
+                    var summary = self.summary(
+                        condition,
+                        walks.filter { $0.condition == condition && $0.participant == kind && $0.settings == label })
+                    summary.participant = kind
+                    summary.settings = label
+                    summaries.append(summary)
+                }
             }
         }
-        return (walks, summaries)
+        return summaries
+    }
+
+    /// The shards of one run as one: checked to be of the same run (the same plan), each shard once, every walk
+    /// there once; the walks in the order of the whole run, and the summaries computed again from them (equal to
+    /// the whole run's but for the measured cue latencies).
+    public static func merge(_ parts: [(name: String, results: Results)]) throws -> Results {
+        guard let first = parts.first else { throw Failure(description: "nothing to merge") }
+        var plan = first.results.plan
+        plan.shard = nil
+        var shards: [Int: String] = [:]
+        let count = first.results.plan.shard?.count
+        for (name, results) in parts {
+            var other = results.plan
+            other.shard = nil
+            guard other == plan else {
+                throw Failure(
+                    description:
+                        "\(name): the shard of another run (its plan differs from \(first.name)'s: config, routes, seeds, participants, conditions or settings)"
+                )
+            }
+            guard let shard = results.plan.shard else {
+                throw Failure(description: "\(name): a whole run, not a shard (`eval walkers --shard I/N --json`)")
+            }
+            guard shard.count == count else {
+                throw Failure(description: "\(name): shard \(shard) of a run split \(shard.count) ways, not \(count!)")
+            }
+            if let earlier = shards[shard.index] {
+                throw Failure(description: "\(name): shard \(shard) again (also \(earlier))")
+            }
+            shards[shard.index] = name
+        }
+        let missing = (1...count!).filter { shards[$0] == nil }
+        guard missing.isEmpty else {
+            throw Failure(
+                description: "missing: shard\(missing.count > 1 ? "s" : "") "
+                    + missing.map { "\($0)/\(count!)" }.joined(separator: ", "))
+        }
+        var walks: [Walk] = []
+        var seen: [Int: String] = [:]
+        for (name, results) in parts {
+            for walk in results.walks {
+                guard walk.number >= 0, walk.number < plan.walks, results.plan.shard!.contains(walk.number) else {
+                    throw Failure(
+                        description: "\(name): walk \(walk.number) is not one of shard \(results.plan.shard!)'s")
+                }
+                if let earlier = seen[walk.number] {
+                    throw Failure(description: "\(name): walk \(walk.number) again (also in \(earlier))")
+                }
+                seen[walk.number] = name
+                walks.append(walk)
+            }
+        }
+        guard walks.count == plan.walks else {
+            throw Failure(
+                description: "\(walks.count) walks in the shards, \(plan.walks) in the run: a shard is incomplete")
+        }
+        walks.sort { $0.number < $1.number }
+        let summaries = self.summaries(
+            of: walks, participants: plan.participants, conditions: plan.conditions, settings: plan.settings)
+        return Results(plan: plan, summaries: summaries, walks: walks)
     }
 
     static func summary(_ name: String, _ walks: [Walk]) -> Summary {
@@ -261,13 +430,18 @@ public enum WalkerEvaluation {
 
     /// The table the command prints.
     public static func table(_ summaries: [Summary]) -> String {
+        // A sweep's combinations in a first column.
+        let labels = summaries.compactMap(\.settings)
+        let width = labels.isEmpty ? 0 : max(9, labels.map(\.count).max()!) + 2
         var lines = [
-            "participant  condition   walks  arrived  false arr.  on route  wrong branches/walk  junctions right  stops/walk  turn cues/min  time ×route  reroutes/walk  wrong-way/walk  smoothed RMS  cue latency p50/p99"
+            (width > 0 ? "settings".padded(to: width) : "")
+                + "participant  condition   walks  arrived  false arr.  on route  wrong branches/walk  junctions right  stops/walk  turn cues/min  time ×route  reroutes/walk  wrong-way/walk  smoothed RMS  cue latency p50/p99"
         ]
         for s in summaries {
             let network = s.participant == .network
             lines.append(
-                s.participant.rawValue.padded(to: 13) + s.condition.padded(to: 10)
+                (width > 0 ? (s.settings ?? "").padded(to: width) : "")
+                    + s.participant.rawValue.padded(to: 13) + s.condition.padded(to: 10)
                     + String(
                         cFormat: "%6d  %6.1f%%  %10d  %7.1f%%  ", s.walks, s.arrivedPercent, s.falseArrivals,
                         s.onRoutePercent)

@@ -20,7 +20,9 @@ import Runtime
 struct Eval: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Evaluations that print their figures.",
-        subcommands: [SmootherEval.self, GuidanceEval.self, TargetsEval.self, WalkersEval.self, PairsEval.self])
+        subcommands: [
+            SmootherEval.self, GuidanceEval.self, TargetsEval.self, WalkersEval.self, MergeEval.self, PairsEval.self,
+        ])
 
     struct SmootherEval: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -204,6 +206,19 @@ extension Eval {
         )
         var processes = false
 
+        @Option(
+            help:
+                "Walk only this share of the walks, I/N (every Nth from the Ith), for a cluster's job array; merge the shards' --json with `eval merge`."
+        )
+        var shard: String?
+
+        @Option(
+            name: .customLong("set"),
+            help:
+                "A parameter sweep (repeatable): PATH=V1,V2,… sets a key of the config (stages.haptic.options.toleranceDegrees=10,15,20); every combination of the values is walked and is a row of the table."
+        )
+        var sets: [String] = []
+
         func run() async throws {
             let conditions = try self.noise.map { text -> WalkerEvaluation.Condition in
                 guard let condition = WalkerEvaluation.Condition(text) else {
@@ -232,25 +247,113 @@ extension Eval {
             if !self.processes {
                 setup.composition = .composedByStageHost
             }
-            let quiet = self.json
-            let (walks, summaries) = try await WalkerEvaluation.run(setup) { line in
-                if !quiet { StandardStreams.writeError(line + "\n") }
-            }
-            if self.json {
-                struct Output: Encodable {
-                    var summaries: [WalkerEvaluation.Summary]
-                    var walks: [WalkerEvaluation.Walk]
+            if let text = self.shard {
+                guard let shard = WalkerEvaluation.Shard(text) else {
+                    throw ValidationError("--shard: '\(text)' is not I/N with 1 ≤ I ≤ N")
                 }
+                setup.shard = shard
+            }
+            let sweep: ConfigSweep
+            do {
+                sweep = try ConfigSweep(self.sets)
+            } catch {
+                throw ValidationError("\(error)")
+            }
+            let combinations = sweep.combinations
+            let plan = WalkerEvaluation.Plan(
+                config: self.config, routes: pairs.count, seeds: setup.seeds.count, participants: setup.participants,
+                conditions: conditions.map(\.name), settings: sweep.settings.isEmpty ? [] : combinations.map(\.label),
+                velocityNoise: setup.velocityNoise, shard: setup.shard)
+            // Each combination's config, checked (a wrong key is named) before anything walks.
+            var configs: [String] = []
+            if sweep.settings.isEmpty {
+                configs = [self.config]
+            } else {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                for (index, combination) in combinations.enumerated() {
+                    let file = "\(folder)/sweep-\(index + 1).json"
+                    do {
+                        let tree = try ConfigSweep.config(file: self.config, setting: combination.values)
+                        try writeFile(Array(try encoder.encode(tree)), to: file)
+                    } catch let error as ConfigError {
+                        throw CommandFailure("\(self.config): \(error)")
+                    }
+                    do {
+                        _ = try PipelineConfig.load(file: file, calibrationMayBeMissing: true)
+                    } catch let error as ConfigError {
+                        throw CommandFailure("\(self.config) with \(combination.label): \(error)")
+                    }
+                    configs.append(file)
+                }
+            }
+            let quiet = self.json
+            var walks: [WalkerEvaluation.Walk] = []
+            let perCombination = plan.walks / max(1, combinations.count)
+            for (index, combination) in combinations.enumerated() {
+                setup.config = configs[index]
+                setup.firstNumber = index * perCombination
+                setup.settingsLabel = sweep.settings.isEmpty ? nil : combination.label
+                walks += try await WalkerEvaluation.run(setup) { line in
+                    if !quiet { StandardStreams.writeError(line + "\n") }
+                }.walks
+            }
+            let summaries = WalkerEvaluation.summaries(
+                of: walks, participants: plan.participants, conditions: plan.conditions, settings: plan.settings)
+            try Self.print(WalkerEvaluation.Results(plan: plan, summaries: summaries, walks: walks), json: self.json)
+        }
+
+        /// The results as the table (under its header) or as JSON, the one form `eval merge` reads.
+        static func print(_ results: WalkerEvaluation.Results, json: Bool) throws {
+            if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys]
                 encoder.nonConformingFloatEncodingStrategy = .convertToString(
                     positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-                print(String(decoding: try encoder.encode(Output(summaries: summaries, walks: walks)), as: UTF8.self))
+                Swift.print(String(decoding: try encoder.encode(results), as: UTF8.self))
             } else {
-                print(
-                    "\(pairs.count) routes × \(self.seeds) seeds, config \(self.config): participants at 1.3 m/s, pocket 70° (calibrated ±3°), compass ±5°, Doppler velocity ±\(fixedDecimal(setup.velocityNoise, digits: 1)) m/s, fixes 1 Hz, headings 10 Hz"
-                )
-                print(WalkerEvaluation.table(summaries))
+                Swift.print(results.plan.header)
+                Swift.print(WalkerEvaluation.table(results.summaries))
+            }
+        }
+    }
+
+    struct MergeEval: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "merge",
+            abstract:
+                "The shards of one `eval walkers --shard I/N --json` run as the whole run's table (or JSON): every shard once, every walk once, checked to be of one run."
+        )
+
+        @Argument(help: "The shards' JSON files.")
+        var files: [String]
+
+        @Flag(help: "Print the merged summaries and every walk as JSON, as `eval walkers --json` does.")
+        var json = false
+
+        func run() throws {
+            let decoder = JSONDecoder()
+            decoder.nonConformingFloatDecodingStrategy = .convertFromString(
+                positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+            var parts: [(name: String, results: WalkerEvaluation.Results)] = []
+            for file in self.files {
+                let bytes: [UInt8]
+                do {
+                    bytes = try InputFile.contents(of: file)
+                } catch {
+                    throw CommandFailure("\(error)")
+                }
+                do {
+                    parts.append((file, try decoder.decode(WalkerEvaluation.Results.self, from: Data(bytes))))
+                } catch {
+                    throw CommandFailure("\(file): not the JSON of `eval walkers --json` (\(error))")
+                }
+            }
+            do {
+                try WalkersEval.print(try WalkerEvaluation.merge(parts), json: self.json)
+            } catch let failure as WalkerEvaluation.Failure {
+                throw CommandFailure(failure.description)
             }
         }
     }
