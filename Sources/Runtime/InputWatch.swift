@@ -27,7 +27,7 @@ final class InputWatch: Sendable {
 
     /// The publishers waited for, longer than the grace: (stage, endpoint, seconds waited, ever heard).
     func waitedFor(
-        at now: Double = MonotonicClock.nowSeconds()
+        at now: Double = StageTime.system.monotonicSeconds()
     ) -> [(stage: String, endpoint: String, seconds: Double, everHeard: Bool)] {
         self.subscriber.presence.compactMap { presence in
             guard !presence.alive else { return nil }
@@ -38,7 +38,7 @@ final class InputWatch: Sendable {
     }
 
     /// "waiting for publisher 'smoother' at ipc://…/smoother.sock for 12 s" (several joined by "; "), or nil.
-    func description(at now: Double = MonotonicClock.nowSeconds()) -> String? {
+    func description(at now: Double = StageTime.system.monotonicSeconds()) -> String? {
         Self.describe(self.waitedFor(at: now))
     }
 
@@ -54,11 +54,11 @@ final class InputWatch: Sendable {
     }
 
     func stagePublishedStatus() {
-        self.lastStageStatus.withLock { $0 = MonotonicClock.nowSeconds() }
+        self.lastStageStatus.withLock { $0 = StageTime.system.monotonicSeconds() }
     }
 
     var secondsSinceStageStatus: Double {
-        MonotonicClock.nowSeconds() - self.lastStageStatus.withLock { $0 }
+        StageTime.system.monotonicSeconds() - self.lastStageStatus.withLock { $0 }
     }
 }
 
@@ -111,7 +111,7 @@ struct InputWatchReporter: Service {
                 try? await publisher.publish(
                     .status(
                         StageStatus(
-                            timeSeconds: WallClock.nowSeconds(), stage: self.stage, health: .running,
+                            timeSeconds: StageTime.system.wallSeconds(), stage: self.stage, health: .running,
                             message: "input: the publisher at \(ended.sorted().joined(separator: ", ")) is heard again",
                             counters: self.counters())))
             }
@@ -120,7 +120,8 @@ struct InputWatchReporter: Service {
             try? await publisher.publish(
                 .status(
                     StageStatus(
-                        timeSeconds: WallClock.nowSeconds(), stage: self.stage, health: .degraded, message: note,
+                        timeSeconds: StageTime.system.wallSeconds(), stage: self.stage, health: .degraded,
+                        message: note,
                         counters: self.counters())))
         }
     }

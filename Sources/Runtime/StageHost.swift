@@ -167,7 +167,8 @@ public enum StageHost {
                     }
                 case let .publisherLost(_, stage, _):
                     return Arrival(
-                        .publisherLost(stage: stage), sender: stage, receivedSeconds: MonotonicClock.nowSeconds())
+                        .publisherLost(stage: stage), sender: stage,
+                        receivedSeconds: StageTime.system.monotonicSeconds())
                 case .publisherUp: return nil
                 }
             }

@@ -124,6 +124,7 @@ where Input.Element == Arrival<SinkInput> {
     private let devices: [any OutputDevice]
     private let options: HapticSinkOptions
     private let logger: Logger
+    private let time: StageTime
     private let now: @Sendable () -> Double
     private let sleep: @Sendable (Duration) async throws -> Void
     private var guidance: Guidance
@@ -152,15 +153,17 @@ where Input.Element == Arrival<SinkInput> {
     /// Control commands carried out [count].
     private var controls: UInt64 = 0
 
-    /// Creates the stage with devices in order of preference; `now` is the monotonic clock that arrivals' receive
-    /// times are on [seconds], and `sleep` waits on the same clock between checks (a test passes a manual clock's).
+    /// Creates the stage with devices in order of preference, on `time`: its monotonic clock is the one arrivals'
+    /// receive times are on, its waits between checks are on the same clock, and its wall clock dates cues and
+    /// status (a test passes a manual clock's).
     public init(
         name: String, input: Input, output: Output, devices: [any OutputDevice], options: HapticSinkOptions,
-        logger: Logger, now: @escaping @Sendable () -> Double = MonotonicClock.nowSeconds,
-        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+        logger: Logger, time: StageTime = .system,
         inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }
     ) {
-        self.sleep = sleep
+        self.time = time
+        self.now = time.monotonicSeconds
+        self.sleep = time.sleep
         self.inputCounters = inputCounters
         self.name = name
         self.input = input
@@ -168,7 +171,6 @@ where Input.Element == Arrival<SinkInput> {
         self.devices = devices
         self.options = options
         self.logger = logger
-        self.now = now
         self.guidance = Guidance(options: options.guidance)
         self.failSafe = SinkFailSafe(
             options: .init(
@@ -201,7 +203,7 @@ where Input.Element == Arrival<SinkInput> {
         try? await self.output.publish(
             .status(
                 StageStatus(
-                    timeSeconds: WallClock.nowSeconds(), stage: self.name, health: health,
+                    timeSeconds: self.time.wallSeconds(), stage: self.name, health: health,
                     message: message, counters: counters)))
     }
 
@@ -221,7 +223,7 @@ where Input.Element == Arrival<SinkInput> {
                         self.logger.warning("device \(device.name) stopped: \(error)")
                     }
                     // A device with nothing to maintain returns at once; only the input's end stops the sink.
-                    while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+                    while !Task.isCancelled { try? await self.sleep(.seconds(3600)) }
                 }
             }
             group.addTask {
@@ -363,7 +365,7 @@ where Input.Element == Arrival<SinkInput> {
             // A stopped sink plays nothing, not even the loss of its input (its status says both).
             if playSignalLost, self.stop == nil {
                 let cue = HapticCue(
-                    timeSeconds: WallClock.nowSeconds(), kind: .signalLost, intensity: 1, deviationDegrees: 0)
+                    timeSeconds: self.time.wallSeconds(), kind: .signalLost, intensity: 1, deviationDegrees: 0)
                 if let active = self.active {
                     try? await self.devices[active].render(cue)
                     await self.holdStop(self.devices[active])
@@ -465,7 +467,7 @@ where Input.Element == Arrival<SinkInput> {
     /// comes back does not start guiding on its own); the stop is kept like the experimenter's, published as a
     /// `control` stop (recordings, the live monitor, the LSL marker stream) and said in the status.
     private func conditionLockStop(lost device: String) async {
-        let wall = WallClock.nowSeconds()
+        let wall = self.time.wallSeconds()
         let reason = "\(device) lost; the condition allows no other device"
         if self.stop == nil {
             self.stop = StopState(by: StopState.conditionLockSender, sinceSeconds: wall, note: reason)
@@ -519,7 +521,7 @@ where Input.Element == Arrival<SinkInput> {
     public func control(_ request: ControlRequest, sender: String) async -> ControlReply {
         self.controls &+= 1
         var problems: [String] = []
-        let wall = WallClock.nowSeconds()
+        let wall = self.time.wallSeconds()
         switch request.command {
         case .stop:
             if self.stop == nil { self.stop = StopState(by: sender, sinceSeconds: wall) }

@@ -154,14 +154,17 @@ where Input.Element == Arrival<SmoothedFix> {
     private let requestSink: AsyncStream<Request>.Continuation
     /// The transport's counters for this stage's input (bad frames, gaps), for status.
     private let inputCounters: @Sendable () -> [StatusCounter]
+    /// Its clocks: the wall clock dates status, the monotonic one times the target's repeat and a provider's answer.
+    private let time: StageTime
 
     /// Creates the stage with an ordered list of providers: the first is asked first.
     public init(
         name: String, input: Input, output: Output, providers: [any RouteProvider], options: RouteControllerOptions,
         logger: Logger,
-        inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }
+        inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }, time: StageTime = .system
     ) {
         precondition(!providers.isEmpty, "a route stage needs a provider")
+        self.time = time
         self.inputCounters = inputCounters
         self.name = name
         self.input = input
@@ -182,11 +185,11 @@ where Input.Element == Arrival<SmoothedFix> {
     public init(
         name: String, input: Input, output: Output, provider: any RouteProvider, options: RouteControllerOptions,
         logger: Logger,
-        inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }
+        inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }, time: StageTime = .system
     ) {
         self.init(
             name: name, input: input, output: output, providers: [provider], options: options, logger: logger,
-            inputCounters: inputCounters)
+            inputCounters: inputCounters, time: time)
     }
 
     private func routeLine(_ route: Route) -> Polyline {
@@ -202,7 +205,7 @@ where Input.Element == Arrival<SmoothedFix> {
         try await self.output.publish(
             .status(
                 StageStatus(
-                    timeSeconds: WallClock.nowSeconds(), stage: self.name, health: health, message: message,
+                    timeSeconds: self.time.wallSeconds(), stage: self.name, health: health, message: message,
                     counters: [
                         StatusCounter(name: "routes", value: UInt64(self.routeID)),
                         StatusCounter(name: "reroutes", value: UInt64(self.tracker.reroutes)),
@@ -229,7 +232,7 @@ where Input.Element == Arrival<SmoothedFix> {
                 }
                 group.addTask {
                     while !Task.isCancelled {
-                        try await Task.sleep(for: .seconds(self.options.targetRepeatIntervalSeconds))
+                        try await self.time.sleep(.seconds(self.options.targetRepeatIntervalSeconds))
                         try await self.repeatTarget()
                     }
                 }
@@ -373,7 +376,7 @@ where Input.Element == Arrival<SmoothedFix> {
             do {
                 let plan = try await Self.plan(
                     provider, from: request.start, to: self.options.destination,
-                    timeoutSeconds: self.options.providerTimeoutSeconds)
+                    timeoutSeconds: self.options.providerTimeoutSeconds, time: self.time)
                 self.schedule.succeeded(index)
                 try await self.follow(plan, by: provider.name, for: request, after: failures)
                 return
@@ -400,14 +403,16 @@ where Input.Element == Arrival<SmoothedFix> {
             "\(request.reason) failed: \(summary)" + (self.tracker.route != nil ? "; keeping the last route" : ""))
     }
 
-    /// One provider's answer within a deadline (wall clock); the provider's call is cancelled at the deadline.
+    /// One provider's answer within a deadline (on the stage's monotonic clock); the provider's call is cancelled at
+    /// the deadline.
     private static func plan(
-        _ provider: any RouteProvider, from start: Coordinate, to destination: Coordinate, timeoutSeconds: Double
+        _ provider: any RouteProvider, from start: Coordinate, to destination: Coordinate, timeoutSeconds: Double,
+        time: StageTime
     ) async throws -> RoutePlan {
         try await withThrowingTaskGroup(of: RoutePlan?.self) { group in
             group.addTask { try await provider.route(from: start, to: destination) }
             group.addTask {
-                try await Task.sleep(for: .seconds(timeoutSeconds))
+                try await time.sleep(.seconds(timeoutSeconds))
                 return nil
             }
             defer { group.cancelAll() }

@@ -21,13 +21,16 @@ where Input.Element == Arrival<LocationFix> {
     private var timeCheck: InputTimeCheck
     /// The transport's counters for this stage's input (bad frames, gaps), for status.
     private let inputCounters: @Sendable () -> [StatusCounter]
+    /// The clocks its status is dated by.
+    private let time: StageTime
 
     /// Creates the stage.
     public init(
         name: String, input: Input, output: Output, filter: any SmoothingFilter, logger: Logger,
         statusIntervalSeconds: Double = 5, timeOptions: InputTimeGuard.Options = .init(latenessLimitSeconds: nil),
-        inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }
+        inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }, time: StageTime = .system
     ) {
+        self.time = time
         self.inputCounters = inputCounters
         self.timeCheck = InputTimeCheck(owner: "smoother '\(name)'", options: timeOptions, logger: logger)
         self.name = name
@@ -42,7 +45,7 @@ where Input.Element == Arrival<LocationFix> {
         try await self.output.publish(
             .status(
                 StageStatus(
-                    timeSeconds: WallClock.nowSeconds(), stage: self.name,
+                    timeSeconds: self.time.wallSeconds(), stage: self.name,
                     health: .running, message: "smoothing")))
         do {
             for try await arrival in self.input.cancelOnGracefulShutdown() {
@@ -52,7 +55,7 @@ where Input.Element == Arrival<LocationFix> {
         try? await self.output.publish(
             .status(
                 StageStatus(
-                    timeSeconds: WallClock.nowSeconds(), stage: self.name,
+                    timeSeconds: self.time.wallSeconds(), stage: self.name,
                     health: .stopping, message: self.message("stopped"),
                     counters: self.counters)))
     }
@@ -79,7 +82,7 @@ where Input.Element == Arrival<LocationFix> {
                 try await self.output.publish(
                     .status(
                         StageStatus(
-                            timeSeconds: WallClock.nowSeconds(), stage: self.name,
+                            timeSeconds: self.time.wallSeconds(), stage: self.name,
                             health: .degraded, message: self.message("smoothing"),
                             counters: self.counters)))
             }
@@ -100,7 +103,7 @@ where Input.Element == Arrival<LocationFix> {
             try await self.output.publish(
                 .status(
                     StageStatus(
-                        timeSeconds: WallClock.nowSeconds(), stage: self.name,
+                        timeSeconds: self.time.wallSeconds(), stage: self.name,
                         health: .running, message: "smoothing",
                         counters: self.counters)))
         }

@@ -7,31 +7,31 @@ public import ServiceLifecycle
 /// Reports its health as ``StageStatus``: running at start, periodically with its counters, and
 /// end-of-stream when a finite input (a log, a simulated walk) is exhausted. Its timing (status interval, silence)
 /// runs on an injected clock, so that a test drives it by hand.
-public actor SourceStage<Output: MessagePublisher, StageClock: Clock>: Service
-where StageClock.Duration == Duration {
+public actor SourceStage<Output: MessagePublisher>: Service {
     private let name: String
     private let source: any MessageSource
     private let output: Output
     private let logger: Logger
     private let statusIntervalSeconds: Double
     private var published: [BusMessage.Kind: UInt64] = [:]
-    private let clock: StageClock
-    private var lastEmission: StageClock.Instant
-    private var lastStatus: StageClock.Instant
+    private let time: StageTime
+    /// When the source last emitted, and the last status was published [seconds, the stage's monotonic time].
+    private var lastEmission: Double
+    private var lastStatus: Double
     private let staleAfterSeconds: Double
     /// Magnetic headings are referred to true north here, with the latest fix; before the first fix they go out as
     /// magnetic (and say so), for the readers to correct or refuse.
     private var trueNorth = TrueNorth()
     private var declinationDegrees: Double?
 
-    /// Creates the stage on `clock`.
+    /// Creates the stage on `time` (the system's clocks by default).
     public init(
         name: String, source: any MessageSource, output: Output, logger: Logger,
-        statusIntervalSeconds: Double = 2, staleAfterSeconds: Double = 2, clock: StageClock
+        statusIntervalSeconds: Double = 2, staleAfterSeconds: Double = 2, time: StageTime = .system
     ) {
-        self.clock = clock
-        self.lastEmission = clock.now
-        self.lastStatus = clock.now
+        self.time = time
+        self.lastEmission = time.monotonicSeconds()
+        self.lastStatus = time.monotonicSeconds()
         self.staleAfterSeconds = staleAfterSeconds
         self.name = name
         self.source = source
@@ -42,7 +42,7 @@ where StageClock.Duration == Duration {
 
     private func count(_ kind: BusMessage.Kind) {
         self.published[kind, default: 0] += 1
-        self.lastEmission = self.clock.now
+        self.lastEmission = self.time.monotonicSeconds()
     }
 
     private func status(_ health: StageHealth, _ message: String, at time: Double) async throws {
@@ -79,21 +79,19 @@ where StageClock.Duration == Duration {
             "; headings to true north (declination \(declination >= 0 ? "+" : "")\(fixedDecimal(declination, digits: 1))°)"
     }
 
-    private var silenceSeconds: Double {
-        let elapsed = self.lastEmission.duration(to: self.clock.now)
-        return elapsed.inSeconds
-    }
+    private var silenceSeconds: Double { self.time.monotonicSeconds() - self.lastEmission }
 
     /// True once per status interval: a periodic report is due, and is now counted as sent.
     private func takeStatusDue() -> Bool {
-        guard self.lastStatus.duration(to: self.clock.now) >= .seconds(self.statusIntervalSeconds) else { return false }
-        self.lastStatus = self.clock.now
+        let now = self.time.monotonicSeconds()
+        guard now - self.lastStatus >= self.statusIntervalSeconds else { return false }
+        self.lastStatus = now
         return true
     }
 
     public func run() async throws {
         let sourceID = type(of: self.source).id
-        try await self.status(.running, "\(sourceID) started", at: WallClock.nowSeconds())
+        try await self.status(.running, "\(sourceID) started", at: self.time.wallSeconds())
         self.logger.info("source '\(self.name)' running plugin '\(sourceID)'")
         let finished: Bool = try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
@@ -111,8 +109,7 @@ where StageClock.Duration == Duration {
                 var lastCondition: SourceCondition?
                 while !Task.isCancelled {
                     // A live source that goes quiet says so at once, not at the next periodic report.
-                    try await self.clock.sleep(
-                        for: .seconds(min(self.statusIntervalSeconds, self.staleAfterSeconds / 4)), tolerance: nil)
+                    try await self.time.sleep(.seconds(min(self.statusIntervalSeconds, self.staleAfterSeconds / 4)))
                     let silence = await self.silenceSeconds
                     let stale = self.source.isLive && silence >= self.staleAfterSeconds
                     let due = await self.takeStatusDue()
@@ -124,14 +121,14 @@ where StageClock.Duration == Duration {
                         if stale {
                             let why = condition.map { ": \($0.message)" } ?? ""
                             try await self.status(
-                                .stale, "\(sourceID): no data for \(Int(silence)) s\(why)", at: WallClock.nowSeconds())
+                                .stale, "\(sourceID): no data for \(Int(silence)) s\(why)", at: self.time.wallSeconds())
                         } else if let condition {
                             try await self.status(
                                 condition.health, "\(sourceID): \(condition.message)\(declination)",
-                                at: WallClock.nowSeconds())
+                                at: self.time.wallSeconds())
                         } else {
                             try await self.status(
-                                .running, "\(sourceID) running\(declination)", at: WallClock.nowSeconds())
+                                .running, "\(sourceID) running\(declination)", at: self.time.wallSeconds())
                         }
                     }
                 }
@@ -146,21 +143,9 @@ where StageClock.Duration == Duration {
         }
         if finished {
             self.logger.info("source '\(self.name)': end of stream")
-            try await self.status(.endOfStream, "\(sourceID): end of stream", at: WallClock.nowSeconds())
+            try await self.status(.endOfStream, "\(sourceID): end of stream", at: self.time.wallSeconds())
         } else {
-            try? await self.status(.stopping, "\(sourceID) stopped", at: WallClock.nowSeconds())
+            try? await self.status(.stopping, "\(sourceID) stopped", at: self.time.wallSeconds())
         }
-    }
-}
-
-extension SourceStage where StageClock == ContinuousClock {
-    /// Creates the stage on the real (continuous) clock.
-    public init(
-        name: String, source: any MessageSource, output: Output, logger: Logger,
-        statusIntervalSeconds: Double = 2, staleAfterSeconds: Double = 2
-    ) {
-        self.init(
-            name: name, source: source, output: output, logger: logger, statusIntervalSeconds: statusIntervalSeconds,
-            staleAfterSeconds: staleAfterSeconds, clock: ContinuousClock())
     }
 }

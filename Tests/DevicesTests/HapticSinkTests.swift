@@ -87,7 +87,7 @@ struct SinkHarness {
         let steps = Int(seconds * 20)
         for _ in 0..<steps {
             let now = Date().timeIntervalSince1970
-            let received = MonotonicClock.nowSeconds()
+            let received = StageTime.system.monotonicSeconds()
             let target = GuidanceTarget(
                 timeSeconds: now, routeID: 1, coordinate: Coordinate(latitude: 0, longitude: 0),
                 bearingDegrees: targetBearing, distanceMeters: 50, kind: .lookAhead)

@@ -24,10 +24,14 @@ import Testing
             options.guidance.offsetDegrees = 0
             options.echoEveryHeading = true
             options.maximumHeadingAccuracyDegrees = maximumAccuracy
-            let clock = self.clock
+            let (clock, wallBase) = (self.clock, self.wallBase)
+            // The stage's clocks are the test's: monotonic time and the wall clock move together, by hand.
+            let time = StageTime(
+                monotonicSeconds: { clock.value.withLock { $0 } },
+                wallSeconds: { wallBase + clock.value.withLock { $0 } - 100 }, sleep: { try await Task.sleep(for: $0) })
             self.stage = HapticSinkStage(
                 name: "sink", input: AsyncStream { $0.finish() }, output: self.output, devices: [],
-                options: options, logger: Logger(label: "test"), now: { clock.value.withLock { $0 } })
+                options: options, logger: Logger(label: "test"), time: time)
         }
 
         var now: Double { self.clock.value.withLock { $0 } }

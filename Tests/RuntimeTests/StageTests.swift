@@ -227,7 +227,7 @@ private struct QuietLiveSource: MessageSource {
         let clock = ManualClock()
         let stage = SourceStage(
             name: "gps", source: QuietLiveSource(), output: output, logger: Logger(label: "test"),
-            statusIntervalSeconds: 10, staleAfterSeconds: 0.5, clock: clock)
+            statusIntervalSeconds: 10, staleAfterSeconds: 0.5, time: StageTime(clock: clock))
         let task = Task { try await stage.run() }
         defer { task.cancel() }
         func stale() async -> StageStatus? {

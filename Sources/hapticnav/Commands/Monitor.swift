@@ -121,7 +121,7 @@ struct Monitor: AsyncParsableCommand {
         SystemThread.start(name: "monitor-screen") {
             while running.load(ordering: .relaxed) {
                 var lines = state.withLock {
-                    $0.render(now: MonotonicClock.nowSeconds(), title: title, counters: subscriber.snapshot)
+                    $0.render(now: StageTime.system.monotonicSeconds(), title: title, counters: subscriber.snapshot)
                 }
                 let command = controlLine.value
                 if !command.isEmpty { lines.insert("control    " + command, at: min(1, lines.count)) }
@@ -131,7 +131,7 @@ struct Monitor: AsyncParsableCommand {
             drawing.store(false, ordering: .relaxed)
         }
         for await event in subscriber {
-            state.withLock { $0.update(event, now: MonotonicClock.nowSeconds()) }
+            state.withLock { $0.update(event, now: StageTime.system.monotonicSeconds()) }
         }
         running.store(false, ordering: .relaxed)
         // The screen is left only once the last frame is drawn.
