@@ -165,7 +165,7 @@ let package = Package(
 )
 
 for target in package.targets
-where target.type != .system && !["CPseudoTerminal", "CEmergencyStop", "CXMLSAX"].contains(target.name) {
+where target.type != .system && !["CPseudoTerminal", "CEmergencyStop", "CXMLSAX", "CSpawn"].contains(target.name) {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     settings.append(.enableUpcomingFeature("InternalImportsByDefault"))

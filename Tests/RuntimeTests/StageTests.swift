@@ -90,6 +90,37 @@ import Logging
         #expect(try lines.map { try decoder.decode(RecordedMessage.self, from: Data($0.utf8)) } == records)
     }
 
+    /// A recorder stopped while messages wait in its input records them before it closes: the last messages of a
+    /// session (the arrival, a stop) are not lost to a recorder a few messages behind.
+    @Test func aRecorderAskedToStopRecordsWhatHadReachedItFirst() async throws {
+        actor SlowSink: MessageSink {
+            static let id = "slow"
+            var kept: [UInt64] = []
+            var finished = false
+            func record(_ message: RecordedMessage) async throws {
+                try? await Task.sleep(for: .milliseconds(2))
+                self.kept.append(message.sequence)
+            }
+            func finish() { self.finished = true }
+        }
+        let (stream, continuation) = AsyncStream.makeStream(of: RecordedMessage.self)
+        let sink = SlowSink()
+        let stage = RecorderStage(name: "rec", input: stream, sink: sink, logger: Logger(label: "test"))
+        let running = Task { try await stage.run() }
+        for index in 0..<100 {
+            continuation.yield(
+                RecordedMessage(
+                    receiveTimeSeconds: Double(index), stage: "s", sequence: UInt64(index),
+                    message: BusMessage.examples[0]))
+        }
+        // Stopped with (nearly) all of them still queued; the input stays open, as a bus subscriber's does.
+        running.cancel()
+        try await running.value
+        #expect(await sink.kept == Array(0..<100))
+        #expect(await sink.finished)
+        continuation.finish()
+    }
+
     @Test func aGeoJSONFileWithABadCoordinateIsAClearError() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).geojson")
             .path
