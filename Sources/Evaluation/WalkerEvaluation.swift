@@ -131,6 +131,9 @@ public enum WalkerEvaluation {
         public var velocityNoise: Double
         /// The share these results are of; nil for a whole run (or a merge of all shards).
         public var shard: Shard?
+        /// A digest of what was walked beyond the counts: every combination's config as read, the route pairs, the
+        /// map given instead of the config's, the program's version (shards of runs that differ in any are not one).
+        public var fingerprint = ""
 
         public init(
             config: String, routes: Int, seeds: Int, participants: [ParticipantKind], conditions: [String],
@@ -352,13 +355,26 @@ public enum WalkerEvaluation {
             var other = results.plan
             other.shard = nil
             guard other == plan else {
+                let differing = [
+                    ("config", other.config == plan.config), ("routes", other.routes == plan.routes),
+                    ("seeds", other.seeds == plan.seeds), ("participants", other.participants == plan.participants),
+                    ("conditions", other.conditions == plan.conditions), ("settings", other.settings == plan.settings),
+                    ("walks", other.walks == plan.walks), ("velocity noise", other.velocityNoise == plan.velocityNoise),
+                    (
+                        "fingerprint (the configs' contents, the pairs, the map or the program's version)",
+                        other.fingerprint == plan.fingerprint
+                    ),
+                ].filter { !$0.1 }.map(\.0)
                 throw Failure(
                     description:
-                        "\(name): the shard of another run (its plan differs from \(first.name)'s: config, routes, seeds, participants, conditions or settings)"
+                        "\(name): the shard of another run (its \(differing.joined(separator: ", ")) differ from \(first.name)'s)"
                 )
             }
             guard let shard = results.plan.shard else {
                 throw Failure(description: "\(name): a whole run, not a shard (`eval walkers --shard I/N --json`)")
+            }
+            guard shard.count >= 1, (1...shard.count).contains(shard.index) else {
+                throw Failure(description: "\(name): shard \(shard) is no shard")
             }
             guard shard.count == count else {
                 throw Failure(description: "\(name): shard \(shard) of a run split \(shard.count) ways, not \(count!)")
@@ -532,8 +548,14 @@ public enum WalkerEvaluation {
         let configFile = "\(run)/pipeline.json"
         let label = condition.name.map { $0 == "σ" ? "sigma" : $0 == " " ? "-" : String($0) }.joined()
         let who = kind == .open ? "" : "\(kind.rawValue)-"
+        // A sweep's combination in the name: each combination's walks are sessions of their own.
+        let combination =
+            setup.settingsLabel.map {
+                $0.map { $0 == " " ? "_" : $0 == "/" ? "-" : String($0) }.joined() + "-"
+            } ?? ""
         let session =
-            given?.folder ?? setup.sessionsFolder.map { "\($0)/\(who)\(label)-route\(index + 1)-seed\(seed)" }
+            given?.folder
+            ?? setup.sessionsFolder.map { "\($0)/\(combination)\(who)\(label)-route\(index + 1)-seed\(seed)" }
         if let session {
             // A new session each time (a part of an earlier one would be read with it).
             for name in (try? FileManager.default.contentsOfDirectory(atPath: session)) ?? []

@@ -42,6 +42,15 @@ public struct ConfigSweep: Sendable {
                     path: "--set \(path.joined(separator: "."))", expected: "values separated by commas",
                     found: "an empty value")
             }
+            if let repeated = texts.first(where: { text in texts.filter { $0 == text }.count > 1 }) {
+                throw ConfigError.invalidValue(
+                    path: "--set \(path.joined(separator: "."))", expected: "each value once",
+                    found: "'\(repeated)' twice")
+            }
+            guard !settings.contains(where: { $0.path == path }) else {
+                throw ConfigError.invalidValue(
+                    path: "--set", expected: "each path once", found: "'\(path.joined(separator: "."))' twice")
+            }
             settings.append(Setting(path: path, values: texts.map(Self.value), texts: texts))
         }
         self.settings = settings

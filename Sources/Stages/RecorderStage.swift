@@ -6,8 +6,9 @@ import Synchronization
 /// The recorder stage: hands every received message to a ``MessageSink`` plugin until shutdown.
 ///
 /// Asked to stop (a graceful shutdown, or its task cancelled), it first records what has already reached it: it
-/// goes on taking messages until none has come for `quietSeconds` (at most `drainSeconds`), so that the last
-/// messages of a session (an arrival, a stop) are not lost because the recorder was a few messages behind.
+/// goes on taking messages until none has come for `quietSeconds` since the later of the stop and the last message
+/// (waiting at most `drainSeconds`, within the launcher's 1.5 s before it kills a stage), so that the last messages
+/// of a session (an arrival, a stop) are not lost because the recorder was a few messages behind.
 public actor RecorderStage<Input: AsyncSequence & Sendable>: Service where Input.Element == RecordedMessage {
     private let name: String
     private let input: Input
@@ -23,7 +24,7 @@ public actor RecorderStage<Input: AsyncSequence & Sendable>: Service where Input
     /// Creates the stage.
     public init(
         name: String, input: Input, sink: any MessageSink, logger: Logger, time: StageTime = .system,
-        quietSeconds: Double = 0.25, drainSeconds: Double = 2
+        quietSeconds: Double = 0.25, drainSeconds: Double = 1
     ) {
         self.name = name
         self.input = input
@@ -47,24 +48,27 @@ public actor RecorderStage<Input: AsyncSequence & Sendable>: Service where Input
         // The input is read by a task of its own, which a stop does not cut off in the middle of its queue.
         let (ended, endedSink) = AsyncStream.makeStream(of: Never.self)
         let input = self.input
-        let inputEnded = Atomic<Bool>(false)
+        let consumerEnded = Atomic<Bool>(false)
         let consumer = Task {
             defer {
-                inputEnded.store(true, ordering: .relaxed)
+                consumerEnded.store(true, ordering: .relaxed)
                 endedSink.finish()
             }
             for try await message in input { try await self.take(message) }
         }
         // Until the input ends, or the stage is asked to stop.
         for await _ in ended.cancelOnGracefulShutdown() {}
-        if !inputEnded.load(ordering: .relaxed) {
+        if !consumerEnded.load(ordering: .relaxed) {
             // Asked to stop: what has reached the recorder is recorded before it closes. (In a task of its own: this
             // one may be cancelled, and its waits would end at once.)
             let (time, quiet, limit) = (self.time, self.quietSeconds, self.drainSeconds)
+            let stopped = time.monotonicSeconds()
             await Task {
-                let started = time.monotonicSeconds()
-                while !inputEnded.load(ordering: .relaxed), await self.quietFor < quiet,
-                    time.monotonicSeconds() - started < limit
+                // Quiet since the later of the stop and the last message: a message still on its way when the stop
+                // came is waited for too.
+                while !consumerEnded.load(ordering: .relaxed),
+                    min(await self.quietFor, time.monotonicSeconds() - stopped) < quiet,
+                    time.monotonicSeconds() - stopped < limit
                 {
                     try? await time.sleep(.milliseconds(20))
                 }

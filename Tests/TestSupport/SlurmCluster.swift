@@ -131,8 +131,32 @@ public final class SlurmCluster: @unchecked Sendable {
         }.joined(separator: "\n")
     }
 
-    /// Ends the daemons (slurmd and slurmctld first, munged last), each given 5 s to go before it is killed.
+    /// Cancels every job (their tasks would otherwise outlive the daemons and keep the machine busy), then ends the
+    /// daemons (slurmd and slurmctld first, munged last), each given 5 s to go before it is killed.
     public func stop() {
+        if self.daemons.count == 3,
+            let scancel = try? SystemIO.ChildProcess(
+                executable: "/usr/bin/env",
+                arguments: [
+                    "SLURM_CONF=\(self.folder)/slurm.conf", "/usr/bin/scancel", "--full", "--partition=walkers",
+                ])
+        {
+            let deadline = Date().addingTimeInterval(5)
+            while scancel.isRunning && Date() < deadline { usleep(20_000) }
+            scancel.signal(SIGKILL)
+            scancel.wait()
+            // The tasks' processes end with their steps: wait (bounded) until slurmd has no step left.
+            let spool = "\(self.folder)/spool"
+            let stepsGone = Date().addingTimeInterval(10)
+            while Date() < stepsGone,
+                // A step's socket there is named after the node: hapticnav_JOB.STEP.
+                ((try? FileManager.default.contentsOfDirectory(atPath: spool)) ?? []).contains(where: {
+                    $0.hasPrefix("hapticnav_")
+                })
+            {
+                usleep(50_000)
+            }
+        }
         for daemon in self.daemons.reversed() {
             daemon.signal(SIGTERM)
             let deadline = Date().addingTimeInterval(5)

@@ -260,7 +260,7 @@ extension Eval {
                 throw ValidationError("\(error)")
             }
             let combinations = sweep.combinations
-            let plan = WalkerEvaluation.Plan(
+            var plan = WalkerEvaluation.Plan(
                 config: self.config, routes: pairs.count, seeds: setup.seeds.count, participants: setup.participants,
                 conditions: conditions.map(\.name), settings: sweep.settings.isEmpty ? [] : combinations.map(\.label),
                 velocityNoise: setup.velocityNoise, shard: setup.shard)
@@ -288,6 +288,7 @@ extension Eval {
                     configs.append(file)
                 }
             }
+            plan.fingerprint = try Self.fingerprint(configs: configs, pairs: pairs, map: self.map)
             let quiet = self.json
             var walks: [WalkerEvaluation.Walk] = []
             let perCombination = plan.walks / max(1, combinations.count)
@@ -302,6 +303,39 @@ extension Eval {
             let summaries = WalkerEvaluation.summaries(
                 of: walks, participants: plan.participants, conditions: plan.conditions, settings: plan.settings)
             try Self.print(WalkerEvaluation.Results(plan: plan, summaries: summaries, walks: walks), json: self.json)
+        }
+
+        /// A digest (64-bit FNV-1a, hex) of what a run walks beyond its counts: every combination's config file as
+        /// written, the route pairs, the name and size of the map given with --map, and this program's version.
+        static func fingerprint(
+            configs: [String], pairs: [(origin: Coordinate, destination: Coordinate)], map: String?
+        ) throws -> String {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            func add(_ bytes: [UInt8]) {
+                for byte in bytes + [0] {
+                    hash ^= UInt64(byte)
+                    hash = hash &* 0x0000_0100_0000_01b3
+                }
+            }
+            add(Array(HapticNavVersion.text.utf8))
+            for config in configs {
+                do {
+                    add(try InputFile.contents(of: config))
+                } catch {
+                    throw CommandFailure("\(error)")
+                }
+            }
+            for pair in pairs {
+                add(
+                    Array(
+                        "\(pair.origin.latitude),\(pair.origin.longitude) \(pair.destination.latitude),\(pair.destination.longitude)"
+                            .utf8))
+            }
+            if let map {
+                let size = (try? FileManager.default.attributesOfItem(atPath: map)[.size] as? Int) ?? -1
+                add(Array("\(Paths.absolute(map)) \(size)".utf8))
+            }
+            return String(hash, radix: 16)
         }
 
         /// The results as the table (under its header) or as JSON, the one form `eval merge` reads.
