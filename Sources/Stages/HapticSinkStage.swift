@@ -125,8 +125,6 @@ where Input.Element == Arrival<SinkInput> {
     private let options: HapticSinkOptions
     private let logger: Logger
     private let time: StageTime
-    private let now: @Sendable () -> Double
-    private let sleep: @Sendable (Duration) async throws -> Void
     private var guidance: Guidance
     private var target: GuidanceTarget?
     private var failSafe: SinkFailSafe
@@ -162,8 +160,6 @@ where Input.Element == Arrival<SinkInput> {
         inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }
     ) {
         self.time = time
-        self.now = time.monotonicSeconds
-        self.sleep = time.sleep
         self.inputCounters = inputCounters
         self.name = name
         self.input = input
@@ -185,7 +181,7 @@ where Input.Element == Arrival<SinkInput> {
     }
 
     private func status(_ health: StageHealth, _ message: String) async {
-        self.lastStatus = self.now()
+        self.lastStatus = self.time.monotonicSeconds()
         var counters = [
             StatusCounter(name: "cues", value: UInt64(self.cuesSent)),
             StatusCounter(name: "signalLost", value: UInt64(self.failSafe.signalLostCount)),
@@ -223,12 +219,12 @@ where Input.Element == Arrival<SinkInput> {
                         self.logger.warning("device \(device.name) stopped: \(error)")
                     }
                     // A device with nothing to maintain returns at once; only the input's end stops the sink.
-                    while !Task.isCancelled { try? await self.sleep(.seconds(3600)) }
+                    while !Task.isCancelled { try? await self.time.sleep(.seconds(3600)) }
                 }
             }
             group.addTask {
                 while !Task.isCancelled {
-                    try? await self.sleep(.seconds(self.options.checkIntervalSeconds))
+                    try? await self.time.sleep(.seconds(self.options.checkIntervalSeconds))
                     await self.check()
                 }
             }
@@ -296,7 +292,7 @@ where Input.Element == Arrival<SinkInput> {
             else { return }
             self.target = target
             self.trueNorth.observe(.target(target))
-            await self.apply(self.failSafe.target(currentAt: current, now: self.now()))
+            await self.apply(self.failSafe.target(currentAt: current, now: self.time.monotonicSeconds()))
         case let .progress(progress):
             guard await self.admit(arrival, topic: "progress", measurementSeconds: progress.timeSeconds) != nil else {
                 return
@@ -317,7 +313,7 @@ where Input.Element == Arrival<SinkInput> {
             self.logger.warning("sink '\(self.name)': publisher '\(stage)' lost")
             // When it comes back (perhaps restarted, with a new time line) its first messages count at once.
             self.timeCheck.forgetTimeLines(of: stage)
-            await self.apply(self.failSafe.publisherLost(stage, now: self.now()))
+            await self.apply(self.failSafe.publisherLost(stage, now: self.time.monotonicSeconds()))
         }
     }
 
@@ -337,13 +333,13 @@ where Input.Element == Arrival<SinkInput> {
             )
             return
         }
-        await self.apply(self.failSafe.heading(currentAt: current, now: self.now()))
+        await self.apply(self.failSafe.heading(currentAt: current, now: self.time.monotonicSeconds()))
         guard !self.failSafe.isSilent, self.stop == nil,
             let cue = self.guidance.update(heading: sample, target: self.target)
         else {
             return
         }
-        if let age = self.failSafe.inputAge(now: self.now()) {
+        if let age = self.failSafe.inputAge(now: self.time.monotonicSeconds()) {
             self.oldestInputActedOn = max(self.oldestInputActedOn, age)
         }
         await self.send(cue)
@@ -393,8 +389,8 @@ where Input.Element == Arrival<SinkInput> {
 
     /// Checks for stale input and for the active device (exposed for tests).
     public func check() async {
-        await self.apply(self.failSafe.evaluate(now: self.now()))
-        if self.now() - self.lastStatus >= self.options.statusIntervalSeconds {
+        await self.apply(self.failSafe.evaluate(now: self.time.monotonicSeconds()))
+        if self.time.monotonicSeconds() - self.lastStatus >= self.options.statusIntervalSeconds {
             let silent = self.failSafe.isSilent
             if self.stop != nil {
                 await self.status(
@@ -429,12 +425,12 @@ where Input.Element == Arrival<SinkInput> {
             if self.active == 0 || self.stop != nil {
                 self.withoutDeviceSince = nil
             } else if let since = self.withoutDeviceSince {
-                if self.now() - since >= self.options.lockGraceSeconds {
+                if self.time.monotonicSeconds() - since >= self.options.lockGraceSeconds {
                     await self.conditionLockStop(lost: "\(self.devices[0].name) (not available)")
                     self.withoutDeviceSince = nil
                 }
             } else {
-                self.withoutDeviceSince = self.now()
+                self.withoutDeviceSince = self.time.monotonicSeconds()
             }
         }
     }

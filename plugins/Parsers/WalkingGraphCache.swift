@@ -59,16 +59,6 @@ public enum WalkingGraphCache {
         ]
     }
 
-    /// FNV-1a, 64 bits.
-    static func checksum(_ bytes: ArraySlice<UInt8>) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01B3
-        }
-        return hash
-    }
-
     static func write(_ graph: WalkingGraph, key: [UInt64], to file: String) -> Bool {
         var bytes = self.magic
         func u64(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { bytes += $0 } }
@@ -95,7 +85,7 @@ public enum WalkingGraphCache {
         for name in graph.names { string(name) }
         u64(UInt64(graph.warnings.count))
         for warning in graph.warnings { string(warning) }
-        u64(self.checksum(bytes[...]))
+        u64(fnv1a64(bytes))
         // Written whole to a temporary file, then renamed: a reader never sees half a cache.
         let temporary = file + ".\(getpid()).tmp"
         guard let output = try? OutputFile(path: temporary, createFolders: true) else { return false }
@@ -115,7 +105,7 @@ public enum WalkingGraphCache {
         let bytes = Array(whole.dropLast(8))
         var stored: UInt64 = 0
         for index in 0..<8 { stored |= UInt64(whole[whole.count - 8 + index]) << (8 * UInt64(index)) }
-        guard stored == self.checksum(bytes[...]) else { return nil }
+        guard stored == fnv1a64(bytes) else { return nil }
         var offset = 4
         func u64() -> UInt64? {
             guard bytes.count - offset >= 8 else { return nil }

@@ -310,32 +310,26 @@ extension Eval {
         static func fingerprint(
             configs: [String], pairs: [(origin: Coordinate, destination: Coordinate)], map: String?
         ) throws -> String {
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            func add(_ bytes: [UInt8]) {
-                for byte in bytes + [0] {
-                    hash ^= UInt64(byte)
-                    hash = hash &* 0x0000_0100_0000_01b3
-                }
-            }
-            add(Array(HapticNavVersion.text.utf8))
+            // Each part ended by a zero byte, so that no two different lists of parts read the same.
+            var bytes = Array(HapticNavVersion.text.utf8) + [0]
             for config in configs {
                 do {
-                    add(try InputFile.contents(of: config))
+                    bytes += try InputFile.contents(of: config) + [0]
                 } catch {
                     throw CommandFailure("\(error)")
                 }
             }
             for pair in pairs {
-                add(
+                bytes +=
                     Array(
                         "\(pair.origin.latitude),\(pair.origin.longitude) \(pair.destination.latitude),\(pair.destination.longitude)"
-                            .utf8))
+                            .utf8) + [0]
             }
             if let map {
                 let size = (try? FileManager.default.attributesOfItem(atPath: map)[.size] as? Int) ?? -1
-                add(Array("\(Paths.absolute(map)) \(size)".utf8))
+                bytes += Array("\(Paths.absolute(map)) \(size)".utf8) + [0]
             }
-            return String(hash, radix: 16)
+            return String(fnv1a64(bytes), radix: 16)
         }
 
         /// The results as the table (under its header) or as JSON, the one form `eval merge` reads.
