@@ -73,7 +73,12 @@ private func phyphox(_ url: String, timeout: Double = 0.5) throws -> PhyphoxSour
         defer { phone.close() }
         // A generous timeout: this test is about every sample arriving once, and a loaded CI host can hold an answer
         // past the default half second; two such in a row would pass the catch-up window and skip to the newest.
-        let source = try phyphox(phone.url, timeout: 5)
+        // For the same reason a failed request must carry on, not skip to the newest: a starved host is not a phone
+        // that was away.
+        var sourceOptions = PhyphoxSource.Options(url: phone.url)
+        sourceOptions.timeoutSeconds = 5
+        sourceOptions.catchUpSeconds = 60
+        let source = try PhyphoxSource(options: sourceOptions, logger: Logger(label: "test"))
         let collected = Collected()
         let task = start(source, into: collected)
         defer { task.cancel() }

@@ -31,6 +31,9 @@ public final class PhyphoxSource: MessageSource, PhoneReporting {
         public var timeoutSeconds = 1.0
         /// One heading per this interval [seconds].
         public var headingIntervalSeconds = 0.1
+        /// A failed request within this of the last answer carries on from where reading was; after a longer
+        /// silence the source skips to the newest samples [seconds].
+        public var catchUpSeconds = 2.0
         /// Start the experiment on the phone when it is not measuring at connection (once; a pause later is the
         /// experimenter's and is reported, not undone).
         public var startMeasuring = true
@@ -142,7 +145,7 @@ public final class PhyphoxSource: MessageSource, PhoneReporting {
                 if Task.isCancelled { throw CancellationError() }
                 let text = "phone unreachable: \(error)"
                 self.state.withLock { $0.set(.stale, text, counting: "phyphox.unreachable") }
-                poller.lostConnection(at: SystemClock.wallSeconds())
+                poller.lostConnection(at: SystemClock.wallSeconds(), catchUpSeconds: self.options.catchUpSeconds)
             }
             let spent = SystemClock.wallSeconds() - began
             try await Task.sleep(for: .seconds(max(0.005, self.options.pollIntervalSeconds - spent)))
