@@ -34,6 +34,8 @@ public struct PublisherOptions: Sendable {
 public final class BusPublisher: MessagePublisher, Sendable {
     private struct State: ~Copyable {
         var socket: ZMQSocket?
+        /// In memory (bound on a ``DirectHub``): the endpoints' outlets; nil once closed.
+        var outlets: [DirectOutlet]?
         var sequences = [UInt64](repeating: 0, count: 256)
         var scratch = WireWriter(capacity: 512)
         /// Heartbeat subscriptions seen minus those withdrawn: one per subscriber socket (lossless mode).
@@ -49,6 +51,8 @@ public final class BusPublisher: MessagePublisher, Sendable {
     private let lossless: Bool
     /// The socket files this publisher bound, with their identity, to remove on close.
     private let socketFiles: [IPCSocketFile]
+    /// The hub it is bound on, in memory.
+    private let hub: DirectHub?
 
     /// Binds a PUB socket to every endpoint and starts heartbeats.
     public init(
@@ -86,9 +90,29 @@ public final class BusPublisher: MessagePublisher, Sendable {
         self.endpoints = endpoints
         self.lossless = options.lossless
         self.socketFiles = endpoints.compactMap(IPCSocketFile.init(boundAt:))
+        self.hub = nil
         self.state = Mutex(State(socket: socket))
-        let interval = options.heartbeatIntervalSeconds
-        SystemThread.start(name: "bus-heartbeat-\(stage)") { [weak self] in
+        self.startHeartbeats(intervalSeconds: options.heartbeatIntervalSeconds)
+    }
+
+    /// Binds to every endpoint of `hub` (stages composed in one process) and starts heartbeats: each message goes,
+    /// encoded as on a socket, to the hub's subscribers of that endpoint, from this call. Lossless or not, nothing is
+    /// dropped on the way (a subscriber's queue keeps its own bound); CURVE does not apply.
+    public init(
+        hub: DirectHub, bind endpoints: [String], stage: String, options: PublisherOptions = PublisherOptions()
+    ) throws {
+        let outlets = try hub.bind(endpoints)
+        self.stage = stage
+        self.endpoints = endpoints
+        self.lossless = options.lossless
+        self.socketFiles = []
+        self.hub = hub
+        self.state = Mutex(State(outlets: outlets))
+        self.startHeartbeats(intervalSeconds: options.heartbeatIntervalSeconds)
+    }
+
+    private func startHeartbeats(intervalSeconds interval: Double) {
+        SystemThread.start(name: "bus-heartbeat-\(self.stage)") { [weak self] in
             while let self, !self.heartbeatStop.load(ordering: .relaxed) {
                 self.sendHeartbeat()
                 SystemThread.sleep(seconds: interval)
@@ -104,7 +128,9 @@ public final class BusPublisher: MessagePublisher, Sendable {
     public func send(_ message: BusMessage) throws {
         let sendTime = SystemClock.wallNanoseconds()
         try self.state.withLock { (state: inout State) throws in
-            guard let socket = state.socket else { throw ZMQError(operation: "publish on a closed publisher") }
+            guard state.socket != nil || state.outlets != nil else {
+                throw ZMQError(operation: "publish on a closed publisher")
+            }
             let typeID = message.kind.rawValue
             let sequence = state.sequences[Int(typeID)]
             state.sequences[Int(typeID)] = sequence &+ 1
@@ -114,6 +140,12 @@ public final class BusPublisher: MessagePublisher, Sendable {
                 .encode(to: &state.scratch)
             let headerSize = state.scratch.bytes.count
             message.encodePayload(to: &state.scratch)
+            guard let socket = state.socket else {
+                for outlet in state.outlets ?? [] {
+                    outlet.deliver(topic: message.kind.topic, bytes: state.scratch.bytes, headerSize: headerSize)
+                }
+                return
+            }
             if self.lossless {
                 Self.readSubscriptions(socket, into: &state.subscribers)
                 // The first frame waits for room in every subscriber's queue; the rest of the message follows it.
@@ -137,6 +169,7 @@ public final class BusPublisher: MessagePublisher, Sendable {
     public var subscriberCount: Int {
         guard self.lossless else { return 0 }
         return self.state.withLock { (state: inout State) in
+            if let outlets = state.outlets { return outlets.reduce(0) { $0 + $1.connectionCount } }
             if let socket = state.socket { Self.readSubscriptions(socket, into: &state.subscribers) }
             return state.subscribers
         }
@@ -174,13 +207,21 @@ public final class BusPublisher: MessagePublisher, Sendable {
     private func sendHeartbeat() {
         let sendTime = SystemClock.wallNanoseconds()
         self.state.withLock { (state: inout State) in
-            guard let socket = state.socket else { return }
+            guard state.socket != nil || state.outlets != nil else { return }
             let typeID = EnvelopeHeader.heartbeatTypeID
             let sequence = state.sequences[Int(typeID)]
             state.sequences[Int(typeID)] = sequence &+ 1
             state.scratch.reset()
             EnvelopeHeader(typeID: typeID, sequence: sequence, sendTimeNanoseconds: sendTime, stage: self.stage)
                 .encode(to: &state.scratch)
+            guard let socket = state.socket else {
+                for outlet in state.outlets ?? [] {
+                    outlet.deliver(
+                        topic: EnvelopeHeader.heartbeatTopic, bytes: state.scratch.bytes,
+                        headerSize: state.scratch.bytes.count)
+                }
+                return
+            }
             // A full queue or a missing peer is not an error for a heartbeat.
             try? Self.send(
                 socket, topic: EnvelopeHeader.heartbeatTopic, frames: state.scratch.bytes,
@@ -196,6 +237,8 @@ public final class BusPublisher: MessagePublisher, Sendable {
             if lingerMilliseconds > 0 { try? state.socket?.setOption(ZMQOption.linger, lingerMilliseconds) }
             state.socket?.close()
             state.socket = nil
+            for outlet in state.outlets ?? [] { outlet.isBound = false }
+            state.outlets = nil
         }
         // Stopping leaves nothing behind: the socket files go, unless another publisher has bound them since.
         for file in self.socketFiles { file.removeIfStillOurs() }

@@ -203,9 +203,11 @@ public final class BusSubscriber: AsyncSequence, Sendable {
     private let stopFlag = Atomic<Bool>(false)
     private let finishedFlag = Mutex(false)
     private let threadDone = DispatchSemaphore(value: 0)
-    /// The receive thread as a task executor: consume this subscriber inside
+    /// The receive thread (or the hub's thread) as a task executor: consume this subscriber inside
     /// `withTaskExecutorPreference(subscriber.executor)` to receive without a thread switch.
-    public let executor = ReceiveExecutor()
+    public let executor: ReceiveExecutor
+    /// In memory: takes this subscriber off its hub.
+    private let detach = Mutex<(@Sendable () -> Void)?>(nil)
 
     /// Connects to every endpoint and starts the receive thread.
     public init(
@@ -254,14 +256,46 @@ public final class BusSubscriber: AsyncSequence, Sendable {
             throw error
         }
         self.endpoints = endpoints
+        self.presenceState = Self.presence(endpoints, options: options)
+        self.queue = Self.queue(options)
+        self.executor = ReceiveExecutor()
+        let receiver = Receiver(
+            subscriber: self, sockets: sockets, monitors: monitors, endpoints: endpoints, options: options,
+            executor: self.executor, logger: logger)
+        SystemThread.start(name: "bus-receive") { receiver.run() }
+    }
+
+    /// Connects to every endpoint of `hub` (stages composed in one process): messages arrive in memory, from their
+    /// sender's call, with the same checks (sender, header, payload, sequence, liveness) and the same queues. The
+    /// consumer runs on the hub's thread: consume inside `withTaskExecutorPreference(subscriber.executor)`.
+    public init(
+        hub: DirectHub, connect endpoints: [String], options: SubscriberOptions = SubscriberOptions(),
+        logger: Logger = Logger(label: "hapticnav.bus")
+    ) {
+        self.endpoints = endpoints
+        self.presenceState = Self.presence(endpoints, options: options)
+        self.queue = Self.queue(options)
+        self.executor = hub.executor
+        let receiver = Receiver(
+            subscriber: self, sockets: [], monitors: [], endpoints: endpoints, options: options,
+            executor: hub.executor, logger: logger, inMemory: true)
+        let inlet = DirectInlet(receiver: receiver, options: options)
+        hub.connect(inlet, to: endpoints)
+        self.detach.withLock { $0 = { hub.disconnect(inlet) } }
+    }
+
+    private static func presence(_ endpoints: [String], options: SubscriberOptions) -> Mutex<[PublisherPresence]> {
         let started = SystemClock.monotonicNanoseconds()
-        self.presenceState = Mutex(
+        return Mutex(
             endpoints.map {
                 PublisherPresence(
                     endpoint: $0, stage: options.expectedStages[$0] ?? "", alive: false, everHeard: false,
                     sinceNanoseconds: started)
             })
-        self.queue = EventQueue(
+    }
+
+    private static func queue(_ options: SubscriberOptions) -> EventQueue {
+        EventQueue(
             defaultLimits: .init(
                 highWaterMark: Swift.max(1, options.defaultTopicOptions.highWaterMark),
                 conflate: options.defaultTopicOptions.conflate,
@@ -271,10 +305,6 @@ public final class BusSubscriber: AsyncSequence, Sendable {
                     highWaterMark: Swift.max(1, $0.highWaterMark), conflate: $0.conflate,
                     waitsWhenFull: $0.waitsWhenFull)
             })
-        let receiver = Receiver(
-            subscriber: self, sockets: sockets, monitors: monitors, endpoints: endpoints, options: options,
-            executor: self.executor, logger: logger)
-        SystemThread.start(name: "bus-receive") { receiver.run() }
     }
 
     deinit {
@@ -310,8 +340,12 @@ public final class BusSubscriber: AsyncSequence, Sendable {
             return closed
         }
         guard !alreadyClosed else { return }
-        self.stopFlag.store(true, ordering: .releasing)
-        _ = self.threadDone.wait(timeout: .now() + 2)
+        if let detach = self.detach.withLock({ $0 }) {
+            detach()
+        } else {
+            self.stopFlag.store(true, ordering: .releasing)
+            _ = self.threadDone.wait(timeout: .now() + 2)
+        }
         self.queue.finish()
     }
 
@@ -357,8 +391,8 @@ public final class BusSubscriber: AsyncSequence, Sendable {
     }
 }
 
-/// The receive thread's state; lives on that thread only.
-private final class Receiver: @unchecked Sendable {
+/// The receive thread's state; lives on that thread only (in memory: used under its inlet's lock).
+final class Receiver: @unchecked Sendable {
     private struct Liveness {
         var stage: String = ""
         var lastSeenNanoseconds: Int64 = 0
@@ -379,6 +413,8 @@ private final class Receiver: @unchecked Sendable {
     private let executor: ReceiveExecutor
     private let logger: Logger
     private var liveness: [Liveness]
+    /// Messages are handed over in memory by their sender (``DirectHub``), not read from sockets by this thread.
+    private let inMemory: Bool
     private struct StreamKey: Hashable {
         var socketIndex: Int
         var stage: String
@@ -395,8 +431,9 @@ private final class Receiver: @unchecked Sendable {
 
     init(
         subscriber: BusSubscriber, sockets: [ZMQSocket], monitors: [ZMQSocket], endpoints: [String],
-        options: SubscriberOptions, executor: ReceiveExecutor, logger: Logger
+        options: SubscriberOptions, executor: ReceiveExecutor, logger: Logger, inMemory: Bool = false
     ) {
+        self.inMemory = inMemory
         self.subscriber = subscriber
         self.executor = executor
         self.sockets = sockets
@@ -405,8 +442,8 @@ private final class Receiver: @unchecked Sendable {
         self.expectedStages = endpoints.map { options.expectedStages[$0] }
         self.options = options
         self.logger = logger
-        self.liveness = Array(repeating: Liveness(), count: sockets.count)
-        self.handshakeSettled = Array(repeating: false, count: sockets.count)
+        self.liveness = Array(repeating: Liveness(), count: endpoints.count)
+        self.handshakeSettled = Array(repeating: false, count: endpoints.count)
     }
 
     func run() {
@@ -417,7 +454,6 @@ private final class Receiver: @unchecked Sendable {
             self.executor.retire()
             self.subscriber.receiverFinished()
         }
-        let timeout = Int64(self.options.livenessTimeoutSeconds * 1e9)
         var pollSet = PollSet(sockets: self.sockets + self.monitors, wake: self.executor.wakeDescriptor)
         while !self.subscriber.isStopping {
             do {
@@ -452,19 +488,25 @@ private final class Receiver: @unchecked Sendable {
                         "cannot connect again to \(self.endpoints[index]): \(ZMQError(operation: "zmq_connect"))")
                 }
             }
-            for index in self.liveness.indices where self.liveness[index].alive {
-                let silence = now - self.liveness[index].lastSeenNanoseconds
-                if silence > timeout {
-                    self.liveness[index].alive = false
-                    self.subscriber.notePresence(
-                        socketIndex: index, stage: self.liveness[index].stage, alive: false,
-                        at: self.liveness[index].lastSeenNanoseconds)
-                    self.subscriber.deliver(
-                        .publisherLost(
-                            endpoint: self.endpoints[index], stage: self.liveness[index].stage,
-                            silenceSeconds: Double(silence) / 1e9),
-                        topic: nil)
-                }
+            self.checkLiveness(now: now)
+        }
+    }
+
+    /// Says so for each publisher silent for longer than the liveness timeout.
+    func checkLiveness(now: Int64) {
+        let timeout = Int64(self.options.livenessTimeoutSeconds * 1e9)
+        for index in self.liveness.indices where self.liveness[index].alive {
+            let silence = now - self.liveness[index].lastSeenNanoseconds
+            if silence > timeout {
+                self.liveness[index].alive = false
+                self.subscriber.notePresence(
+                    socketIndex: index, stage: self.liveness[index].stage, alive: false,
+                    at: self.liveness[index].lastSeenNanoseconds)
+                self.subscriber.deliver(
+                    .publisherLost(
+                        endpoint: self.endpoints[index], stage: self.liveness[index].stage,
+                        silenceSeconds: Double(silence) / 1e9),
+                    topic: nil)
             }
         }
     }
@@ -493,67 +535,77 @@ private final class Receiver: @unchecked Sendable {
                 }
             }
             let topic = self.topicFrame.withBytes { String(decoding: $0, as: UTF8.self) }
-            let endpoint = self.endpoints[socketIndex]
-            if oversized {
-                self.drop(
-                    .init(reason: .oversized, detail: "a frame exceeds \(self.options.maximumFrameBytes) bytes"),
-                    topic: topic, endpoint: endpoint)
-                continue
-            }
-            let isHeartbeat = topic == EnvelopeHeader.heartbeatTopic
-            guard frameCount == 3 else {
-                self.drop(
-                    .init(reason: .malformed, detail: "\(frameCount) frames, expected 3"),
-                    topic: topic, endpoint: endpoint)
-                continue
-            }
-            do {
-                let header = try self.headerFrame.withBytes { bytes throws(DecodeFailure) in
-                    try Envelope.decodeHeader(bytes)
+            self.headerFrame.withBytes { header in
+                self.payloadFrame.withBytes { payload in
+                    self.accept(
+                        topic: topic, frameCount: frameCount, oversized: oversized, header: header, payload: payload,
+                        socketIndex: socketIndex, receiveTime: receiveTime, receiveMonotonic: receiveMonotonic)
                 }
-                if let expected = self.expectedStages[socketIndex], header.stage != expected {
+            }
+        }
+    }
+
+    /// Checks one message (its sender, header, payload and sequence) and hands it to the consumer, or counts and
+    /// drops it: the same checks whichever transport brought it.
+    func accept(
+        topic: String, frameCount: Int, oversized: Bool, header headerBytes: UnsafeRawBufferPointer,
+        payload payloadBytes: UnsafeRawBufferPointer, socketIndex: Int, receiveTime: Int64, receiveMonotonic: Int64
+    ) {
+        let endpoint = self.endpoints[socketIndex]
+        if oversized {
+            self.drop(
+                .init(reason: .oversized, detail: "a frame exceeds \(self.options.maximumFrameBytes) bytes"),
+                topic: topic, endpoint: endpoint)
+            return
+        }
+        let isHeartbeat = topic == EnvelopeHeader.heartbeatTopic
+        guard frameCount == 3 else {
+            self.drop(
+                .init(reason: .malformed, detail: "\(frameCount) frames, expected 3"),
+                topic: topic, endpoint: endpoint)
+            return
+        }
+        do {
+            let header = try Envelope.decodeHeader(headerBytes)
+            if let expected = self.expectedStages[socketIndex], header.stage != expected {
+                throw DecodeFailure(
+                    reason: .unexpectedSender,
+                    detail: "sent by stage '\(header.stage.prefix(64))', where only '\(expected)' publishes")
+            }
+            self.noteAlive(socketIndex: socketIndex, stage: header.stage)
+            if isHeartbeat {
+                guard header.typeID == EnvelopeHeader.heartbeatTypeID else {
                     throw DecodeFailure(
-                        reason: .unexpectedSender,
-                        detail: "sent by stage '\(header.stage.prefix(64))', where only '\(expected)' publishes")
+                        reason: .malformed, detail: "type id \(header.typeID) on the heartbeat topic")
                 }
-                self.noteAlive(socketIndex: socketIndex, stage: header.stage)
-                if isHeartbeat {
-                    guard header.typeID == EnvelopeHeader.heartbeatTypeID else {
-                        throw DecodeFailure(
-                            reason: .malformed, detail: "type id \(header.typeID) on the heartbeat topic")
-                    }
-                    self.subscriber.count { $0.heartbeats = $0.heartbeats.addingClamped(1) }
-                    continue
-                }
-                let message = try self.payloadFrame.withBytes { bytes throws(DecodeFailure) in
-                    try Envelope.decodePayload(topic: topic, header: header, payload: bytes)
-                }
-                let frames: RecordedMessage.Frames? =
-                    self.options.keepsFrames
-                    ? .init(
-                        header: self.headerFrame.withBytes { Array($0) },
-                        payload: self.payloadFrame.withBytes { Array($0) }) : nil
-                self.checkSequence(header, topic: topic, socketIndex: socketIndex)
-                self.subscriber.count { $0.received = $0.received.addingClamped(1) }
-                // A lossless input: the stage, which runs on this thread, makes room before the next message goes in.
-                while self.subscriber.mustWait(topic: topic) {
-                    self.executor.runPendingJobs()
-                    if self.subscriber.mustWait(topic: topic) { SystemThread.sleep(seconds: 0.00005) }
-                }
-                self.subscriber.deliver(
-                    .message(
-                        ReceivedMessage(
-                            header: header, message: message, endpoint: endpoint,
-                            receiveTimeNanoseconds: receiveTime,
-                            receiveMonotonicNanoseconds: receiveMonotonic, frames: frames)),
-                    topic: topic)
-                // A consumer on this thread's executor handles it now, before the next receive.
-                self.executor.runPendingJobs()
-            } catch let failure as DecodeFailure {
-                self.drop(failure, topic: topic, endpoint: endpoint)
-            } catch {
-                self.drop(.init(reason: .malformed, detail: "\(error)"), topic: topic, endpoint: endpoint)
+                self.subscriber.count { $0.heartbeats = $0.heartbeats.addingClamped(1) }
+                return
             }
+            let message = try Envelope.decodePayload(topic: topic, header: header, payload: payloadBytes)
+            let frames: RecordedMessage.Frames? =
+                self.options.keepsFrames ? .init(header: Array(headerBytes), payload: Array(payloadBytes)) : nil
+            self.checkSequence(header, topic: topic, socketIndex: socketIndex)
+            self.subscriber.count { $0.received = $0.received.addingClamped(1) }
+            // A lossless input: the stage, which runs on this thread, makes room before the next message goes in.
+            // (In memory the sender runs on that thread itself: the queue keeps its bound and counts what it drops.)
+            while !self.inMemory && self.subscriber.mustWait(topic: topic) {
+                self.executor.runPendingJobs()
+                if self.subscriber.mustWait(topic: topic) { SystemThread.sleep(seconds: 0.00005) }
+            }
+            self.subscriber.deliver(
+                .message(
+                    ReceivedMessage(
+                        header: header, message: message, endpoint: endpoint,
+                        receiveTimeNanoseconds: receiveTime,
+                        receiveMonotonicNanoseconds: receiveMonotonic, frames: frames)),
+                topic: topic)
+            // A consumer on this thread's executor handles it now, before the next receive (in memory: once the
+            // sender's job has returned).
+            if !self.inMemory { self.executor.runPendingJobs() }
+        } catch let failure as DecodeFailure {
+            self.drop(failure, topic: topic, endpoint: endpoint)
+        } catch {
+            self.drop(.init(reason: .malformed, detail: "\(error)"), topic: topic, endpoint: endpoint)
         }
     }
 

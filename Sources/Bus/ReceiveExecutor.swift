@@ -68,6 +68,17 @@ public final class ReceiveExecutor: TaskExecutor, @unchecked Sendable {
         self.ownerThread.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .relaxed)
     }
 
+    /// Jobs are waiting to run.
+    var hasPendingJobs: Bool {
+        self.state.withLock { !$0.jobs.isEmpty }
+    }
+
+    /// Wakes the thread's poll.
+    func wake() {
+        var one: UInt8 = 1
+        _ = write(self.wakeWriteDescriptor, &one, 1)
+    }
+
     /// Empties the wake pipe.
     func acknowledgeWake() {
         var buffer = [UInt8](repeating: 0, count: 256)

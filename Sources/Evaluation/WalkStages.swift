@@ -10,22 +10,15 @@ public enum StageComposition: Sendable {
     /// Each stage its own process (`hapticnav stage NAME --config FILE`) on ipc:// sockets, as a lab runs them.
     case processes
     /// Composed in this process, as ROS 2 composes nodes: `run` runs the named stage of the config file on the
-    /// given context (every ipc:// endpoint the inproc:// one of the same name) until its task is cancelled. The
-    /// same stage code, message encoding, sequence numbers and time checks, without a process or a kernel socket
-    /// between them.
-    case inProcess(run: @Sendable (_ stage: String, _ configFile: String, _ context: ZMQContext) async throws -> Void)
+    /// walk's hub until its task is cancelled. The same stage code, message encoding, sequence numbers and time
+    /// checks, in memory: no process, no socket, no thread switch between them.
+    case inProcess(run: @Sendable (_ stage: String, _ configFile: String, _ hub: DirectHub) async throws -> Void)
 
     /// Whether the stages share this process.
     public var isComposed: Bool {
         if case .inProcess = self { return true }
         return false
     }
-}
-
-extension WalkerEvaluation {
-    /// The context every composed walk's sockets share (inproc:// reaches only its own context's sockets); it lives as
-    /// long as the process.
-    static let composedContext = ZMQContext()
 }
 
 /// One walk's stages, started as the composition says and stopped when the walk ends.
@@ -45,7 +38,7 @@ final class WalkStages {
 
     init(
         _ composition: StageComposition, names: [String], configFile: String, executable: String,
-        context: ZMQContext
+        hub: DirectHub?
     ) throws {
         switch composition {
         case .processes:
@@ -68,14 +61,15 @@ final class WalkStages {
             self.processes = processes
             self.tasks = []
         case let .inProcess(run):
+            guard let hub else { throw WalkerEvaluation.Failure(description: "composed stages need a hub") }
             self.processes = []
             let ended = self.ended
             let done = self.done
             self.tasks = names.map { name in
-                Task {
+                Task(executorPreference: hub.executor) {
                     defer { done.count.add(1, ordering: .relaxed) }
                     do {
-                        try await run(name, configFile, context)
+                        try await run(name, configFile, hub)
                         ended.list.withLock { $0.append("\(name): ended") }
                     } catch {
                         if !Task.isCancelled {

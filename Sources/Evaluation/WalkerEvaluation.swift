@@ -567,32 +567,52 @@ public enum WalkerEvaluation {
             to: configFile, folder: run, destination: pair.destination, offsetDegrees: calibrated, session: session,
             metadata: given?.metadata ?? [])
 
-        // Composed stages share this process's context for their in-memory sockets; processes each have their own.
-        let composed = setup.composition.isComposed
-        let context = composed ? Self.composedContext : ZMQContext()
-        defer { if !composed { context.terminate() } }
-        let endpoint = { (name: String) in
-            composed ? BusEndpoint.inProcess("ipc://\(run)/\(name).sock") : "ipc://\(run)/\(name).sock"
+        // Composed, a hub of the walk's own carries the bus in memory and its thread runs the stages and this
+        // harness: a message costs no thread switch. As processes, each has its own context and sockets.
+        let hub = setup.composition.isComposed ? DirectHub() : nil
+        defer { hub?.close() }
+        return try await withTaskExecutorPreference(hub?.executor) {
+            try await Self.lockstep(
+                setup, template: template, graph: graph, kind: kind, route: index, pair: pair, seed: seed,
+                condition: condition, run: run, configFile: configFile, session: session, calibrated: calibrated,
+                random: &random, hub: hub)
         }
+    }
+
+    /// A walk with its stages running: started, probed, then stepped in lockstep with simulated time until the
+    /// arrival cue or the time limit; its figures.
+    private static func lockstep(
+        _ setup: Setup, template: StageTemplate, graph: WalkingGraph?, kind: ParticipantKind, route index: Int,
+        pair: (origin: Coordinate, destination: Coordinate), seed: UInt64, condition: Condition, run: String,
+        configFile: String, session: String?, calibrated: Double, random: inout SeededGenerator, hub: DirectHub?
+    ) async throws -> Walk {
+        let context = hub?.context ?? ZMQContext()
+        defer { if hub == nil { context.terminate() } }
+        let endpoint = { (name: String) in "ipc://\(run)/\(name).sock" }
         // Lossless: it counts the stages that read it, and a walk's message waits for room rather than being lost.
         var sourceOptions = PublisherOptions()
         sourceOptions.lossless = true
-        let source = try BusPublisher(
-            context: context, bind: [endpoint("source")], stage: "source", options: sourceOptions)
+        let source =
+            try hub.map {
+                try BusPublisher(hub: $0, bind: [endpoint("source")], stage: "source", options: sourceOptions)
+            }
+            ?? BusPublisher(context: context, bind: [endpoint("source")], stage: "source", options: sourceOptions)
         defer { source.close() }
         let stages = try WalkStages(
             setup.composition,
             names: [template.haptic, template.route, template.smoother]
                 + (session == nil ? [] : ["recorder"]),
-            configFile: configFile, executable: setup.executable, context: context)
+            configFile: configFile, executable: setup.executable, hub: hub)
         defer { stages.stop() }
-        let subscriber = try BusSubscriber(
-            context: context, connect: [template.smoother, template.route, template.haptic].map(endpoint),
-            options: SubscriberOptions(topics: ["smoothed", "target", "route", "cue"]))
+        let inputs = [template.smoother, template.route, template.haptic].map(endpoint)
+        let topics = SubscriberOptions(topics: ["smoothed", "target", "route", "cue"])
+        let subscriber =
+            try hub.map { BusSubscriber(hub: $0, connect: inputs, options: topics) }
+            ?? BusSubscriber(context: context, connect: inputs, options: topics)
         defer { subscriber.close() }
         let inbox = Inbox()
         let (changed, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        let reader = Task.detached {
+        let reader = Task.detached(executorPreference: hub?.executor) {
             for await event in subscriber {
                 switch event {
                 case let .message(received):
@@ -615,7 +635,7 @@ public enum WalkerEvaluation {
         }
         defer { reader.cancel() }
         // Wakes the loop at least every 20 ms, so that a wait can end on its deadline.
-        let ticker = Task.detached {
+        let ticker = Task.detached(executorPreference: hub?.executor) {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(20))
                 signal.yield()
@@ -707,7 +727,8 @@ public enum WalkerEvaluation {
                 guard
                     let graph,
                     let walker = NetworkParticipant(
-                        graph: graph, at: pair.origin, facing: heading, behaviour: setup.behaviour, rules: setup.rules)
+                        graph: graph, at: pair.origin, facing: heading, behaviour: setup.behaviour,
+                        rules: setup.rules)
                 else { throw Failure(description: "route \(index + 1): no walkable way within 250 m of its start") }
                 return walker
             }
@@ -751,7 +772,8 @@ public enum WalkerEvaluation {
                 try await source.publish(.fix(fix))
                 // The target, and the smoothed fix it came from (on another connection, it may come after it).
                 if await !wait(
-                    seconds: 5, until: { inbox.state.withLock { $0.targets[time] != nil && $0.smoothed[time] != nil } })
+                    seconds: 5,
+                    until: { inbox.state.withLock { $0.targets[time] != nil && $0.smoothed[time] != nil } })
                 {
                     timeouts += 1
                     try Self.checkAnswering(timeouts)

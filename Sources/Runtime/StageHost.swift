@@ -17,24 +17,25 @@ import Stages
 public import Evaluation
 
 /// Where a stage runs: its own process (`hapticnav run`, `hapticnav stage`), or composed with others in one process,
-/// as ROS 2 composes nodes: the same stage code, message encoding, sequence numbers and time checks, over ZeroMQ's
-/// in-memory transport.
+/// as ROS 2 composes nodes: the same stage code, message encoding, sequence numbers and time checks, over the bus in
+/// memory (``DirectHub``).
 public struct StageHosting: Sendable {
-    /// The context the stage's sockets are made in: composed stages share one (inproc:// reaches only its own
-    /// sockets), which its owner terminates; nil for a context of the stage's own.
-    public var context: ZMQContext?
+    /// The hub composed stages share, whose thread runs them; nil for a stage that is its own process.
+    public var hub: DirectHub?
 
     /// A stage that is its process: its own context, stopped by SIGTERM and SIGINT, and by its launcher's end.
-    public static let ownProcess = StageHosting(context: nil)
+    public static let ownProcess = StageHosting(hub: nil)
 
-    /// A stage composed in this process on `context`: every `ipc://` endpoint of the config is the `inproc://`
-    /// endpoint of the same name; the stage stops when its task is cancelled (signals are the process's own).
-    public static func composed(on context: ZMQContext) -> StageHosting { StageHosting(context: context) }
+    /// A stage composed in this process on `hub`: its bus endpoints are names on the hub (nothing is bound in the
+    /// file system or the network), it runs on the hub's thread, and it stops when its task is cancelled (signals
+    /// are the process's own).
+    public static func composed(on hub: DirectHub) -> StageHosting { StageHosting(hub: hub) }
 
     /// Whether the stage is composed with others in this process.
-    public var isComposed: Bool { self.context != nil }
+    public var isComposed: Bool { self.hub != nil }
 
-    /// The endpoint a config's endpoint is reached at.
+    /// Where an endpoint off the bus (a sink's control listener) is reached: composed, the `inproc://` endpoint of
+    /// the same name in the hub's context.
     public func endpoint(_ endpoint: String) -> String {
         self.isComposed ? BusEndpoint.inProcess(endpoint) : endpoint
     }
@@ -49,18 +50,13 @@ public enum StageHost {
     ) async throws {
         var logger = logger
         logger[metadataKey: "stage"] = "\(given.name)"
-        var stage = given
-        stage.publish = stage.publish.map(hosting.endpoint)
-        stage.inputs = stage.inputs.map(hosting.endpoint)
-        // Who publishes where, under the endpoints the stage now uses: messages from anyone else are refused.
-        stage.inputStages = Dictionary(
-            stage.inputStages.map { (hosting.endpoint($0.key), $0.value) }, uniquingKeysWith: { first, _ in first })
+        let stage = given
         if hosting.isComposed, stage.key != nil {
             // In one process nothing crosses a host; the keys name endpoints this stage no longer uses.
             throw StageHostError.composedWithKeys(stage: stage.name)
         }
         let bus = pipeline.bus
-        let context = hosting.context ?? ZMQContext()
+        let context = hosting.hub?.context ?? ZMQContext()
         var publisher: BusPublisher?
         var subscriber: BusSubscriber?
         defer {
@@ -84,8 +80,12 @@ public enum StageHost {
             var options = bus.publisher
             options.curve = try LinkSecurity.publisherOptions(for: stage, in: pipeline)
             if options.curve != nil { zap = try context.zapHandler(logger: logger) }
-            publisher = try BusPublisher(
-                context: context, bind: stage.publish, stage: stage.name, options: options, logger: logger)
+            if let hub = hosting.hub {
+                publisher = try BusPublisher(hub: hub, bind: stage.publish, stage: stage.name, options: options)
+            } else {
+                publisher = try BusPublisher(
+                    context: context, bind: stage.publish, stage: stage.name, options: options, logger: logger)
+            }
         }
         if !stage.inputs.isEmpty {
             var options = bus.subscriber
@@ -93,7 +93,12 @@ public enum StageHost {
             options.expectedStages = stage.inputStages
             options.topics = stage.topics
             if stage.role == .recorder { options = options.recording() }
-            subscriber = try BusSubscriber(context: context, connect: stage.inputs, options: options, logger: logger)
+            if let hub = hosting.hub {
+                subscriber = BusSubscriber(hub: hub, connect: stage.inputs, options: options, logger: logger)
+            } else {
+                subscriber = try BusSubscriber(
+                    context: context, connect: stage.inputs, options: options, logger: logger)
+            }
         }
         // The bus's counters in the stage's status: what its input dropped, and the readers its publisher refused.
         let stageName = stage.name
@@ -242,7 +247,7 @@ public enum StageHost {
                 logger: logger))
         // A stage that reads the bus runs on its subscriber's receive thread: a message reaches it
         // without a thread switch (see ReceiveExecutor).
-        try await withTaskExecutorPreference(subscriber?.executor) {
+        try await withTaskExecutorPreference(subscriber?.executor ?? hosting.hub?.executor) {
             try await group.run()
         }
     }
@@ -250,22 +255,22 @@ public enum StageHost {
 
 extension StageComposition {
     /// A simulated walk's stages composed in this process by ``StageHost``, logging errors only.
-    public static let composedByStageHost = StageComposition.inProcess { name, file, context in
+    public static let composedByStageHost = StageComposition.inProcess { name, file, hub in
         var logger = Logger(label: "eval.\(name)")
         logger.logLevel = .error
-        try await StageHost.runComposed(stage: name, configFile: file, context: context, logger: logger)
+        try await StageHost.runComposed(stage: name, configFile: file, hub: hub, logger: logger)
     }
 }
 
 extension StageHost {
-    /// Runs the stage `name` of the config `file` composed in this process on `context` (`eval walkers`' stages),
-    /// until its task is cancelled.
+    /// Runs the stage `name` of the config `file` composed in this process on `hub` (`eval walkers`' stages), until
+    /// its task is cancelled.
     public static func runComposed(
-        stage name: String, configFile file: String, context: ZMQContext, logger: Logger
+        stage name: String, configFile file: String, hub: DirectHub, logger: Logger
     ) async throws {
         let pipeline = try PipelineConfig.load(file: file, calibrationMayBeMissing: true)
         try await self.run(
-            stage: try pipeline.stage(named: name), in: pipeline, logger: logger, hosting: .composed(on: context))
+            stage: try pipeline.stage(named: name), in: pipeline, logger: logger, hosting: .composed(on: hub))
     }
 }
 

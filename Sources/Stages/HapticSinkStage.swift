@@ -230,7 +230,10 @@ where Input.Element == Arrival<SinkInput> {
             }
             group.addTask {
                 do {
-                    for try await arrival in self.input.cancelOnGracefulShutdown() { await self.handle(arrival) }
+                    // (Not `cancelOnGracefulShutdown()`, whose task of its own leaves the preferred thread per message.)
+                    try await cancelWhenGracefulShutdown {
+                        for try await arrival in self.input { await self.handle(arrival) }
+                    }
                 } catch {}
                 // Input ended or shutdown: stop everything, then the other tasks.
             }

@@ -226,8 +226,10 @@ where Input.Element == Arrival<SmoothedFix> {
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    for try await arrival in self.input.cancelOnGracefulShutdown() {
-                        try await self.handle(arrival)
+                    // Not the input's `cancelOnGracefulShutdown()`: that sequence reads its base in a task of its own,
+                    // which leaves the thread its reader prefers (a composed stage's hub) for every message.
+                    try await cancelWhenGracefulShutdown {
+                        for try await arrival in self.input { try await self.handle(arrival) }
                     }
                 }
                 group.addTask {

@@ -48,8 +48,9 @@ where Input.Element == Arrival<LocationFix> {
                     timeSeconds: self.time.wallSeconds(), stage: self.name,
                     health: .running, message: "smoothing")))
         do {
-            for try await arrival in self.input.cancelOnGracefulShutdown() {
-                try await self.handle(arrival)
+            // (Not `cancelOnGracefulShutdown()`, whose task of its own leaves the preferred thread per message.)
+            try await cancelWhenGracefulShutdown {
+                for try await arrival in self.input { try await self.handle(arrival) }
             }
         } catch is CancellationError {}
         try? await self.output.publish(
