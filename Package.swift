@@ -106,6 +106,7 @@ let package = Package(
                 "Devices", "Sinks", "Parsers", "Links", "Evaluation",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         // Evaluation and benchmarks: simulated walkers, smoother and guidance statistics, route benchmarks. The CLI
@@ -133,17 +134,22 @@ let package = Package(
         .testTarget(
             name: "LinksTests", dependencies: ["Links", "SystemIO", "NavCore", "TestSupport", "CPseudoTerminal"]),
         .testTarget(name: "EvaluationTests", dependencies: ["Evaluation", "NavCore"]),
-        .testTarget(name: "BusTests", dependencies: ["Bus", "NavCore", "Links", "TestSupport"]),
+        .testTarget(
+            name: "BusTests",
+            dependencies: [
+                "Bus", "NavCore", "Links", "TestSupport", .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(
             name: "RuntimeTests",
             dependencies: [
-                "Runtime", "Bus", "NavCore", "Stages", "SimSource", "Sinks", "Routers", "Parsers",
-                "TestSupport",
+                "Runtime", "Bus", "NavCore", "Stages", "SimSource", "Sinks", "Routers", "Parsers", "Evaluation",
+                "Links", "TestSupport", .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
         .testTarget(
             name: "DevicesTests",
             dependencies: [
-                "Devices", "Stages", "NavCore", "TestSupport",
+                "Devices", "Stages", "NavCore", "Links", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
@@ -169,5 +175,6 @@ where target.type != .system && !["CPseudoTerminal", "CEmergencyStop", "CXMLSAX"
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     settings.append(.enableUpcomingFeature("InternalImportsByDefault"))
+    settings.append(.enableUpcomingFeature("MemberImportVisibility"))
     target.swiftSettings = settings
 }

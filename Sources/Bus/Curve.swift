@@ -1,3 +1,4 @@
+import NavCore
 import CZeroMQ
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import Stages
 import Glibc
 #endif
 import LocationSources

@@ -1,3 +1,4 @@
+import UnixSignals
 public import Bus
 #if canImport(FoundationEssentials)
 import FoundationEssentials

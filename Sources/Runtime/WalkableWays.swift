@@ -1,4 +1,5 @@
 #if canImport(FoundationEssentials)
+import Parsers
 import FoundationEssentials
 #else
 import Foundation

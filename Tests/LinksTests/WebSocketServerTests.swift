@@ -1,3 +1,4 @@
+import NavCore
 import Foundation
 import Synchronization
 @testable import Links

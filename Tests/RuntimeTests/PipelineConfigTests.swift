@@ -1,3 +1,5 @@
+import Stages
+import Logging
 import Bus
 import Foundation
 import NavCore

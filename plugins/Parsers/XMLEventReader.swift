@@ -1,4 +1,5 @@
 internal import CXMLSAX
+import NavCore
 import SystemIO
 #if canImport(FoundationEssentials)
 public import FoundationEssentials

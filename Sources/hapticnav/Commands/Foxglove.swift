@@ -1,3 +1,4 @@
+import Logging
 import ArgumentParser
 import Bus
 #if canImport(FoundationEssentials)

@@ -1,3 +1,4 @@
+import Parsers
 import ArgumentParser
 import Bus
 import Logging
