@@ -48,7 +48,7 @@ let package = Package(
         // Plugins: one target per swappable part.
         .target(
             name: "SimSource",
-            dependencies: ["NavCore", "Parsers"],
+            dependencies: ["MapFiles", "NavCore", "Parsers"],
             path: "plugins/SimSource"
         ),
         // libxml2, reached through the system library (Debian: libxml2-dev), and the parsers plugins share.
@@ -57,14 +57,21 @@ let package = Package(
             linkerSettings: [.linkedLibrary("xml2")]),
         // zlib (Debian: zlib1g-dev), for the compressed blocks of OpenStreetMap PBF files.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
-        // The readers plugins share (GPX, OSM XML and PBF, route files, timestamps), over libxml2 where XML: beneath
-        // the plugins.
-        .target(name: "Parsers", dependencies: ["NavCore", "CXMLSAX", "CZlib", "SystemIO"], path: "plugins/Parsers"),
+        // The readers plugins share (GPX, receivers' logs, route files, timestamps, input files), over libxml2 where
+        // XML: beneath the plugins.
+        .target(name: "Parsers", dependencies: ["NavCore", "CXMLSAX", "SystemIO"], path: "plugins/Parsers"),
+        // Maps: OpenStreetMap XML and PBF, and the walking graph's cache.
+        .target(name: "MapFiles", dependencies: ["NavCore", "Parsers", "CZlib", "SystemIO"], path: "plugins/MapFiles"),
+        // Sessions: MCAP files (written and read) and the session folders around them.
+        .target(
+            name: "SessionFiles", dependencies: ["NavCore", "Parsers", "CZlib", "SystemIO"],
+            path: "plugins/SessionFiles"),
         // Byte streams to devices and servers (TCP, serial, pty), read on their own threads.
         .target(name: "Links", dependencies: ["NavCore", "SystemIO"], path: "plugins/Links"),
         .target(
             name: "LocationSources",
             dependencies: [
+                "SessionFiles",
                 "NavCore", "Links", "Parsers", "SystemIO", .product(name: "Logging", package: "swift-log"),
             ],
             path: "plugins/LocationSources"
@@ -76,7 +83,7 @@ let package = Package(
         ),
         .target(
             name: "Routers",
-            dependencies: ["NavCore", "Parsers", "Links", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["MapFiles", "NavCore", "Parsers", "Links", .product(name: "Logging", package: "swift-log")],
             path: "plugins/Routers"
         ),
         // posix_openpt and friends, which Swift's Glibc module leaves out.
@@ -93,7 +100,9 @@ let package = Package(
         ),
         .target(
             name: "Sinks",
-            dependencies: ["NavCore", "Parsers", "SystemIO", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "SessionFiles", "NavCore", "Parsers", "SystemIO", .product(name: "Logging", package: "swift-log"),
+            ],
             path: "plugins/Sinks"
         ),
 
@@ -101,6 +110,7 @@ let package = Package(
         .target(
             name: "Runtime",
             dependencies: [
+                "SessionFiles",
                 "NavCore", "Bus", "CSpawn", "SystemIO", "Stages", "SimSource", "LocationSources", "Smoothers",
                 "Routers",
                 "Devices", "Sinks", "Parsers", "Links", "Evaluation",
@@ -114,6 +124,7 @@ let package = Package(
         .target(
             name: "Evaluation",
             dependencies: [
+                "MapFiles",
                 "NavCore", "Bus", "CZeroMQ", "SystemIO", "Routers", "Parsers", "Devices", "Links",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -121,6 +132,7 @@ let package = Package(
         .executableTarget(
             name: "hapticnav",
             dependencies: [
+                "MapFiles", "SessionFiles",
                 "Runtime", "Evaluation", "Bus", "NavCore", "SystemIO", "LocationSources", "Parsers", "Devices",
                 "Routers",
                 "Stages", "Sinks",
@@ -142,6 +154,7 @@ let package = Package(
         .testTarget(
             name: "RuntimeTests",
             dependencies: [
+                "SessionFiles",
                 "Runtime", "Bus", "NavCore", "Stages", "SimSource", "Sinks", "Routers", "Parsers", "Evaluation",
                 "Links", "TestSupport", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -153,7 +166,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
-            name: "RoutersTests", dependencies: ["Routers", "Parsers", "Evaluation", "NavCore", "TestSupport"]),
+            name: "RoutersTests",
+            dependencies: ["MapFiles", "Routers", "Parsers", "Evaluation", "NavCore", "TestSupport"]),
         .testTarget(
             name: "LocationSourcesTests",
             dependencies: [
@@ -164,6 +178,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
+                "SessionFiles",
                 "Bus", "NavCore", "Parsers", "TestSupport", "Devices", "Runtime",
                 .product(name: "Logging", package: "swift-log"),
             ]),

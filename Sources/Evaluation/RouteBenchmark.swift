@@ -1,3 +1,4 @@
+import MapFiles
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

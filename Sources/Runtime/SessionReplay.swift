@@ -1,3 +1,4 @@
+public import SessionFiles
 public import Bus
 public import NavCore
 public import Parsers

@@ -1,3 +1,4 @@
+import SessionFiles
 import Bus
 import Foundation
 import NavCore

@@ -1,3 +1,4 @@
+import MapFiles
 import Foundation
 import Evaluation
 import NavCore

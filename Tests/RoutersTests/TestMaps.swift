@@ -1,3 +1,4 @@
+import MapFiles
 import Foundation
 import NavCore
 import Parsers

@@ -1,3 +1,4 @@
+import SessionFiles
 import Foundation
 import Logging
 import NavCore

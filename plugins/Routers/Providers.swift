@@ -1,3 +1,4 @@
+public import MapFiles
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
 #else

@@ -1,3 +1,4 @@
+import MapFiles
 import Parsers
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,4 @@
+import SessionFiles
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

@@ -1,3 +1,4 @@
+import SessionFiles
 import ArgumentParser
 import Bus
 #if canImport(FoundationEssentials)

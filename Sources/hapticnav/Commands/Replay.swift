@@ -1,3 +1,4 @@
+import SessionFiles
 import Parsers
 import ArgumentParser
 import Bus

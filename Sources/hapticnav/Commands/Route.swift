@@ -1,3 +1,4 @@
+import MapFiles
 import ArgumentParser
 import Bus
 #if canImport(FoundationEssentials)

@@ -1,3 +1,4 @@
+import Parsers
 public import NavCore
 import SystemIO
 
