@@ -106,10 +106,17 @@ let package = Package(
             path: "plugins/Sinks"
         ),
 
+        // The session tools: a session's report, its export (CSV, GPX, GeoJSON, MCAP for Foxglove), the live monitor.
+        .target(
+            name: "SessionTools",
+            dependencies: ["NavCore", "Bus", "Parsers", "SessionFiles", "Stages", "SystemIO"]
+        ),
+
         // Config loading, plugin registry, process launcher, one ServiceGroup per process.
         .target(
             name: "Runtime",
             dependencies: [
+                "SessionTools",
                 "SessionFiles",
                 "NavCore", "Bus", "CSpawn", "SystemIO", "Stages", "SimSource", "LocationSources", "Smoothers",
                 "Routers",
@@ -132,6 +139,7 @@ let package = Package(
         .executableTarget(
             name: "hapticnav",
             dependencies: [
+                "SessionTools",
                 "MapFiles", "SessionFiles",
                 "Runtime", "Evaluation", "Bus", "NavCore", "SystemIO", "LocationSources", "Parsers", "Devices",
                 "Routers",
@@ -154,6 +162,7 @@ let package = Package(
         .testTarget(
             name: "RuntimeTests",
             dependencies: [
+                "SessionTools",
                 "SessionFiles",
                 "Runtime", "Bus", "NavCore", "Stages", "SimSource", "Sinks", "Routers", "Parsers", "Evaluation",
                 "Links", "TestSupport", .product(name: "Logging", package: "swift-log"),
@@ -178,6 +187,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
+                "SessionTools",
                 "SessionFiles",
                 "Bus", "NavCore", "Parsers", "TestSupport", "Devices", "Runtime",
                 .product(name: "Logging", package: "swift-log"),

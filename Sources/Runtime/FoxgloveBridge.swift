@@ -1,3 +1,4 @@
+import SessionTools
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

@@ -1,3 +1,4 @@
+public import SessionTools
 public import Evaluation
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -366,7 +367,7 @@ public enum StudyReport {
                 return "\(decimal(x, 1)),\(decimal(y, 1))"
             }.joined(separator: " ")
         }
-        var body = ways.map { WalkableWays.path($0, xy: xy, bounds: (width, height)) } ?? ""
+        var body = ways.map { WaysDrawing.path($0, xy: xy, bounds: (width, height)) } ?? ""
         if let line = mine.first?.routePoints, !line.isEmpty {
             body +=
                 "<polyline class=\"route\" points=\"\(polyline(line))\" fill=\"none\" stroke=\"#9aa\" stroke-width=\"7\" stroke-linejoin=\"round\"/>"

@@ -1,3 +1,4 @@
+@testable import SessionTools
 import Bus
 import NavCore
 import Runtime

@@ -1,3 +1,4 @@
+@testable import SessionTools
 import Foundation
 import NavCore
 import Parsers

@@ -1,3 +1,4 @@
+@testable import SessionTools
 import SessionFiles
 import Foundation
 import NavCore

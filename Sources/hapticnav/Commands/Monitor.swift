@@ -1,3 +1,4 @@
+import SessionTools
 import ArgumentParser
 import Bus
 #if canImport(FoundationEssentials)

@@ -1,3 +1,4 @@
+import SessionTools
 import ArgumentParser
 import NavCore
 import Runtime

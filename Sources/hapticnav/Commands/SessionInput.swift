@@ -1,3 +1,4 @@
+import SessionTools
 import Runtime
 import SystemIO
 

@@ -1,8 +1,8 @@
 import SessionFiles
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
 import Parsers
 public import NavCore
@@ -84,7 +84,7 @@ public enum FoxgloveChannels {
     }
 
     /// A message as its channel's JSON; nil when it cannot be encoded.
-    static func encode(_ message: BusMessage, encoder: JSONEncoder) -> (Channel, [UInt8])? {
+    public static func encode(_ message: BusMessage, encoder: JSONEncoder) -> (Channel, [UInt8])? {
         let json: JSONValue
         switch message {
         case let .fix(fix):

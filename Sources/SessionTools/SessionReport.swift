@@ -229,7 +229,7 @@ public enum SessionReport {
             var body: [String] = []
             // The walkable ways under everything.
             if let ways {
-                body.append(WalkableWays.path(ways, xy: self.xy, bounds: (Self.width, Self.height)))
+                body.append(WaysDrawing.path(ways, xy: self.xy, bounds: (Self.width, Self.height)))
             }
             for (index, route) in session.routes.enumerated() {
                 let last = index == session.routes.count - 1
