@@ -129,8 +129,8 @@ where Input.Element == Arrival<SinkInput> {
     private var target: GuidanceTarget?
     private var failSafe: SinkFailSafe
     private var timeCheck: InputTimeCheck
-    /// The transport's counters for this stage's input (bad frames, gaps), for status.
-    private let inputCounters: @Sendable () -> [StatusCounter]
+    /// Its status: on every change, and every `statusIntervalSeconds` between.
+    private var reporter: StatusReporter<Output>
     private var selection = OutputSelection()
     private var active: Int? { self.selection.active }
     private var lastCue: HapticCue?
@@ -138,7 +138,6 @@ where Input.Element == Arrival<SinkInput> {
     private var cuesSent = 0
     /// The oldest input a cue was computed from, since the start [seconds]: the fail-safe keeps it within the limit.
     private var oldestInputActedOn = 0.0
-    private var lastStatus = -Double.infinity
     /// Magnetic headings turned true at the guidance target's position (a few metres from the walker).
     private var trueNorth = TrueNorth()
     /// Headings not acted on because their accuracy was worse than the limit [count].
@@ -160,7 +159,9 @@ where Input.Element == Arrival<SinkInput> {
         inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }
     ) {
         self.time = time
-        self.inputCounters = inputCounters
+        self.reporter = StatusReporter(
+            stage: name, output: output, time: time, intervalSeconds: options.statusIntervalSeconds,
+            inputCounters: inputCounters)
         self.name = name
         self.input = input
         self.output = output
@@ -181,7 +182,7 @@ where Input.Element == Arrival<SinkInput> {
     }
 
     private func status(_ health: StageHealth, _ message: String) async {
-        self.lastStatus = self.time.monotonicSeconds()
+        self.reporter.sent(at: self.time.monotonicSeconds())
         var counters = [
             StatusCounter(name: "cues", value: UInt64(self.cuesSent)),
             StatusCounter(name: "signalLost", value: UInt64(self.failSafe.signalLostCount)),
@@ -193,14 +194,8 @@ where Input.Element == Arrival<SinkInput> {
         counters.append(StatusCounter(name: "heading.inaccurate", value: self.inaccurateHeadings))
         counters.append(StatusCounter(name: "control.commands", value: self.controls))
         counters.append(StatusCounter(name: "stopped", value: self.stop == nil ? 0 : 1))
-        counters += self.trueNorth.statusCounters + self.timeCheck.statusCounters + self.inputCounters()
-        let drops = self.timeCheck.dropSummary
-        let message = drops.isEmpty ? message : "\(message); \(drops)"
-        try? await self.output.publish(
-            .status(
-                StageStatus(
-                    timeSeconds: self.time.wallSeconds(), stage: self.name, health: health,
-                    message: message, counters: counters)))
+        counters += self.trueNorth.statusCounters
+        try? await self.reporter.publish(health, message, counters: counters, timeCheck: self.timeCheck)
     }
 
     public func run() async throws {
@@ -393,7 +388,7 @@ where Input.Element == Arrival<SinkInput> {
     /// Checks for stale input and for the active device (exposed for tests).
     public func check() async {
         await self.apply(self.failSafe.evaluate(now: self.time.monotonicSeconds()))
-        if self.time.monotonicSeconds() - self.lastStatus >= self.options.statusIntervalSeconds {
+        if self.reporter.due(at: self.time.monotonicSeconds()) {
             let silent = self.failSafe.isSilent
             if self.stop != nil {
                 await self.status(

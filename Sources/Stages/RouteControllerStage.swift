@@ -152,8 +152,8 @@ where Input.Element == Arrival<SmoothedFix> {
     private var providerFailures = 0
     private let requests: AsyncStream<Request>
     private let requestSink: AsyncStream<Request>.Continuation
-    /// The transport's counters for this stage's input (bad frames, gaps), for status.
-    private let inputCounters: @Sendable () -> [StatusCounter]
+    /// Its status (sent as things change).
+    private let reporter: StatusReporter<Output>
     /// Its clocks: the wall clock dates status, the monotonic one times the target's repeat and a provider's answer.
     private let time: StageTime
 
@@ -165,7 +165,8 @@ where Input.Element == Arrival<SmoothedFix> {
     ) {
         precondition(!providers.isEmpty, "a route stage needs a provider")
         self.time = time
-        self.inputCounters = inputCounters
+        self.reporter = StatusReporter(
+            stage: name, output: output, time: time, intervalSeconds: .infinity, inputCounters: inputCounters)
         self.name = name
         self.input = input
         self.output = output
@@ -202,23 +203,21 @@ where Input.Element == Arrival<SmoothedFix> {
     private var providerList: String { self.providers.map(\.name).joined(separator: ", then ") }
 
     private func status(_ health: StageHealth, _ message: String) async throws {
-        try await self.output.publish(
-            .status(
-                StageStatus(
-                    timeSeconds: self.time.wallSeconds(), stage: self.name, health: health, message: message,
-                    counters: [
-                        StatusCounter(name: "routes", value: UInt64(self.routeID)),
-                        StatusCounter(name: "reroutes", value: UInt64(self.tracker.reroutes)),
-                        StatusCounter(name: "provider_failures", value: UInt64(self.providerFailures)),
-                        StatusCounter(name: "stale_answers", value: UInt64(self.staleAnswers)),
-                    ]
-                        + (self.matcher == nil
-                            ? []
-                            : [
-                                StatusCounter(name: "ways.matched", value: UInt64(self.matched)),
-                                StatusCounter(name: "ways.unmatched", value: UInt64(self.unmatched)),
-                            ])
-                        + self.timeCheck.statusCounters + self.inputCounters())))
+        try await self.reporter.publish(
+            health, message,
+            counters: [
+                StatusCounter(name: "routes", value: UInt64(self.routeID)),
+                StatusCounter(name: "reroutes", value: UInt64(self.tracker.reroutes)),
+                StatusCounter(name: "provider_failures", value: UInt64(self.providerFailures)),
+                StatusCounter(name: "stale_answers", value: UInt64(self.staleAnswers)),
+            ]
+                + (self.matcher == nil
+                    ? []
+                    : [
+                        StatusCounter(name: "ways.matched", value: UInt64(self.matched)),
+                        StatusCounter(name: "ways.unmatched", value: UInt64(self.unmatched)),
+                    ]),
+            timeCheck: self.timeCheck)
     }
 
     public func run() async throws {
@@ -263,7 +262,7 @@ where Input.Element == Arrival<SmoothedFix> {
             self.lastAttempt = -.infinity
         case .drop:
             if self.timeCheck.dropReportDue(at: arrival.receivedSeconds) {
-                try await self.status(.degraded, "guiding; \(self.timeCheck.dropSummary)")
+                try await self.status(.degraded, "guiding")
             }
             return
         }

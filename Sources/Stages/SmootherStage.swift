@@ -15,14 +15,10 @@ where Input.Element == Arrival<LocationFix> {
     private let output: Output
     private var filter: any SmoothingFilter
     private let logger: Logger
-    private let statusIntervalSeconds: Double
-    private var lastStatusTime = -Double.infinity
     private var loggedRejections: Set<FixRejection> = []
     private var timeCheck: InputTimeCheck
-    /// The transport's counters for this stage's input (bad frames, gaps), for status.
-    private let inputCounters: @Sendable () -> [StatusCounter]
-    /// The clocks its status is dated by.
-    private let time: StageTime
+    /// Its status, every `statusIntervalSeconds` of fix time.
+    private var reporter: StatusReporter<Output>
 
     /// Creates the stage.
     public init(
@@ -30,44 +26,31 @@ where Input.Element == Arrival<LocationFix> {
         statusIntervalSeconds: Double = 5, timeOptions: InputTimeGuard.Options = .init(latenessLimitSeconds: nil),
         inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }, time: StageTime = .system
     ) {
-        self.time = time
-        self.inputCounters = inputCounters
+        self.reporter = StatusReporter(
+            stage: name, output: output, time: time, intervalSeconds: statusIntervalSeconds,
+            inputCounters: inputCounters)
         self.timeCheck = InputTimeCheck(owner: "smoother '\(name)'", options: timeOptions, logger: logger)
         self.name = name
         self.input = input
         self.output = output
         self.filter = filter
         self.logger = logger
-        self.statusIntervalSeconds = statusIntervalSeconds
     }
 
     public func run() async throws {
-        try await self.output.publish(
-            .status(
-                StageStatus(
-                    timeSeconds: self.time.wallSeconds(), stage: self.name,
-                    health: .running, message: "smoothing")))
+        try await self.reporter.publish(.running, "smoothing", counters: [])
         do {
             // (Not `cancelOnGracefulShutdown()`, whose task of its own leaves the preferred thread per message.)
             try await cancelWhenGracefulShutdown {
                 for try await arrival in self.input { try await self.handle(arrival) }
             }
         } catch is CancellationError {}
-        try? await self.output.publish(
-            .status(
-                StageStatus(
-                    timeSeconds: self.time.wallSeconds(), stage: self.name,
-                    health: .stopping, message: self.message("stopped"),
-                    counters: self.counters)))
+        try? await self.status(.stopping, "stopped")
     }
 
-    private var counters: [StatusCounter] {
-        self.filter.statusCounters + self.timeCheck.statusCounters + self.inputCounters()
-    }
-
-    private func message(_ base: String) -> String {
-        let drops = self.timeCheck.dropSummary
-        return drops.isEmpty ? base : "\(base); \(drops)"
+    private func status(_ health: StageHealth, _ message: String) async throws {
+        try await self.reporter.publish(
+            health, message, counters: self.filter.statusCounters, timeCheck: self.timeCheck)
     }
 
     /// Smooths one fix (exposed for in-process composition and tests).
@@ -80,12 +63,7 @@ where Input.Element == Arrival<LocationFix> {
             self.filter.reset()
         case .drop:
             if self.timeCheck.dropReportDue(at: arrival.receivedSeconds) {
-                try await self.output.publish(
-                    .status(
-                        StageStatus(
-                            timeSeconds: self.time.wallSeconds(), stage: self.name,
-                            health: .degraded, message: self.message("smoothing"),
-                            counters: self.counters)))
+                try await self.status(.degraded, "smoothing")
             }
             return
         }
@@ -99,14 +77,8 @@ where Input.Element == Arrival<LocationFix> {
                 )
             }
         }
-        if fix.timeSeconds.isFinite, fix.timeSeconds - self.lastStatusTime >= self.statusIntervalSeconds {
-            self.lastStatusTime = fix.timeSeconds
-            try await self.output.publish(
-                .status(
-                    StageStatus(
-                        timeSeconds: self.time.wallSeconds(), stage: self.name,
-                        health: .running, message: "smoothing",
-                        counters: self.counters)))
+        if fix.timeSeconds.isFinite, self.reporter.due(at: fix.timeSeconds) {
+            try await self.status(.running, "smoothing")
         }
     }
 }

@@ -12,12 +12,12 @@ public actor SourceStage<Output: MessagePublisher>: Service {
     private let source: any MessageSource
     private let output: Output
     private let logger: Logger
-    private let statusIntervalSeconds: Double
+    /// Its status: on every change, and every `statusIntervalSeconds` between.
+    private var reporter: StatusReporter<Output>
     private var published: [BusMessage.Kind: UInt64] = [:]
     private let time: StageTime
-    /// When the source last emitted, and the last status was published [seconds, the stage's monotonic time].
+    /// When the source last emitted [seconds, the stage's monotonic time].
     private var lastEmission: Double
-    private var lastStatus: Double
     private let staleAfterSeconds: Double
     /// Magnetic headings are referred to true north here, with the latest fix; before the first fix they go out as
     /// magnetic (and say so), for the readers to correct or refuse.
@@ -31,13 +31,14 @@ public actor SourceStage<Output: MessagePublisher>: Service {
     ) {
         self.time = time
         self.lastEmission = time.monotonicSeconds()
-        self.lastStatus = time.monotonicSeconds()
         self.staleAfterSeconds = staleAfterSeconds
         self.name = name
         self.source = source
         self.output = output
         self.logger = logger
-        self.statusIntervalSeconds = statusIntervalSeconds
+        self.reporter = StatusReporter(
+            stage: name, output: output, time: time, intervalSeconds: statusIntervalSeconds,
+            firstDueAfterInterval: true)
     }
 
     private func count(_ kind: BusMessage.Kind) {
@@ -45,16 +46,12 @@ public actor SourceStage<Output: MessagePublisher>: Service {
         self.lastEmission = self.time.monotonicSeconds()
     }
 
-    private func status(_ health: StageHealth, _ message: String, at time: Double) async throws {
+    private func status(_ health: StageHealth, _ message: String) async throws {
         let counters =
             BusMessage.Kind.allCases.compactMap { kind in
                 self.published[kind].map { StatusCounter(name: "published.\(kind.topic)", value: $0) }
             } + self.trueNorth.statusCounters + (await self.source.statusCounters())
-        try await self.output.publish(
-            .status(
-                StageStatus(
-                    timeSeconds: time, stage: self.name, health: health,
-                    message: message, counters: counters)))
+        try await self.reporter.publish(health, message, counters: counters)
     }
 
     /// Observes fixes; turns magnetic headings true once a fix has been seen.
@@ -84,14 +81,12 @@ public actor SourceStage<Output: MessagePublisher>: Service {
     /// True once per status interval: a periodic report is due, and is now counted as sent.
     private func takeStatusDue() -> Bool {
         let now = self.time.monotonicSeconds()
-        guard now - self.lastStatus >= self.statusIntervalSeconds else { return false }
-        self.lastStatus = now
-        return true
+        return self.reporter.due(at: now)
     }
 
     public func run() async throws {
         let sourceID = type(of: self.source).id
-        try await self.status(.running, "\(sourceID) started", at: self.time.wallSeconds())
+        try await self.status(.running, "\(sourceID) started")
         self.logger.info("source '\(self.name)' running plugin '\(sourceID)'")
         let finished: Bool = try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
@@ -109,7 +104,7 @@ public actor SourceStage<Output: MessagePublisher>: Service {
                 var lastCondition: SourceCondition?
                 while !Task.isCancelled {
                     // A live source that goes quiet says so at once, not at the next periodic report.
-                    try await self.time.sleep(.seconds(min(self.statusIntervalSeconds, self.staleAfterSeconds / 4)))
+                    try await self.time.sleep(.seconds(min(self.reporter.intervalSeconds, self.staleAfterSeconds / 4)))
                     let silence = await self.silenceSeconds
                     let stale = self.source.isLive && silence >= self.staleAfterSeconds
                     let due = await self.takeStatusDue()
@@ -121,14 +116,13 @@ public actor SourceStage<Output: MessagePublisher>: Service {
                         if stale {
                             let why = condition.map { ": \($0.message)" } ?? ""
                             try await self.status(
-                                .stale, "\(sourceID): no data for \(Int(silence)) s\(why)", at: self.time.wallSeconds())
+                                .stale, "\(sourceID): no data for \(Int(silence)) s\(why)")
                         } else if let condition {
                             try await self.status(
-                                condition.health, "\(sourceID): \(condition.message)\(declination)",
-                                at: self.time.wallSeconds())
+                                condition.health, "\(sourceID): \(condition.message)\(declination)")
                         } else {
                             try await self.status(
-                                .running, "\(sourceID) running\(declination)", at: self.time.wallSeconds())
+                                .running, "\(sourceID) running\(declination)")
                         }
                     }
                 }
@@ -143,9 +137,9 @@ public actor SourceStage<Output: MessagePublisher>: Service {
         }
         if finished {
             self.logger.info("source '\(self.name)': end of stream")
-            try await self.status(.endOfStream, "\(sourceID): end of stream", at: self.time.wallSeconds())
+            try await self.status(.endOfStream, "\(sourceID): end of stream")
         } else {
-            try? await self.status(.stopping, "\(sourceID) stopped", at: self.time.wallSeconds())
+            try? await self.status(.stopping, "\(sourceID) stopped")
         }
     }
 }
