@@ -53,9 +53,7 @@ public enum RoutingError: Error, Equatable, Sendable, CustomStringConvertible {
 /// Something that makes walking routes: an offline map, a routing engine, a file (the route controller's
 /// swappable part).
 public protocol RouteProvider: Sendable {
-    /// The id that configs use to choose this plugin, for example "osm".
-    static var id: String { get }
-    /// A short name for route messages, for example "osm".
+    /// A short name for route messages and logs: the id configs choose it by, for example "osm".
     var name: String { get }
     /// The walking route from `start` to `destination`.
     func route(from start: Coordinate, to destination: Coordinate) async throws -> RoutePlan

@@ -49,8 +49,9 @@ public enum PluginRegistry {
     private static let routers: [String: @Sendable (Settings, Logger) throws -> any RouteProvider] = [
         OSMRouteProvider.id: { try OSMRouteProvider(settings: $0, logger: $1) },
         FileRouteProvider.id: { settings, _ in try FileRouteProvider(settings: settings) },
-        ValhallaRouteProvider.id: { settings, _ in try ValhallaRouteProvider(settings: settings) },
-        OSRMRouteProvider.id: { settings, _ in try OSRMRouteProvider(settings: settings) },
+        EngineRouteProvider.Dialect.valhalla.id: { settings, _ in try EngineRouteProvider(.valhalla, settings: settings)
+        },
+        EngineRouteProvider.Dialect.osrm.id: { settings, _ in try EngineRouteProvider(.osrm, settings: settings) },
     ]
 
     private static let devices: [String: @Sendable (Settings, Logger) throws -> any OutputDevice] = [

@@ -29,7 +29,7 @@ import Testing
 
     @Test func theValhallaPluginRoutesThe25PairsThroughALiveValhalla() async throws {
         let valhalla = try await LocalRoutingEngine(.valhalla)
-        let provider = try ValhallaRouteProvider(url: valhalla.url, timeoutSeconds: 10, retries: 1)
+        let provider = try EngineRouteProvider(.valhalla, url: valhalla.url, timeoutSeconds: 10, retries: 1)
         _ = try await self.routeAllPairs(provider) { $0.valhallaMeters }
         let plan = try await provider.route(from: ReferenceRoute.all[0].origin, to: ReferenceRoute.all[0].destination)
         #expect(plan.segmentNames.contains { $0 != nil }, "street names from the maneuvers")
@@ -46,7 +46,7 @@ import Testing
 
     @Test func theOSRMPluginRoutesThe25PairsThroughALiveOSRM() async throws {
         let osrm = try await LocalRoutingEngine(.osrm)
-        let provider = try OSRMRouteProvider(url: osrm.url, timeoutSeconds: 10, retries: 1)
+        let provider = try EngineRouteProvider(.osrm, url: osrm.url, timeoutSeconds: 10, retries: 1)
         _ = try await self.routeAllPairs(provider) { $0.osrmMeters }
         // Pair 1 runs along Avenue Albert II (pair 0's ways have no names in this extract).
         let plan = try await provider.route(from: ReferenceRoute.all[1].origin, to: ReferenceRoute.all[1].destination)

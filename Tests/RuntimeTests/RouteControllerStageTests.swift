@@ -161,7 +161,7 @@ private final class FirstCall: @unchecked Sendable {
 
     @Test func anEngineThatIsDownLeavesAClearStatusAndNoTarget() async throws {
         // Nothing listens on this port: the client retries, then gives up with a clear status.
-        let provider = try ValhallaRouteProvider(url: "http://127.0.0.1:9", timeoutSeconds: 0.5, retries: 1)
+        let provider = try EngineRouteProvider(.valhalla, url: "http://127.0.0.1:9", timeoutSeconds: 0.5, retries: 1)
         let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SmoothedFix>.self)
         let output = MemoryPublisher()
         let stage = RouteControllerStage(
@@ -194,7 +194,7 @@ private final class FirstCall: @unchecked Sendable {
         let destination = moved(start, 90, 400)
         // The fallback: a saved route straight east (a reroute joins the walker to it).
         let providers: [any RouteProvider] = [
-            try ValhallaRouteProvider(url: engine.url, timeoutSeconds: 30, retries: 0),
+            try EngineRouteProvider(.valhalla, url: engine.url, timeoutSeconds: 30, retries: 0),
             FileRouteProvider(plan: RoutePlan(points: [start, destination])),
         ]
         var options = RouteControllerOptions(destination: destination)

@@ -182,12 +182,12 @@ extension Bench {
             var live: [any RouteProvider] = []
             do {
                 if let url = self.valhallaURL {
-                    live.append(try ValhallaRouteProvider(url: url, timeoutSeconds: 10, retries: 0))
+                    live.append(try EngineRouteProvider(.valhalla, url: url, timeoutSeconds: 10, retries: 0))
                 }
             } catch { throw ValidationError("--valhalla-url: \(error)") }
             do {
                 if let url = self.osrmURL {
-                    live.append(try OSRMRouteProvider(url: url, timeoutSeconds: 10, retries: 0))
+                    live.append(try EngineRouteProvider(.osrm, url: url, timeoutSeconds: 10, retries: 0))
                 }
             } catch { throw ValidationError("--osrm-url: \(error)") }
             print(

@@ -64,15 +64,9 @@ struct RouteCommand: AsyncParsableCommand {
             var options = OSMLoader.Options()
             options.avoidSteps = self.avoidSteps
             provider = try OSMRouteProvider(map: map, options: options, logger: logger)
-        case (nil, "valhalla"?):
+        case let (nil, engine?) where EngineRouteProvider.Dialect(rawValue: engine) != nil:
             do {
-                provider = try ValhallaRouteProvider(url: self.url ?? "http://127.0.0.1:8002")
-            } catch {
-                throw ValidationError("--url: \(error)")
-            }
-        case (nil, "osrm"?):
-            do {
-                provider = try OSRMRouteProvider(url: self.url ?? "http://127.0.0.1:5000")
+                provider = try EngineRouteProvider(EngineRouteProvider.Dialect(rawValue: engine)!, url: self.url)
             } catch {
                 throw ValidationError("--url: \(error)")
             }
