@@ -78,3 +78,100 @@ extension Settings {
         try self.int(spec.key, default: spec.defaultValue, in: spec.range)
     }
 }
+
+/// A setting that is not a number (a flag, a text, a path, a list, a place), declared once like a ``SettingSpec``:
+/// its key in a config, its default (nil for none: the plugin says whether it is needed), what a config may give
+/// there, and what it does. Parsing (`Settings.value(_:)`) and the documentation read it from here.
+public struct ValueSpec<Value: Sendable>: Sendable {
+    /// The key in a config.
+    public let key: String
+    /// The value when a config does not give one; nil for none.
+    public let defaultValue: Value?
+    /// What a config may give, as documentation says it ("true or false", "a path", …).
+    public let accepts: String
+    /// What it does, in one sentence.
+    public let summary: String
+
+    /// Declares a setting (the typed initializers below say what each kind accepts).
+    public init(key: String, defaultValue: Value?, accepts: String, summary: String) {
+        self.key = key
+        self.defaultValue = defaultValue
+        self.accepts = accepts
+        self.summary = summary
+    }
+
+    /// The setting as documentation shows it.
+    public var doc: SettingDoc {
+        let defaultText: String
+        switch self.defaultValue {
+        case nil: defaultText = "–"
+        case let list as [String]:
+            defaultText = list.isEmpty ? "[]" : "[" + list.map { "\"\($0)\"" }.joined(separator: ", ") + "]"
+        case let text as String: defaultText = text.isEmpty ? "\"\"" : "\"\(text)\""
+        case let value?: defaultText = "\(value)"
+        }
+        return SettingDoc(key: self.key, defaultText: defaultText, rangeText: self.accepts, summary: self.summary)
+    }
+}
+
+extension ValueSpec where Value == Bool {
+    /// Declares a flag.
+    public init(_ key: String, default defaultValue: Bool, _ summary: String) {
+        self.init(key: key, defaultValue: defaultValue, accepts: "true or false", summary: summary)
+    }
+}
+
+extension ValueSpec where Value == String {
+    /// Declares a text (a name, a URL, a path: `accepts` says which).
+    public init(_ key: String, default defaultValue: String? = nil, accepts: String = "text", _ summary: String) {
+        self.init(key: key, defaultValue: defaultValue, accepts: accepts, summary: summary)
+    }
+}
+
+extension ValueSpec where Value == [String] {
+    /// Declares a list of texts.
+    public init(
+        _ key: String, default defaultValue: [String] = [], accepts: String = "a list of strings", _ summary: String
+    ) {
+        self.init(key: key, defaultValue: defaultValue, accepts: accepts, summary: summary)
+    }
+}
+
+extension ValueSpec where Value == Coordinate {
+    /// Declares a place.
+    public init(_ key: String, _ summary: String) {
+        self.init(key: key, defaultValue: nil, accepts: "[latitude, longitude]", summary: summary)
+    }
+}
+
+extension Settings {
+    /// Reads a flag by its spec.
+    public mutating func value(_ spec: ValueSpec<Bool>) throws(ConfigError) -> Bool {
+        try self.bool(spec.key, default: spec.defaultValue ?? false)
+    }
+
+    /// Reads a text by its spec: its default when absent, an error naming the key when it has none.
+    public mutating func value(_ spec: ValueSpec<String>) throws(ConfigError) -> String {
+        try self.string(spec.key, default: spec.defaultValue)
+    }
+
+    /// Reads a text by its spec; nil when absent.
+    public mutating func optionalValue(_ spec: ValueSpec<String>) throws(ConfigError) -> String? {
+        try self.optionalString(spec.key)
+    }
+
+    /// Reads a file path by its spec, resolved against the config's folder; nil when absent.
+    public mutating func path(_ spec: ValueSpec<String>) throws(ConfigError) -> String? {
+        try self.path(spec.key)
+    }
+
+    /// Reads a list of texts by its spec.
+    public mutating func value(_ spec: ValueSpec<[String]>) throws(ConfigError) -> [String] {
+        try self.strings(spec.key, default: spec.defaultValue ?? [])
+    }
+
+    /// Reads a place by its spec; nil when absent.
+    public mutating func value(_ spec: ValueSpec<Coordinate>) throws(ConfigError) -> Coordinate? {
+        try self.coordinate(spec.key)
+    }
+}

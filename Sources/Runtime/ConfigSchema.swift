@@ -15,18 +15,25 @@ public enum ConfigSchema {
     }
 
     /// Every documented section.
-    public static let sections: [Section] = [
-        Section(path: "bus", about: "the transport, for every stage", settings: BusConfig.Setting.all),
-        Section(
-            path: "stages.NAME.settings", about: "the smoother `kalman`",
-            settings: KalmanSmoother.Options.Setting.all),
-        Section(
-            path: "stages.NAME.options", about: "a route stage: where to go and how to follow",
-            settings: RouteControllerOptions.Setting.all),
-        Section(
-            path: "stages.NAME.options", about: "a haptic stage: guidance and the fail-safe",
-            settings: HapticSinkOptions.Setting.all + ControlConfig.Setting.all),
-    ]
+    public static let sections: [Section] =
+        [
+            Section(path: "bus", about: "the transport, for every stage", settings: BusConfig.Setting.all),
+            Section(
+                path: "stages.NAME.options", about: "a route stage: where to go and how to follow",
+                settings: RouteControllerOptions.Setting.all),
+            Section(
+                path: "stages.NAME.options", about: "a haptic stage: guidance and the fail-safe",
+                settings: HapticSinkOptions.Setting.all + ControlConfig.Setting.all),
+        ]
+        // Every plugin's, role by role: a stage's own plugin in its `settings`, a fallback's in its own.
+        + StageRole.allCases.flatMap { role in
+            (PluginRegistry.settingDocs[role] ?? [:]).sorted { $0.key < $1.key }.map { id, settings in
+                Section(
+                    path: role == .route || role == .haptic
+                        ? "stages.NAME.settings` or a `fallback`'s `settings" : "stages.NAME.settings",
+                    about: "the \(role.rawValue) plugin `\(id)`", settings: settings)
+            }
+        }
 
     /// The whole schema as Markdown.
     public static func markdown() -> String {
@@ -35,8 +42,7 @@ public enum ConfigSchema {
 
             Every setting below is declared once, beside the type it configures (a `Setting` enum holding each key,
             unit, default and range); configs are parsed through those declarations, and this page is what
-            `hapticnav config schema` prints from them. A test fails when the two disagree. Plugin settings not listed
-            here are in the README's plugin table.
+            `hapticnav config schema` prints from them, plugins' settings included. A test fails when the two disagree.
 
             """
         for section in self.sections {

@@ -11,7 +11,7 @@ import Smoothers
 /// The plugins this build knows, per role. Registration is this explicit list, so an unknown id is an
 /// error that lists the known ones. (Programs outside this build join the bus through its wire protocol.)
 public enum PluginRegistry {
-    private static let sources: [String: @Sendable (Settings, Logger) throws -> any MessageSource] = [
+    static let sources: [String: @Sendable (Settings, Logger) throws -> any MessageSource] = [
         SimulatedWalker.id: { settings, _ in try SimulatedWalker(settings: settings) },
         LiveNMEASource.id: { try LiveNMEASource(settings: $0, logger: $1) },
         PhyphoxSource.id: { try PhyphoxSource(settings: $0, logger: $1) },
@@ -23,7 +23,7 @@ public enum PluginRegistry {
         RecordingReplaySource.id: { try RecordingReplaySource(settings: $0, logger: $1) },
     ]
 
-    private static let sinks:
+    static let sinks:
         [String: (
             check: @Sendable (Settings) throws -> Void,
             make: @Sendable (Settings, Logger) throws -> any MessageSink
@@ -70,6 +70,41 @@ public enum PluginRegistry {
         }
         return try make(settings, logger)
     }
+
+    /// Each plugin's settings as documentation shows them, by role and id (a test keeps the ids those of the
+    /// factories above).
+    public static let settingDocs: [StageRole: [String: [SettingDoc]]] = [
+        .source: [
+            SimulatedWalker.id: SimulatedWalker.Setting.all,
+            LiveNMEASource.id: LiveNMEASource.Setting.all,
+            PhyphoxSource.id: PhyphoxSource.Setting.all,
+            SensorLoggerSource.id: SensorLoggerSource.Setting.all,
+            GPSDSource.id: GPSDSource.Setting.all,
+            // GPX and sensor logs are read as any log is.
+            GPXSource.id: LogReplaySource.Setting.all,
+            SensorLogSource.id: LogReplaySource.Setting.all,
+            LogReplaySource.id: LogReplaySource.Setting.all,
+            RecordingReplaySource.id: RecordingReplaySource.Setting.all,
+        ],
+        .smoother: [KalmanPlugin.id: KalmanSmoother.Options.Setting.all],
+        .route: [
+            OSMRouteProvider.id: OSMRouteProvider.Setting.all,
+            FileRouteProvider.id: FileRouteProvider.Setting.all,
+            EngineRouteProvider.Dialect.valhalla.id: EngineRouteProvider.Setting.all,
+            EngineRouteProvider.Dialect.osrm.id: EngineRouteProvider.Setting.all,
+        ],
+        .haptic: [
+            BandDevice.id: BandDevice.Setting.all,
+            ConsoleDevice.id: ConsoleDevice.Setting.all,
+            SpeakerDevice.id: SpeakerDevice.Setting.all,
+            ARDevice.id: ARDevice.Setting.all,
+        ],
+        .recorder: [
+            MCAPRecorder.id: MCAPRecorder.Setting.all,
+            JSONLinesRecorder.id: JSONLinesRecorder.Setting.all,
+            ConsoleSink.id: ConsoleSink.Setting.all,
+        ],
+    ]
 
     /// The plugin ids a role accepts, sorted.
     public static func pluginIDs(for role: StageRole) -> [String] {

@@ -65,9 +65,9 @@ public actor ARDevice: OutputDevice {
     /// Reads a config's settings: `udp` ("host:port"), `file`, `waypoints` (default 3).
     public init(settings: Settings, logger: Logger) throws {
         var settings = settings
-        let udp = try settings.optionalString("udp")
-        let file = try settings.path("file")
-        let waypoints = try settings.int("waypoints", default: 3, in: 1...50)
+        let udp = try settings.optionalValue(Setting.udp)
+        let file = try settings.path(Setting.file)
+        let waypoints = try settings.value(Setting.waypoints)
         try settings.finish()
         guard udp != nil || file != nil else {
             throw ConfigError.missingKey(path: settings.path, key: "udp or file")
@@ -161,5 +161,20 @@ public actor ARDevice: OutputDevice {
 
     public func summary() -> String {
         "\(self.updates) placement update(s)"
+    }
+}
+
+extension ARDevice {
+    /// Its settings, each declared once: a config is parsed through these, and `hapticnav config schema` documents
+    /// them.
+    public enum Setting {
+        public static let waypoints = SettingSpec<Int>(
+            "waypoints", default: 3, in: 1...50, "How many of the next waypoints each update carries.")
+        public static let udp = ValueSpec<String>(
+            "udp", accepts: "host:port", "Send each update as a JSON datagram here.")
+        public static let file = ValueSpec<String>("file", accepts: "a path", "Append each update as a JSON line here.")
+
+        /// Every setting, as documentation shows it.
+        public static let all: [SettingDoc] = [waypoints.doc, udp.doc, file.doc]
     }
 }

@@ -59,11 +59,11 @@ public actor BandDevice: OutputDevice {
     /// `acknowledgeTimeoutSeconds` and `watchdogMilliseconds`.
     public init(settings: Settings, logger: Logger) throws {
         var settings = settings
-        let tcp = try settings.optionalString("tcp")
-        let device = try settings.optionalString("device")
-        let baud = try settings.int("baud", default: 115_200, in: 1200...4_000_000)
-        let timeout = try settings.double("acknowledgeTimeoutSeconds", default: 1, in: 0.1...30)
-        let watchdog = try settings.int("watchdogMilliseconds", default: 400, in: BandProtocol.watchdogRange)
+        let tcp = try settings.optionalValue(Setting.tcp)
+        let device = try settings.optionalValue(Setting.device)
+        let baud = try settings.value(Setting.baud)
+        let timeout = try settings.value(Setting.acknowledgeTimeoutSeconds)
+        let watchdog = try settings.value(Setting.watchdogMilliseconds)
         try settings.finish()
         let address: Address
         switch (tcp, device) {
@@ -203,5 +203,27 @@ public actor BandDevice: OutputDevice {
     public func summary() -> String {
         "\(self.framesSent) frames sent, \(self.acks) acknowledged, \(self.connections) connection(s)"
             + (self.battery.map { ", battery \($0) %" } ?? "") + ", motors now \(self.motors.left)/\(self.motors.right)"
+    }
+}
+
+extension BandDevice {
+    /// Its settings, each declared once: a config is parsed through these, and `hapticnav config schema` documents
+    /// them.
+    public enum Setting {
+        public static let baud = SettingSpec<Int>(
+            "baud", unit: "Bd", default: 115_200, in: 1200...4_000_000, "The serial port's speed.")
+        public static let acknowledgeTimeoutSeconds = SettingSpec<Double>(
+            "acknowledgeTimeoutSeconds", unit: "s", default: 1, in: 0.1...30,
+            "How long a frame may wait for its acknowledgement before the band counts as gone.")
+        public static let watchdogMilliseconds = SettingSpec<Int>(
+            "watchdogMilliseconds", unit: "ms", default: 400, in: BandProtocol.watchdogRange,
+            "The band's own watchdog: it stops every motor when nothing comes for this long.")
+        public static let tcp = ValueSpec<String>("tcp", accepts: "host:port", "The band over TCP (host:port).")
+        public static let device = ValueSpec<String>("device", "The band on a serial port or pty.")
+
+        /// Every setting, as documentation shows it.
+        public static let all: [SettingDoc] = [
+            baud.doc, acknowledgeTimeoutSeconds.doc, watchdogMilliseconds.doc, tcp.doc, device.doc,
+        ]
     }
 }

@@ -30,9 +30,9 @@ public actor ConsoleDevice: OutputDevice {
     /// Reads a config's settings: `prefix`, `output` (stdout, stderr or none).
     public init(settings: Settings) throws {
         var settings = settings
-        let prefix = try settings.string("prefix", default: "")
+        let prefix = try settings.value(Setting.prefix)
         let output = try settings.string(
-            "output", default: Output.stdout.rawValue, oneOf: Output.allCases.map(\.rawValue))
+            Setting.output.key, default: Setting.output.defaultValue, oneOf: Output.allCases.map(\.rawValue))
         try settings.finish()
         self.init(prefix: prefix, output: Output(rawValue: output)!)
     }
@@ -88,5 +88,22 @@ public actor ConsoleDevice: OutputDevice {
 
     public func summary() -> String {
         "\(self.lines) line(s)"
+    }
+}
+
+extension ConsoleDevice {
+    /// Its settings, each declared once: a config is parsed through these, and `hapticnav config schema` documents
+    /// them.
+    public enum Setting {
+        public static let prefix = ValueSpec<String>("prefix", default: "", "Put before every line.")
+
+        /// Every setting, as documentation shows it.
+        public static let output = ValueSpec<String>(
+            "output", default: Output.stdout.rawValue,
+            accepts: Output.allCases.map(\.rawValue).joined(separator: ", "),
+            "Where lines go (none: only counted).")
+
+        /// Every setting, as documentation shows it.
+        public static let all: [SettingDoc] = [prefix.doc, output.doc]
     }
 }

@@ -62,14 +62,14 @@ public actor SpeakerDevice: OutputDevice {
     /// espeak-ng voice), `volume` (0–1).
     public init(settings: Settings, logger: Logger) throws {
         var settings = settings
-        let file = try settings.path("wavFile")
-        let device = try settings.optionalString("device")
+        let file = try settings.path(Setting.wavFile)
+        let device = try settings.optionalValue(Setting.device)
         if let device, device.isEmpty || device.hasPrefix("-") || device.contains(where: \.isNewline) {
             throw ConfigError.invalidValue(
                 path: "\(settings.path).device", expected: "an ALSA device name (aplay -L)", found: "'\(device)'")
         }
-        let voice = try settings.string("voice", default: "en")
-        let volume = try settings.double("volume", default: 0.8, in: 0...1)
+        let voice = try settings.value(Setting.voice)
+        let volume = try settings.value(Setting.volume)
         try settings.finish()
         self.init(wavFile: file, device: device, voice: voice, volume: volume, logger: logger)
     }
@@ -239,5 +239,22 @@ public actor SpeakerDevice: OutputDevice {
         return "\(self.sounds) sound(s), \(self.prompts) spoken prompt(s), "
             + fixedDecimal(seconds, digits: 1) + " s of audio"
             + (self.wavFile.map { " in \($0)" } ?? " through ALSA \(self.device ?? "default")")
+    }
+}
+
+extension SpeakerDevice {
+    /// Its settings, each declared once: a config is parsed through these, and `hapticnav config schema` documents
+    /// them.
+    public enum Setting {
+        public static let volume = SettingSpec<Double>(
+            "volume", default: 0.8, in: 0...1, "The loudest a cue plays (intensity scales it).")
+        public static let voice = ValueSpec<String>("voice", default: "en", "The espeak-ng voice of spoken prompts.")
+        public static let device = ValueSpec<String>(
+            "device", "The ALSA device (any `aplay -L` name; `pulse` for headphones through the sound server).")
+        public static let wavFile = ValueSpec<String>(
+            "wavFile", accepts: "a path", "Write the sound to this WAV file instead of a device.")
+
+        /// Every setting, as documentation shows it.
+        public static let all: [SettingDoc] = [volume.doc, voice.doc, device.doc, wavFile.doc]
     }
 }

@@ -40,10 +40,10 @@ public struct GPSDSource: MessageSource {
     /// Reads a config's settings: `host` (127.0.0.1), `port` (2947), `assumedAccuracyMeters`, `maximumBackoffSeconds`.
     public init(settings: Settings, logger: Logger) throws {
         var settings = settings
-        let host = try settings.string("host", default: "127.0.0.1")
-        let port = try settings.int("port", default: 2947, in: 1...65_535)
-        let accuracy = try settings.double("assumedAccuracyMeters", default: 10, in: 0.1...1000)
-        let backoff = try settings.double("maximumBackoffSeconds", default: 5, in: 0.1...300)
+        let host = try settings.value(Setting.host)
+        let port = try settings.value(Setting.port)
+        let accuracy = try settings.value(Setting.assumedAccuracyMeters)
+        let backoff = try settings.value(Setting.maximumBackoffSeconds)
         try settings.finish()
         self.init(
             host: host, port: UInt16(port), assumedAccuracyMeters: accuracy, maximumBackoffSeconds: backoff,
@@ -170,5 +170,25 @@ public struct GPSDDecoder: Sendable {
         default:
             return .success([])
         }
+    }
+}
+
+extension GPSDSource {
+    /// Its settings, each declared once: a config is parsed through these, and `hapticnav config schema` documents
+    /// them.
+    public enum Setting {
+        public static let port = SettingSpec<Int>("port", default: 2947, in: 1...65_535, "gpsd's port.")
+        public static let assumedAccuracyMeters = SettingSpec<Double>(
+            "assumedAccuracyMeters", unit: "m", default: 10, in: 0.1...1000,
+            "The accuracy given to a fix whose error estimates gpsd does not report.")
+        public static let maximumBackoffSeconds = SettingSpec<Double>(
+            "maximumBackoffSeconds", unit: "s", default: 5, in: 0.1...300,
+            "The longest wait between reconnection attempts.")
+        public static let host = ValueSpec<String>("host", default: "127.0.0.1", "Where gpsd listens.")
+
+        /// Every setting, as documentation shows it.
+        public static let all: [SettingDoc] = [
+            port.doc, assumedAccuracyMeters.doc, maximumBackoffSeconds.doc, host.doc,
+        ]
     }
 }

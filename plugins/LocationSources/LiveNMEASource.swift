@@ -47,13 +47,13 @@ public struct LiveNMEASource: MessageSource {
     /// ("0.0.0.0:10110", with `udpFrom`, the senders' addresses to take datagrams from).
     public init(settings: Settings, logger: Logger) throws {
         var settings = settings
-        let file = try settings.inputFile("file")
-        let device = try settings.optionalString("device")
-        let tcp = try settings.optionalString("tcp")
-        let udp = try settings.optionalString("udp")
-        let udpFrom = settings.value("udpFrom") == nil ? nil : try settings.strings("udpFrom")
-        let pace = try settings.double("pace", default: 1, in: 0...100_000)
-        let baud = try settings.int("baud", default: 9600, in: 300...4_000_000)
+        let file = try settings.inputFile(Setting.file)
+        let device = try settings.optionalValue(Setting.device)
+        let tcp = try settings.optionalValue(Setting.tcp)
+        let udp = try settings.optionalValue(Setting.udp)
+        let udpFrom = settings.value(Setting.udpFrom.key) == nil ? nil : try settings.value(Setting.udpFrom)
+        let pace = try settings.value(Setting.pace)
+        let baud = try settings.value(Setting.baud)
         let options = try LogSettings.readerOptions(&settings)
         try settings.finish()
         let input: Input
@@ -156,5 +156,28 @@ public struct LiveNMEASource: MessageSource {
             counters.append(StatusCounter(name: "udp.refusedSenders", value: link.refusedCount))
         }
         return counters
+    }
+}
+
+extension LiveNMEASource {
+    /// Its settings, each declared once: a config is parsed through these, and `hapticnav config schema` documents
+    /// them.
+    public enum Setting {
+        public static let pace = SettingSpec<Double>(
+            "pace", default: 1, in: 0...100_000, "A file: 1 at its own pace, 0 as fast as the readers take it.")
+        public static let baud = SettingSpec<Int>(
+            "baud", unit: "Bd", default: 9600, in: 300...4_000_000, "The serial port's speed.")
+        public static let device = ValueSpec<String>("device", "A serial port to read (/dev/ttyUSB0).")
+        public static let tcp = ValueSpec<String>("tcp", accepts: "host:port", "A TCP stream to read (host:port).")
+        public static let udp = ValueSpec<String>(
+            "udp", accepts: "host:port",
+            "Datagrams to take, as GPS-forwarding phone apps send them (host:port to listen on, port 10110 usual).")
+        public static let file = ValueSpec<String>("file", accepts: "a file", "An NMEA log to read at its own pace.")
+        public static let udpFrom = ValueSpec<[String]>(
+            "udpFrom", default: [], "Take datagrams from these addresses only (a phone's).")
+
+        /// Every setting, as documentation shows it.
+        public static let all: [SettingDoc] =
+            [pace.doc, baud.doc, device.doc, tcp.doc, udp.doc, file.doc, udpFrom.doc] + LogSettings.Setting.all
     }
 }

@@ -29,10 +29,10 @@ public struct LogReplaySource: MessageSource {
     /// one of those (the `gpx` and `sensorlog` plugins).
     public init(settings: Settings, logger: Logger, formats: Set<LogFormat> = Set(LogFormat.allCases)) throws {
         var settings = settings
-        guard let file = try settings.inputFile("file") else {
-            throw ConfigError.missingKey(path: settings.path, key: "file")
+        guard let file = try settings.inputFile(Setting.file) else {
+            throw ConfigError.missingKey(path: settings.path, key: Setting.file.key)
         }
-        let pace = try settings.double("pace", default: 1, in: 0...100_000)
+        let pace = try settings.value(Setting.pace)
         let options = try LogSettings.readerOptions(&settings)
         try settings.finish()
         let format = try LogReader.format(of: file)
@@ -57,4 +57,20 @@ public struct LogReplaySource: MessageSource {
     }
 
     public func statusCounters() async -> [StatusCounter] { self.problems.counters }
+}
+
+extension LogReplaySource {
+    /// Its settings, each declared once: a config is parsed through these, and `hapticnav config schema` documents
+    /// them.
+    public enum Setting {
+        public static let pace = SettingSpec<Double>(
+            "pace", default: 1, in: 0...100_000,
+            "Replay speed: 1 at the pace it was recorded, 10 ten times faster, 0 as fast as the readers take it.")
+        public static let file = ValueSpec<String>(
+            "file", accepts: "a file",
+            "The log (NMEA, GPX, GnssLogger, a sensor CSV or a phyphox folder; the format is detected).")
+
+        /// Every setting, as documentation shows it.
+        public static let all: [SettingDoc] = [pace.doc, file.doc] + LogSettings.Setting.all
+    }
 }

@@ -26,17 +26,17 @@ public final class PhyphoxSource: MessageSource, PhoneReporting {
         /// The address phyphox shows ("http://192.168.1.20:8080").
         public var url: String
         /// Time between polls [seconds].
-        public var pollIntervalSeconds = 0.1
+        public var pollIntervalSeconds = PhyphoxSource.Setting.pollIntervalSeconds.defaultValue
         /// The longest a request may take before the phone counts as unreachable [seconds].
-        public var timeoutSeconds = 1.0
+        public var timeoutSeconds = PhyphoxSource.Setting.timeoutSeconds.defaultValue
         /// One heading per this interval [seconds].
-        public var headingIntervalSeconds = 0.1
+        public var headingIntervalSeconds = PhyphoxSource.Setting.headingIntervalSeconds.defaultValue
         /// A failed request within this of the last answer carries on from where reading was; after a longer
         /// silence the source skips to the newest samples [seconds].
         public var catchUpSeconds = 2.0
         /// Start the experiment on the phone when it is not measuring at connection (once; a pause later is the
         /// experimenter's and is reported, not undone).
-        public var startMeasuring = true
+        public var startMeasuring = PhyphoxSource.Setting.startMeasuring.defaultValue ?? true
 
         /// Options for the phone at `url`.
         public init(url: String) { self.url = url }
@@ -62,15 +62,15 @@ public final class PhyphoxSource: MessageSource, PhoneReporting {
     /// `headingIntervalSeconds`, `startMeasuring`.
     public convenience init(settings: Settings, logger: Logger) throws {
         var settings = settings
-        guard let url = try settings.optionalString("url") else {
+        guard let url = try settings.optionalValue(Setting.url) else {
             throw ConfigError.invalidValue(
                 path: "\(settings.path).url", expected: "the address phyphox shows, http://host:port", found: "nothing")
         }
         var options = Options(url: url)
-        options.pollIntervalSeconds = try settings.double("pollIntervalSeconds", default: 0.1, in: 0.02...5)
-        options.timeoutSeconds = try settings.double("timeoutSeconds", default: 1.0, in: 0.1...30)
-        options.headingIntervalSeconds = try settings.double("headingIntervalSeconds", default: 0.1, in: 0.02...1)
-        options.startMeasuring = try settings.bool("startMeasuring", default: true)
+        options.pollIntervalSeconds = try settings.value(Setting.pollIntervalSeconds)
+        options.timeoutSeconds = try settings.value(Setting.timeoutSeconds)
+        options.headingIntervalSeconds = try settings.value(Setting.headingIntervalSeconds)
+        options.startMeasuring = try settings.value(Setting.startMeasuring)
         try settings.finish()
         try self.init(options: options, logger: logger)
     }
@@ -215,5 +215,29 @@ struct PhoneState: Sendable {
 
     var counters: [StatusCounter] {
         self.counts.sorted { $0.key < $1.key }.map { StatusCounter(name: $0.key, value: $0.value) } + self.extra
+    }
+}
+
+extension PhyphoxSource {
+    /// Its settings, each declared once: a config is parsed through these, and `hapticnav config schema` documents
+    /// them.
+    public enum Setting {
+        public static let pollIntervalSeconds = SettingSpec<Double>(
+            "pollIntervalSeconds", unit: "s", default: 0.1, in: 0.02...5, "Time between polls of the phone.")
+        public static let timeoutSeconds = SettingSpec<Double>(
+            "timeoutSeconds", unit: "s", default: 1.0, in: 0.1...30, "Each poll's deadline.")
+        public static let headingIntervalSeconds = SettingSpec<Double>(
+            "headingIntervalSeconds", unit: "s", default: 0.1, in: 0.02...1,
+            "Time between headings sent (the newest sample of each interval).")
+        public static let startMeasuring = ValueSpec<Bool>(
+            "startMeasuring", default: true, "Start the experiment's measurement if it is paused.")
+        public static let url = ValueSpec<String>(
+            "url", accepts: "http://host:port",
+            "The phone's remote-access address, as phyphox shows it (http://192.168.1.23:8080).")
+
+        /// Every setting, as documentation shows it.
+        public static let all: [SettingDoc] = [
+            pollIntervalSeconds.doc, timeoutSeconds.doc, headingIntervalSeconds.doc, startMeasuring.doc, url.doc,
+        ]
     }
 }

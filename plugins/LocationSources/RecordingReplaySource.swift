@@ -35,11 +35,11 @@ public struct RecordingReplaySource: MessageSource {
     /// Reads a config's settings: `file`, `pace`, `topics`.
     public init(settings: Settings, logger: Logger) throws {
         var settings = settings
-        guard let file = try settings.inputFile("file") else {
-            throw ConfigError.missingKey(path: settings.path, key: "file")
+        guard let file = try settings.inputFile(Setting.file) else {
+            throw ConfigError.missingKey(path: settings.path, key: Setting.file.key)
         }
-        let pace = try settings.double("pace", default: 1, in: 0...100_000)
-        let topics = try settings.strings("topics")
+        let pace = try settings.value(Setting.pace)
+        let topics = try settings.value(Setting.topics)
         for topic in topics where BusMessage.Kind(topic: topic) == nil {
             throw ConfigError.invalidValue(
                 path: "\(settings.path).topics", expected: "message topics", found: "'\(topic)'")
@@ -75,4 +75,21 @@ public struct RecordingReplaySource: MessageSource {
     }
 
     public func statusCounters() async -> [StatusCounter] { self.problems.counters }
+}
+
+extension RecordingReplaySource {
+    /// Its settings, each declared once: a config is parsed through these, and `hapticnav config schema` documents
+    /// them.
+    public enum Setting {
+        public static let pace = SettingSpec<Double>(
+            "pace", default: 1, in: 0...100_000,
+            "Replay speed: 1 at the pace it was recorded, 0 as fast as the readers take it.")
+        public static let file = ValueSpec<String>(
+            "file", accepts: "a file", "A session: an mcap recorder's folder, an .mcap file, or a jsonl recording.")
+        public static let topics = ValueSpec<[String]>(
+            "topics", default: [], "Replay only these topics (all when empty).")
+
+        /// Every setting, as documentation shows it.
+        public static let all: [SettingDoc] = [pace.doc, file.doc, topics.doc]
+    }
 }

@@ -24,13 +24,13 @@ public final class SensorLoggerSource: MessageSource, PhoneReporting {
         public var host = "0.0.0.0"
         public var port: UInt16 = 8000
         /// The push URL's path.
-        public var path = "/hapticnav"
+        public var path = SensorLoggerSource.Setting.path.defaultValue ?? ""
         /// The secret the push URL carries (`?token=`), or an `Authorization: Bearer` header.
         public var token: String
         /// One heading per this interval [seconds].
-        public var headingIntervalSeconds = 0.1
+        public var headingIntervalSeconds = SensorLoggerSource.Setting.headingIntervalSeconds.defaultValue
         /// The largest batch taken [bytes].
-        public var maximumBodyBytes = 2_000_000
+        public var maximumBodyBytes = SensorLoggerSource.Setting.maximumBodyBytes.defaultValue
 
         public init(token: String) { self.token = token }
     }
@@ -61,20 +61,20 @@ public final class SensorLoggerSource: MessageSource, PhoneReporting {
     /// `maximumBodyBytes`.
     public convenience init(settings: Settings, logger: Logger) throws {
         var settings = settings
-        guard let token = try settings.optionalString("token") else {
+        guard let token = try settings.optionalValue(Setting.token) else {
             throw ConfigError.invalidValue(
                 path: "\(settings.path).token", expected: "the secret in Sensor Logger's push URL", found: "nothing")
         }
         var options = Options(token: token)
-        let listen = try settings.string("listen", default: "0.0.0.0:8000")
+        let listen = try settings.value(Setting.listen)
         guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
             throw ConfigError.invalidValue(path: "\(settings.path).listen", expected: "host:port", found: "'\(listen)'")
         }
         options.host = String(listen[..<colon].filter { $0 != "[" && $0 != "]" })
         options.port = port
-        options.path = try settings.string("path", default: "/hapticnav")
-        options.headingIntervalSeconds = try settings.double("headingIntervalSeconds", default: 0.1, in: 0.02...1)
-        options.maximumBodyBytes = try settings.int("maximumBodyBytes", default: 2_000_000, in: 10_000...50_000_000)
+        options.path = try settings.value(Setting.path)
+        options.headingIntervalSeconds = try settings.value(Setting.headingIntervalSeconds)
+        options.maximumBodyBytes = try settings.value(Setting.maximumBodyBytes)
         try settings.finish()
         try self.init(options: options, logger: logger)
     }
@@ -243,5 +243,27 @@ public final class SensorLoggerSource: MessageSource, PhoneReporting {
                 )
             }.map(\.element)
         }
+    }
+}
+
+extension SensorLoggerSource {
+    /// Its settings, each declared once: a config is parsed through these, and `hapticnav config schema` documents
+    /// them.
+    public enum Setting {
+        public static let headingIntervalSeconds = SettingSpec<Double>(
+            "headingIntervalSeconds", unit: "s", default: 0.1, in: 0.02...1,
+            "Time between headings sent (the newest sample of each interval).")
+        public static let maximumBodyBytes = SettingSpec<Int>(
+            "maximumBodyBytes", unit: "B", default: 2_000_000, in: 10_000...50_000_000, "The largest push body taken.")
+        public static let listen = ValueSpec<String>(
+            "listen", default: "0.0.0.0:8000", accepts: "host:port", "Where to take pushes.")
+        public static let path = ValueSpec<String>("path", default: "/hapticnav", "The path pushes are posted to.")
+        public static let token = ValueSpec<String>(
+            "token", "The secret a push must carry (?token= in the push URL, or a Bearer header).")
+
+        /// Every setting, as documentation shows it.
+        public static let all: [SettingDoc] = [
+            headingIntervalSeconds.doc, maximumBodyBytes.doc, listen.doc, path.doc, token.doc,
+        ]
     }
 }

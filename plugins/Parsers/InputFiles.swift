@@ -14,6 +14,11 @@ extension Settings {
         return file
     }
 
+    /// Reads an input file's path by its spec: resolved, and readable; nil when absent.
+    public mutating func inputFile(_ spec: ValueSpec<String>) throws(ConfigError) -> String? {
+        try self.inputFile(spec.key)
+    }
+
     /// Why `file` cannot be read as a file, or nil when it can.
     public static func unreadableReason(_ file: String) -> String? {
         var info = stat()

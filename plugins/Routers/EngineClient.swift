@@ -37,13 +37,13 @@ struct EngineClient: Sendable {
     /// Reads an engine provider's settings: `url`, `timeoutSeconds`, `retries`.
     init(engine: String, settings: Settings, defaultURL: String) throws {
         var settings = settings
-        let text = try settings.string("url", default: defaultURL)
+        let text = try settings.string(EngineRouteProvider.Setting.url.key, default: defaultURL)
         guard HTTPClient.split(url: text) != nil else {
             throw ConfigError.invalidValue(
                 path: "\(settings.path).url", expected: "an http://host[:port] URL", found: "'\(text)'")
         }
-        let timeout = try settings.double("timeoutSeconds", default: 5, in: 0.1...120)
-        let retries = try settings.int("retries", default: 2, in: 0...10)
+        let timeout = try settings.value(EngineRouteProvider.Setting.timeoutSeconds)
+        let retries = try settings.value(EngineRouteProvider.Setting.retries)
         try settings.finish()
         try self.init(engine: engine, url: text, timeoutSeconds: timeout, retries: retries)
     }

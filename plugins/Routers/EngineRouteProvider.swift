@@ -30,7 +30,8 @@ public struct EngineRouteProvider: RouteProvider {
 
     /// A client of the engine at `url` (its dialect's ``Dialect/defaultURL`` when nil).
     public init(
-        _ dialect: Dialect, url: String? = nil, timeoutSeconds: Double = 5, retries: Int = 2
+        _ dialect: Dialect, url: String? = nil, timeoutSeconds: Double = Setting.timeoutSeconds.defaultValue,
+        retries: Int = Setting.retries.defaultValue
     ) throws(RoutingError) {
         self.dialect = dialect
         self.client = try EngineClient(
@@ -73,5 +74,23 @@ public struct EngineRouteProvider: RouteProvider {
             }
             return try RouteFile.plan(fromJSON: object, file: "osrm", precision: 5)
         }
+    }
+}
+
+extension EngineRouteProvider {
+    /// Its settings (either dialect), each declared once: a config is parsed through these, and `hapticnav config
+    /// schema` documents them.
+    public enum Setting {
+        public static let url = ValueSpec<String>(
+            "url", accepts: "http://host[:port][/prefix]",
+            "Where the engine listens, over plain HTTP (when not given: "
+                + Dialect.allCases.map { "\($0.id) \($0.defaultURL)" }.joined(separator: ", ") + ").")
+        public static let timeoutSeconds = SettingSpec<Double>(
+            "timeoutSeconds", unit: "s", default: 5, in: 0.1...120, "Each try's deadline.")
+        public static let retries = SettingSpec<Int>(
+            "retries", default: 2, in: 0...10, "Tries after the first, 0.25 s apart and doubling.")
+
+        /// Every setting, as documentation shows it.
+        public static let all: [SettingDoc] = [url.doc, timeoutSeconds.doc, retries.doc]
     }
 }

@@ -12,10 +12,10 @@ public struct FileRouteProvider: RouteProvider {
     /// Reads a config's settings: `file`, and `precision` for bare polylines.
     public init(settings: Settings) throws {
         var settings = settings
-        guard let file = try settings.inputFile("file") else {
-            throw ConfigError.missingKey(path: settings.path, key: "file")
+        guard let file = try settings.inputFile(Setting.file) else {
+            throw ConfigError.missingKey(path: settings.path, key: Setting.file.key)
         }
-        let precision = try settings.int("precision", default: 5, in: 5...6)
+        let precision = try settings.value(Setting.precision)
         try settings.finish()
         self.plan = try RouteFile.load(file: file, precision: precision)
     }
@@ -38,5 +38,22 @@ public struct FileRouteProvider: RouteProvider {
         }
         if here.distanceMeters < 1 { names.removeFirst() }
         return RoutePlan(points: points, segmentNames: names)
+    }
+}
+
+extension FileRouteProvider {
+    /// Its settings, each declared once: a config is parsed through these, and `hapticnav config schema` documents
+    /// them.
+    public enum Setting {
+        public static let precision = SettingSpec<Int>(
+            "precision", default: 5, in: 5...6, "The precision of a bare encoded polyline (5, or 6 as Valhalla writes)."
+        )
+        public static let file = ValueSpec<String>(
+            "file", accepts: "a file",
+            "The saved route: GPX, GeoJSON, an encoded polyline, or a Valhalla, OSRM, Google or Mapbox directions response."
+        )
+
+        /// Every setting, as documentation shows it.
+        public static let all: [SettingDoc] = [precision.doc, file.doc]
     }
 }

@@ -22,8 +22,9 @@ public struct OSMRouteProvider: RouteProvider {
 
     /// Loads a map (OSM XML or PBF), through its compiled cache unless `cache` is false (``WalkingGraphCache``).
     public init(
-        map: String, options: OSMLoader.Options = .init(), snapMeters: Double = 250, connectMeters: Double = 50,
-        cache: Bool = true, logger: Logger
+        map: String, options: OSMLoader.Options = .init(), snapMeters: Double = Setting.snapMeters.defaultValue,
+        connectMeters: Double = Setting.connectMeters.defaultValue, cache: Bool = Setting.cache.defaultValue ?? true,
+        logger: Logger
     ) throws {
         if cache {
             let clock = ContinuousClock()
@@ -62,14 +63,14 @@ public struct OSMRouteProvider: RouteProvider {
         _ settings: Settings
     ) throws -> (map: String, options: OSMLoader.Options, snap: Double, connect: Double, cache: Bool) {
         var settings = settings
-        guard let map = try settings.inputFile("map") else {
-            throw ConfigError.missingKey(path: settings.path, key: "map")
+        guard let map = try settings.inputFile(Setting.map) else {
+            throw ConfigError.missingKey(path: settings.path, key: Setting.map.key)
         }
         var options = OSMLoader.Options()
-        options.avoidSteps = try settings.bool("avoidSteps", default: false)
-        let snap = try settings.double("snapMeters", default: 250, in: 1...5000)
-        let connect = try settings.double("connectMeters", default: 50, in: 0...5000)
-        let cache = try settings.bool("cache", default: true)
+        options.avoidSteps = try settings.value(Setting.avoidSteps)
+        let snap = try settings.value(Setting.snapMeters)
+        let connect = try settings.value(Setting.connectMeters)
+        let cache = try settings.value(Setting.cache)
         try settings.finish()
         return (map, options, snap, connect, cache)
     }
@@ -77,5 +78,29 @@ public struct OSMRouteProvider: RouteProvider {
     public func route(from start: Coordinate, to destination: Coordinate) async throws -> RoutePlan {
         try self.graph.shortestRoute(
             from: start, to: destination, snapMeters: self.snapMeters, connectMeters: self.connectMeters)
+    }
+}
+
+extension OSMRouteProvider {
+    /// Its settings, each declared once: a config is parsed through these, and `hapticnav config schema` documents
+    /// them.
+    public enum Setting {
+        public static let snapMeters = SettingSpec<Double>(
+            "snapMeters", unit: "m", default: 250, in: 1...5000, "How far from a way the start or destination may be.")
+        public static let connectMeters = SettingSpec<Double>(
+            "connectMeters", unit: "m", default: 50, in: 0...5000,
+            "How much farther than the nearest way a way may be, when the nearest ones do not connect the two ends (the end on the smaller piece of network moves)."
+        )
+        public static let avoidSteps = ValueSpec<Bool>(
+            "avoidSteps", default: false, "Route around steps where the network allows.")
+        public static let cache = ValueSpec<Bool>(
+            "cache", default: true,
+            "Keep the compiled walking graph beside the map (MAP.walking-graph), read again when the map changes.")
+        public static let map = ValueSpec<String>(
+            "map", accepts: "a file (OSM XML or PBF)",
+            "The OpenStreetMap extract to route over (XML, or PBF as extracts are downloaded).")
+
+        /// Every setting, as documentation shows it.
+        public static let all: [SettingDoc] = [snapMeters.doc, connectMeters.doc, avoidSteps.doc, cache.doc, map.doc]
     }
 }

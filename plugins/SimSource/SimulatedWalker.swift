@@ -28,38 +28,38 @@ public struct SimulatedWalker: MessageSource {
         /// The path walked, start first.
         public var path: [Coordinate]
         /// Walking speed [metres per second, > 0].
-        public var speedMetersPerSecond = 1.4
+        public var speedMetersPerSecond = SimulatedWalker.Setting.speedMetersPerSecond.defaultValue
         /// Time between fixes [seconds, > 0].
-        public var fixIntervalSeconds = 1.0
+        public var fixIntervalSeconds = SimulatedWalker.Setting.fixIntervalSeconds.defaultValue
         /// Time between heading and attitude samples [seconds, > 0].
-        public var headingIntervalSeconds = 0.1
+        public var headingIntervalSeconds = SimulatedWalker.Setting.headingIntervalSeconds.defaultValue
         /// Standard deviation of the GPS position error [metres, ≥ 0].
-        public var gpsNoiseMeters = 4.0
+        public var gpsNoiseMeters = SimulatedWalker.Setting.gpsNoiseMeters.defaultValue
         /// Horizontal accuracy that fixes report [metres, > 0].
-        public var reportedAccuracyMeters = 5.0
+        public var reportedAccuracyMeters = SimulatedWalker.Setting.reportedAccuracyMeters.defaultValue
         /// Standard deviation of the compass error [degrees, ≥ 0].
-        public var compassNoiseDegrees = 3.0
+        public var compassNoiseDegrees = SimulatedWalker.Setting.compassNoiseDegrees.defaultValue
         /// How far the phone in the pocket points away from the walking direction [degrees, clockwise].
-        public var pocketOffsetDegrees = 0.0
+        public var pocketOffsetDegrees = SimulatedWalker.Setting.pocketOffsetDegrees.defaultValue
         /// Playback rate: 1 is real time, 10 is ten times faster, 0 is as fast as possible.
-        public var pace = 1.0
+        public var pace = SimulatedWalker.Setting.pace.defaultValue
         /// Seed of the noise; the same seed repeats the same walk.
-        public var seed: UInt64 = 1
+        public var seed = UInt64(SimulatedWalker.Setting.seed.defaultValue)
         /// Simulated time of the start [seconds since 1970-01-01T00:00:00Z].
-        public var startTimeSeconds = 1_767_225_600.0
+        public var startTimeSeconds = SimulatedWalker.Setting.startTimeSeconds.defaultValue
         /// Walk the path again from its start after reaching its end, until stopped.
-        public var loop = false
+        public var loop = SimulatedWalker.Setting.loop.defaultValue ?? false
         /// The phone's usual pitch [degrees, positive = top up]: about 0 held flat, more in a pocket.
-        public var phonePitchDegrees = 10.0
+        public var phonePitchDegrees = SimulatedWalker.Setting.phonePitchDegrees.defaultValue
         /// Episodes when the phone stands nearly upright and the compass flips: (start, duration) [seconds from the start].
         public var tiltEpisodes: [(start: Double, duration: Double)] = []
         /// Pitch during a tilt episode [degrees].
-        public var tiltPitchDegrees = 85.0
+        public var tiltPitchDegrees = SimulatedWalker.Setting.tiltPitchDegrees.defaultValue
         /// Before walking, play the calibration routine: turn to north with the phone held flat (from 200°,
         /// 30° a second), then stand `calibrationStandSeconds` while the phone goes into the pocket.
-        public var calibrationRoutine = false
+        public var calibrationRoutine = SimulatedWalker.Setting.calibrationRoutine.defaultValue ?? false
         /// How long the walker stands before walking, in the calibration routine [seconds].
-        public var calibrationStandSeconds = 7.0
+        public var calibrationStandSeconds = SimulatedWalker.Setting.calibrationStandSeconds.defaultValue
 
         /// Creates options for a path.
         public init(path: [Coordinate]) {
@@ -88,12 +88,13 @@ public struct SimulatedWalker: MessageSource {
     public init(settings: Settings) throws {
         var settings = settings
         let path: [Coordinate]
-        let map = try settings.inputFile("map")
-        if let file = try settings.inputFile("route") {
+        let map = try settings.inputFile(Setting.map)
+        let from = try settings.value(Setting.from), to = try settings.value(Setting.to)
+        if let file = try settings.inputFile(Setting.route) {
             path = try RouteFile.load(file: file).points
         } else if let map {
             // A walk from `from` to `to` along the shortest walking route over an OSM extract.
-            guard let from = try settings.coordinate("from"), let to = try settings.coordinate("to") else {
+            guard let from, let to else {
                 throw ConfigError.missingKey(path: settings.path, key: "from and to ([latitude, longitude]) with map")
             }
             path = try OSMLoader.load(file: map).shortestRoute(from: from, to: to).points
@@ -101,23 +102,23 @@ public struct SimulatedWalker: MessageSource {
             throw ConfigError.missingKey(path: settings.path, key: "route (a route file), or map with from and to")
         }
         var options = Options(path: path)
-        options.speedMetersPerSecond = try settings.double("speedMetersPerSecond", default: 1.4, in: 0.05...20)
-        options.fixIntervalSeconds = try settings.double("fixIntervalSeconds", default: 1.0, in: 0.01...60)
-        options.headingIntervalSeconds = try settings.double("headingIntervalSeconds", default: 0.1, in: 0.005...60)
-        options.gpsNoiseMeters = try settings.double("gpsNoiseMeters", default: 4.0, in: 0...500)
-        options.reportedAccuracyMeters = try settings.double("reportedAccuracyMeters", default: 5.0, in: 0.1...500)
-        options.compassNoiseDegrees = try settings.double("compassNoiseDegrees", default: 3.0, in: 0...180)
-        options.pocketOffsetDegrees = try settings.double("pocketOffsetDegrees", default: 0, in: -360...360)
-        options.pace = try settings.double("pace", default: 1.0, in: 0...10_000)
-        options.seed = UInt64(try settings.int("seed", default: 1, in: 0...Int.max))
-        options.startTimeSeconds = try settings.double("startTimeSeconds", default: 1_767_225_600, in: 0...1e10)
-        options.loop = try settings.bool("loop", default: false)
-        options.phonePitchDegrees = try settings.double("phonePitchDegrees", default: 10, in: -90...90)
-        options.calibrationRoutine = try settings.bool("calibrationRoutine", default: false)
-        options.calibrationStandSeconds = try settings.double("calibrationStandSeconds", default: 7, in: 0...120)
-        options.tiltPitchDegrees = try settings.double("tiltPitchDegrees", default: 85, in: -90...90)
+        options.speedMetersPerSecond = try settings.value(Setting.speedMetersPerSecond)
+        options.fixIntervalSeconds = try settings.value(Setting.fixIntervalSeconds)
+        options.headingIntervalSeconds = try settings.value(Setting.headingIntervalSeconds)
+        options.gpsNoiseMeters = try settings.value(Setting.gpsNoiseMeters)
+        options.reportedAccuracyMeters = try settings.value(Setting.reportedAccuracyMeters)
+        options.compassNoiseDegrees = try settings.value(Setting.compassNoiseDegrees)
+        options.pocketOffsetDegrees = try settings.value(Setting.pocketOffsetDegrees)
+        options.pace = try settings.value(Setting.pace)
+        options.seed = UInt64(try settings.value(Setting.seed))
+        options.startTimeSeconds = try settings.value(Setting.startTimeSeconds)
+        options.loop = try settings.value(Setting.loop)
+        options.phonePitchDegrees = try settings.value(Setting.phonePitchDegrees)
+        options.calibrationRoutine = try settings.value(Setting.calibrationRoutine)
+        options.calibrationStandSeconds = try settings.value(Setting.calibrationStandSeconds)
+        options.tiltPitchDegrees = try settings.value(Setting.tiltPitchDegrees)
         // Tilt episodes: explicit [start, duration] pairs, and/or random ones at a rate, from the seed.
-        if case let .array(items)? = settings.value("tiltEpisodes") {
+        if case let .array(items)? = settings.value(Setting.tiltEpisodes.key) {
             for (index, item) in items.enumerated() {
                 guard case let .array(pair) = item, pair.count == 2, case let .number(start) = pair[0],
                     case let .number(duration) = pair[1], start >= 0, duration > 0
@@ -129,8 +130,8 @@ public struct SimulatedWalker: MessageSource {
                 options.tiltEpisodes.append((start, duration))
             }
         }
-        let rate = try settings.double("tiltEpisodesPerMinute", default: 0, in: 0...60)
-        let episodeSeconds = try settings.double("tiltEpisodeSeconds", default: 2, in: 0.1...60)
+        let rate = try settings.value(Setting.tiltEpisodesPerMinute)
+        let episodeSeconds = try settings.value(Setting.tiltEpisodeSeconds)
         try settings.finish()
         if rate > 0 {
             var random = SeededGenerator(seed: options.seed &+ 0x7157)
@@ -266,5 +267,74 @@ public struct SimulatedWalker: MessageSource {
             }
             lap += duration + self.options.fixIntervalSeconds
         } while self.options.loop
+    }
+}
+
+extension SimulatedWalker {
+    /// Its settings, each declared once: a config is parsed through these, and `hapticnav config schema` documents
+    /// them.
+    public enum Setting {
+        public static let speedMetersPerSecond = SettingSpec<Double>(
+            "speedMetersPerSecond", unit: "m/s", default: 1.4, in: 0.05...20, "Walking speed.")
+        public static let fixIntervalSeconds = SettingSpec<Double>(
+            "fixIntervalSeconds", unit: "s", default: 1.0, in: 0.01...60, "Time between fixes.")
+        public static let headingIntervalSeconds = SettingSpec<Double>(
+            "headingIntervalSeconds", unit: "s", default: 0.1, in: 0.005...60, "Time between headings.")
+        public static let gpsNoiseMeters = SettingSpec<Double>(
+            "gpsNoiseMeters", unit: "m", default: 4.0, in: 0...500,
+            "The GPS error added to each fix (standard deviation per axis).")
+        public static let reportedAccuracyMeters = SettingSpec<Double>(
+            "reportedAccuracyMeters", unit: "m", default: 5.0, in: 0.1...500, "The accuracy each fix reports.")
+        public static let compassNoiseDegrees = SettingSpec<Double>(
+            "compassNoiseDegrees", unit: "°", default: 3.0, in: 0...180,
+            "The compass error added to each heading (standard deviation).")
+        public static let pocketOffsetDegrees = SettingSpec<Double>(
+            "pocketOffsetDegrees", unit: "°", default: 0, in: -360...360,
+            "The phone's heading in the pocket against the walking direction.")
+        public static let pace = SettingSpec<Double>(
+            "pace", default: 1.0, in: 0...10_000,
+            "1 in real time, 10 ten times faster, 0 as fast as the readers take it.")
+        public static let seed = SettingSpec<Int>(
+            "seed", default: 1, in: 0...Int.max, "The seed of every random draw: the same seed, the same walk.")
+        public static let startTimeSeconds = SettingSpec<Double>(
+            "startTimeSeconds", unit: "s", default: 1_767_225_600, in: 0...1e10,
+            "The time of the first fix (seconds since 1970).")
+        public static let phonePitchDegrees = SettingSpec<Double>(
+            "phonePitchDegrees", unit: "°", default: 10, in: -90...90, "The phone's pitch in the pocket.")
+        public static let calibrationStandSeconds = SettingSpec<Double>(
+            "calibrationStandSeconds", unit: "s", default: 7, in: 0...120,
+            "In the calibration routine: how long the walker stands at each step.")
+        public static let tiltPitchDegrees = SettingSpec<Double>(
+            "tiltPitchDegrees", unit: "°", default: 85, in: -90...90,
+            "The pitch during a tilt episode, at which the compass flips.")
+        public static let tiltEpisodesPerMinute = SettingSpec<Double>(
+            "tiltEpisodesPerMinute", unit: "/min", default: 0, in: 0...60,
+            "Random tilt episodes (a Poisson process from the seed), on average per minute.")
+        public static let tiltEpisodeSeconds = SettingSpec<Double>(
+            "tiltEpisodeSeconds", unit: "s", default: 2, in: 0.1...60, "How long a random tilt episode lasts.")
+        public static let loop = ValueSpec<Bool>(
+            "loop", default: false, "Walk the route again from its start at its end.")
+        public static let calibrationRoutine = ValueSpec<Bool>(
+            "calibrationRoutine", default: false,
+            "Play the calibration's three steps (find north, put the phone away, walk) before the walk.")
+        public static let map = ValueSpec<String>(
+            "map", accepts: "a file (OSM XML or PBF)",
+            "An OpenStreetMap extract to walk the shortest route over, from `from` to `to`.")
+        public static let route = ValueSpec<String>(
+            "route", accepts: "a file", "A route file to walk along (GPX, GeoJSON, a polyline, a directions response).")
+        public static let from = ValueSpec<Coordinate>("from", "With `map`: where the walk starts.")
+        public static let to = ValueSpec<Coordinate>("to", "With `map`: where it ends.")
+
+        public static let tiltEpisodes = ValueSpec<String>(
+            "tiltEpisodes", accepts: "[[start s, duration s], …]", "Tilt episodes at given times of the walk.")
+
+        /// Every setting, as documentation shows it.
+        public static let all: [SettingDoc] = [
+            tiltEpisodes.doc, speedMetersPerSecond.doc, fixIntervalSeconds.doc, headingIntervalSeconds.doc,
+            gpsNoiseMeters.doc, reportedAccuracyMeters.doc, compassNoiseDegrees.doc, pocketOffsetDegrees.doc, pace.doc,
+            seed.doc, startTimeSeconds.doc, phonePitchDegrees.doc, calibrationStandSeconds.doc, tiltPitchDegrees.doc,
+            tiltEpisodesPerMinute.doc, tiltEpisodeSeconds.doc, loop.doc, calibrationRoutine.doc, map.doc, route.doc,
+            from.doc, to.doc,
+        ]
     }
 }

@@ -16,7 +16,7 @@ public struct ConsoleSink: MessageSink {
     /// Reads the settings of a config's `console` sink.
     public init(settings: Settings) throws {
         var settings = settings
-        self.prefix = try settings.string("prefix", default: "")
+        self.prefix = try settings.value(Setting.prefix)
         try settings.finish()
     }
 
@@ -27,4 +27,15 @@ public struct ConsoleSink: MessageSink {
     }
 
     public func finish() {}
+}
+
+extension ConsoleSink {
+    /// Its settings, each declared once: a config is parsed through these, and `hapticnav config schema` documents
+    /// them.
+    public enum Setting {
+        public static let prefix = ValueSpec<String>("prefix", default: "", "Put before every line.")
+
+        /// Every setting, as documentation shows it.
+        public static let all: [SettingDoc] = [prefix.doc]
+    }
 }

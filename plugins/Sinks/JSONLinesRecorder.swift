@@ -39,8 +39,8 @@ public actor JSONLinesRecorder: MessageSink {
     /// Checks the settings of a `jsonl` recorder without touching the file; returns the file's path.
     public static func file(from settings: Settings) throws -> String {
         var settings = settings
-        guard let file = try settings.path("file") else {
-            throw ConfigError.missingKey(path: settings.path, key: "file")
+        guard let file = try settings.path(Setting.file) else {
+            throw ConfigError.missingKey(path: settings.path, key: Setting.file.key)
         }
         try settings.finish()
         return file
@@ -68,5 +68,17 @@ public actor JSONLinesRecorder: MessageSink {
     public func finish() throws {
         try self.flush()
         self.handle.close()
+    }
+}
+
+extension JSONLinesRecorder {
+    /// Its settings, each declared once: a config is parsed through these, and `hapticnav config schema` documents
+    /// them.
+    public enum Setting {
+        public static let file = ValueSpec<String>(
+            "file", accepts: "a path", "The file to append a JSON line per message to.")
+
+        /// Every setting, as documentation shows it.
+        public static let all: [SettingDoc] = [file.doc]
     }
 }

@@ -23,13 +23,13 @@ public final class MCAPRecorder: MessageSink, Sendable {
         /// The session's folder; parts are `part-0001.mcap`, `part-0002.mcap`, …
         public var folder: String
         /// A part's size at which the next begins [bytes].
-        public var maxFileBytes: UInt64 = 512 * 1_048_576
+        public var maxFileBytes = UInt64(MCAPRecorder.Setting.maxFileMegabytes.defaultValue * 1_048_576)
         /// A part's age at which the next begins [seconds].
-        public var maxFileSeconds: Double = 3600
+        public var maxFileSeconds = MCAPRecorder.Setting.maxFileMinutes.defaultValue * 60
         /// Messages waiting for the disk beyond which new ones are dropped [bytes].
-        public var queueBytes = 16 * 1_048_576
+        public var queueBytes = Int(MCAPRecorder.Setting.queueMegabytes.defaultValue * 1_048_576)
         /// The longest a received message waits before it is on disk [seconds].
-        public var flushSeconds: Double = 0.2
+        public var flushSeconds = MCAPRecorder.Setting.flushSeconds.defaultValue
         /// What the session's first metadata record says besides the part number (the config, the recorder's name).
         public var metadata: [(String, String)] = []
 
@@ -70,17 +70,17 @@ public final class MCAPRecorder: MessageSink, Sendable {
     /// Checks the settings of an `mcap` recorder without touching the disk.
     public static func options(from settings: Settings) throws -> Options {
         var settings = settings
-        guard let folder = try settings.path("folder") else {
-            throw ConfigError.missingKey(path: settings.path, key: "folder")
+        guard let folder = try settings.path(Setting.folder) else {
+            throw ConfigError.missingKey(path: settings.path, key: Setting.folder.key)
         }
         var options = Options(folder: folder)
         options.maxFileBytes = UInt64(
-            try settings.double("maxFileMegabytes", default: 512, in: 1...1_000_000) * 1_048_576)
-        options.maxFileSeconds = try settings.double("maxFileMinutes", default: 60, in: 0.01...100_000) * 60
-        options.queueBytes = Int(try settings.double("queueMegabytes", default: 16, in: 0.01...4096) * 1_048_576)
-        options.flushSeconds = try settings.double("flushSeconds", default: 0.2, in: 0.01...60)
+            try settings.value(Setting.maxFileMegabytes) * 1_048_576)
+        options.maxFileSeconds = try settings.value(Setting.maxFileMinutes) * 60
+        options.queueBytes = Int(try settings.value(Setting.queueMegabytes) * 1_048_576)
+        options.flushSeconds = try settings.value(Setting.flushSeconds)
         // What the session's first metadata record says besides the part (a study trial's who and what).
-        if case let .object(values)? = settings.value("metadata") {
+        if case let .object(values)? = settings.value(Setting.metadata.key) {
             for (key, value) in values.sorted(by: { $0.key < $1.key }) {
                 guard case let .string(text) = value else {
                     throw ConfigError.invalidValue(
@@ -246,4 +246,30 @@ public final class MCAPRecorder: MessageSink, Sendable {
 /// The recorder cannot go on (its disk failed).
 public struct RecorderFailure: Error, CustomStringConvertible {
     public var description: String
+}
+
+extension MCAPRecorder {
+    /// Its settings, each declared once: a config is parsed through these, and `hapticnav config schema` documents
+    /// them.
+    public enum Setting {
+        public static let maxFileMegabytes = SettingSpec<Double>(
+            "maxFileMegabytes", unit: "MiB", default: 512, in: 1...1_000_000, "A new part past this size.")
+        public static let maxFileMinutes = SettingSpec<Double>(
+            "maxFileMinutes", unit: "min", default: 60, in: 0.01...100_000, "A new part past this age.")
+        public static let queueMegabytes = SettingSpec<Double>(
+            "queueMegabytes", unit: "MiB", default: 16, in: 0.01...4096,
+            "What may wait for the disk before messages are dropped (and counted).")
+        public static let flushSeconds = SettingSpec<Double>(
+            "flushSeconds", unit: "s", default: 0.2, in: 0.01...60, "How often what is written reaches the disk.")
+        public static let folder = ValueSpec<String>(
+            "folder", accepts: "a path", "The session folder its MCAP parts go into.")
+
+        public static let metadata = ValueSpec<String>(
+            "metadata", accepts: "an object of strings", "Written into the session's first metadata record.")
+
+        /// Every setting, as documentation shows it.
+        public static let all: [SettingDoc] = [
+            folder.doc, maxFileMegabytes.doc, maxFileMinutes.doc, queueMegabytes.doc, flushSeconds.doc, metadata.doc,
+        ]
+    }
 }
