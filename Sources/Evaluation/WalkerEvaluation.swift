@@ -734,17 +734,10 @@ public enum WalkerEvaluation {
             }
         }
         var participant = try placed(facing: 0)
-        var judgedChoices = 0
-        var junctionsOnRoute = 0, wrongBranches = 0
-        var wrongJunctions: [WrongJunction] = []
+        var tally = WalkTally()
         var gps = GPSError(sigmaMeters: condition.sigmaMeters, timeConstantSeconds: condition.timeConstantSeconds)
         var felt: CueKind = .silent
-        var lastKind: CueKind = .silent
-        var turnOnsets = 0, wrongWay = 0, timeouts = 0
-        var worstOff = 0.0
-        var squaredErrors: [Double] = []
-        var latencies: [Double] = []
-        var announcedArrivalNear = false, announcedArrivalFar = false
+        var timeouts = 0
         var firstRoute: Route?
         var currentRouteID: UInt32 = 0
         var currentLine: Polyline?
@@ -782,13 +775,7 @@ public enum WalkerEvaluation {
                     ($0.targets[time], $0.smoothed[time], $0.routes)
                 }
                 if let target { try await source.publish(.target(target)) }
-                if let smoothed {
-                    squaredErrors.append(
-                        pow(
-                            FlatProjection.distance(
-                                participant.position,
-                                Coordinate(latitude: smoothed.latitude, longitude: smoothed.longitude)), 2))
-                }
+                if let smoothed { tally.estimated(smoothed, truth: participant.position) }
                 if let target, target.routeID != currentRouteID, let route = routes[target.routeID] {
                     currentRouteID = target.routeID
                     currentLine = Polyline(route.points)
@@ -815,7 +802,7 @@ public enum WalkerEvaluation {
             if await wait(seconds: 5, until: { inbox.state.withLock { $0.cues[time] != nil } }) {
                 let (kind, arrival) = inbox.state.withLock { ($0.cues[time]!, $0.cueArrivals[time] ?? sent) }
                 felt = kind
-                latencies.append((arrival - sent) * 1000)
+                tally.latenciesMilliseconds.append((arrival - sent) * 1000)
             } else {
                 timeouts += 1
                 try Self.checkAnswering(timeouts)
@@ -826,54 +813,27 @@ public enum WalkerEvaluation {
                 state.targets = state.targets.filter { $0.key > time - 5 }
                 state.smoothed = state.smoothed.filter { $0.key > time - 5 }
             }
-            let isTurn = [.turnLeft, .turnRight, .turnAround].contains(felt)
-            if isTurn && felt != lastKind { turnOnsets += 1 }
-            if felt == .turnAround && lastKind != .turnAround { wrongWay += 1 }
-            lastKind = felt
+            tally.felt(felt)
             if felt == .arrival {
-                announcedArrivalNear = FlatProjection.distance(participant.position, pair.destination) <= 10
-                announcedArrivalFar = !announcedArrivalNear
+                tally.arrived(at: participant.position, destination: pair.destination)
                 endedAt = t
                 break
             }
             participant.step(feeling: felt, at: t, dt: dt)
-            if let walker = participant as? NetworkParticipant, walker.choices.count > judgedChoices {
-                for choice in walker.choices[judgedChoices...] {
-                    guard let line = currentLine, let kept = Self.keptToRoute(choice, line: line) else { continue }
-                    junctionsOnRoute += 1
-                    if !kept {
-                        wrongBranches += 1
-                        wrongJunctions.append(
-                            WrongJunction(
-                                latitude: choice.junction.latitude, longitude: choice.junction.longitude,
-                                atSeconds: t, stopped: choice.stopped
-                            ))
-                    }
-                }
-                judgedChoices = walker.choices.count
+            if let walker = participant as? NetworkParticipant {
+                tally.judge(walker.choices, against: currentLine, at: t)
             }
-            if participant.started, let line = currentLine, let projection = line.project(participant.position) {
-                worstOff = max(worstOff, projection.distanceMeters)
-            }
+            if participant.started, let line = currentLine { tally.track(participant.position, on: line) }
             step += 1
             endedAt = t
         }
         let routeIDs = inbox.state.withLock { Set($0.routes.keys) }
         // The walk starts with its first fix, at the epoch (the probes before it are no part of it).
-        let startedAt = 0.0
-        var walk = Walk(
-            route: index, seed: seed, condition: condition.name, arrived: announcedArrivalNear,
-            onRoute: worstOff <= 10 && firstRoute != nil, maximumOffRouteMeters: worstOff, turnOnsets: turnOnsets,
-            wrongWayCues: wrongWay, reroutes: max(0, routeIDs.count - 1), seconds: max(0, endedAt - startedAt),
-            routeSeconds: (firstRoute?.lengthMeters ?? 0) / setup.behaviour.speedMetersPerSecond,
-            smoothedRMSMeters: squaredErrors.isEmpty
-                ? .nan : (squaredErrors.reduce(0, +) / Double(squaredErrors.count)).squareRoot(),
-            latenciesMilliseconds: latencies, timeouts: timeouts)
+        var walk = tally.walk(
+            route: index, seed: seed, condition: condition.name, firstRoute: firstRoute,
+            reroutes: max(0, routeIDs.count - 1),
+            seconds: max(0, endedAt), speedMetersPerSecond: setup.behaviour.speedMetersPerSecond, timeouts: timeouts)
         walk.participant = kind
-        walk.falseArrival = announcedArrivalFar
-        walk.junctionsOnRoute = junctionsOnRoute
-        walk.wrongBranches = wrongBranches
-        walk.wrongJunctions = wrongJunctions
         walk.junctionStops = (participant as? NetworkParticipant)?.choices.filter(\.stopped).count ?? 0
         // Composed stages ended (a recorder's session closed) before the walk is done.
         await stages.stop(waitingSeconds: 10)
@@ -886,168 +846,5 @@ public enum WalkerEvaluation {
         guard timeouts < 50 else {
             throw Failure(description: "the stages stopped answering: 50 fixes or headings without an answer in 5 s")
         }
-    }
-}
-
-/// The evaluated stages of a config (its smoother, route controller and haptic sink), rewritten per walk: their
-/// endpoints in the walk's folder, the source replaced by the harness, the route's destination, the sink's offset
-/// and a console device that echoes every decision.
-struct StageTemplate {
-    let smoother: String
-    let route: String
-    let haptic: String
-    private let stages: [String: SettingValue]
-    private let bus: SettingValue?
-    private let baseDirectory: String
-
-    /// The map to route and walk on, when it replaces the route stage's.
-    private let map: String?
-
-    init(config: String, map: String? = nil) throws {
-        let bytes = try InputFile.contents(of: config)
-        let decoder = JSONDecoder()
-        decoder.allowsJSON5 = true
-        let root = try decoder.decode(SettingValue.self, from: Data(bytes))
-        guard let stages = root["stages"]?.objectValue else {
-            throw WalkerEvaluation.Failure(description: "\(config): no stages")
-        }
-        func named(_ role: String) throws -> String {
-            let matches = stages.filter { ($0.value["role"]?.stringValue ?? $0.key) == role }.map(\.key).sorted()
-            guard let first = matches.first else {
-                throw WalkerEvaluation.Failure(description: "\(config): no \(role) stage to evaluate")
-            }
-            return first
-        }
-        self.smoother = try named("smoother")
-        self.route = try named("route")
-        self.haptic = try named("haptic")
-        self.stages = stages
-        self.bus = root["bus"]
-        let own = Paths.absolute(Paths.folder(of: config))
-        if case let .string(directory)? = root["directory"], !directory.isEmpty {
-            self.baseDirectory = directory.hasPrefix("/") ? directory : own + "/" + directory
-        } else {
-            self.baseDirectory = own
-        }
-        if let map {
-            guard (stages[self.route]?["plugin"]?.stringValue ?? "") == "osm" else {
-                throw WalkerEvaluation.Failure(
-                    description: "--map: the route stage '\(self.route)' of \(config) does not route with 'osm'")
-            }
-            self.map = Paths.absolute(map)
-        } else {
-            self.map = nil
-        }
-    }
-
-    /// The route stage's settings, its file paths made absolute and the map replaced when one was given.
-    private var routeSettings: SettingValue? {
-        guard case var .object(settings)? = self.resolved(self.stages[self.route]?["settings"]) else {
-            return self.map.map { .object(["map": .string($0)]) }
-        }
-        if let map = self.map { settings["map"] = .string(map) }
-        return .object(settings)
-    }
-
-    /// The walking graph the offline router of the route stage uses (its map, its walkability rules), for
-    /// participants held to the ways.
-    func walkingGraph() throws -> WalkingGraph {
-        var plugin = self.stages[self.route]?["plugin"]?.stringValue ?? ""
-        var settings = self.routeSettings
-        if plugin != "osm", case let .array(fallbacks)? = self.stages[self.route]?["options"]?["fallback"],
-            let osm = fallbacks.first(where: { $0["plugin"]?.stringValue == "osm" })
-        {
-            plugin = "osm"
-            settings = self.resolved(osm["settings"])
-        }
-        guard plugin == "osm" else {
-            throw WalkerEvaluation.Failure(
-                description:
-                    "network participants walk the offline router's map: the route stage '\(self.route)' has no 'osm' router (give --map)"
-            )
-        }
-        let parsed = try Settings(settings, path: "stages.\(self.route).settings", baseDirectory: self.baseDirectory)
-        return try OSMRouteProvider(settings: parsed, logger: Logger(label: "eval")).graph
-    }
-
-    /// Makes relative file paths in a plugin's settings absolute (against the config's folder).
-    private func resolved(_ value: SettingValue?) -> SettingValue? {
-        guard case var .object(object)? = value else { return value }
-        for key in ["map", "file"] {
-            if case let .string(path)? = object[key], !path.hasPrefix("/") {
-                object[key] = .string(self.baseDirectory + "/" + path)
-            }
-        }
-        return .object(object)
-    }
-
-    func write(
-        to file: String, folder: String, destination: Coordinate, offsetDegrees: Double, session: String? = nil,
-        metadata: [(String, String)] = []
-    ) throws {
-        func endpoint(_ name: String) -> SettingValue { .string("ipc://\(folder)/\(name).sock") }
-        var smoother = self.stages[self.smoother]?.objectValue ?? [:]
-        smoother["publish"] = endpoint(self.smoother)
-        smoother["inputs"] = .array([endpoint("source")])
-        smoother["topics"] = .array([.string("fix")])
-        var route = self.stages[self.route]?.objectValue ?? [:]
-        route["publish"] = endpoint(self.route)
-        route["inputs"] = .array([endpoint(self.smoother)])
-        route["topics"] = .array([.string("smoothed")])
-        route["settings"] = self.routeSettings
-        var routeOptions = route["options"]?.objectValue ?? [:]
-        routeOptions["destination"] = .array([.number(destination.latitude), .number(destination.longitude)])
-        if case let .array(fallbacks)? = routeOptions["fallback"] {
-            routeOptions["fallback"] = .array(
-                fallbacks.map { entry in
-                    guard case var .object(object) = entry else { return entry }
-                    object["settings"] = self.resolved(object["settings"])
-                    return .object(object)
-                })
-        }
-        route["options"] = .object(routeOptions)
-        var haptic = self.stages[self.haptic]?.objectValue ?? [:]
-        haptic["plugin"] = .string("console")
-        // The harness reads the cues from the bus: the console's lines go nowhere (composed, they would land in the
-        // harness's own output).
-        haptic["settings"] = .object(["prefix": .string(""), "output": .string("none")])
-        haptic["publish"] = endpoint(self.haptic)
-        // The harness relays the route controller's targets to the sink on its own socket, right before the next
-        // heading: one ordered stream, so that the sink always has a fix's target before the headings after it.
-        haptic["inputs"] = .array([endpoint("source")])
-        haptic["topics"] = .array([.string("heading"), .string("target"), .string("progress")])
-        var hapticOptions = haptic["options"]?.objectValue ?? [:]
-        hapticOptions["calibrationFile"] = nil
-        hapticOptions["fallback"] = nil
-        hapticOptions["offsetDegrees"] = .number(offsetDegrees)
-        hapticOptions["echoEveryHeading"] = .bool(true)
-        // No experimenter in a simulated walk: no control endpoint to share between walks, and no stop kept from a
-        // lab session that would silence this sink.
-        hapticOptions["control"] = nil
-        haptic["options"] = .object(hapticOptions)
-        var stages: [String: SettingValue] = [:]
-        for (name, var object) in [(self.smoother, smoother), (self.route, route), (self.haptic, haptic)] {
-            for key in ["group", "key", "advertise", "insecure"] { object[key] = nil }
-            stages[name] = .object(object)
-        }
-        if let session {
-            // The walk's bus as a session: what the harness's source sent and what every stage answered.
-            stages["recorder"] = [
-                "role": "recorder", "plugin": "mcap",
-                "inputs": .array(["source", self.smoother, self.route, self.haptic].map { endpoint($0) }),
-                "settings": [
-                    "folder": .string(session),
-                    "metadata": .object(Dictionary(metadata.map { ($0.0, SettingValue.string($0.1)) }) { a, _ in a }),
-                ],
-            ]
-        }
-        var root: [String: SettingValue] = ["name": .string("eval walkers"), "stages": .object(stages)]
-        if case var .object(bus)? = self.bus {
-            bus["topics"] = nil  // conflation is for live streams; the harness sends one heading at a time
-            root["bus"] = .object(bus)
-        }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try encoder.encode(SettingValue.object(root)).write(to: URL(fileURLWithPath: file))
     }
 }

@@ -1,0 +1,82 @@
+import NavCore
+
+/// A walk's figures as it goes: the cues felt, the estimate's error, how far off the route the walker went, the
+/// branches taken at junctions on the route, and the arrival; then the ``WalkerEvaluation/Walk`` they make.
+struct WalkTally {
+    private var lastKind: CueKind = .silent
+    private var turnOnsets = 0
+    private var wrongWayCues = 0
+    private var worstOffMeters = 0.0
+    private var squaredErrors: [Double] = []
+    /// From each heading sent to its cue's arrival [ms].
+    var latenciesMilliseconds: [Double] = []
+    private var judgedChoices = 0
+    private var junctionsOnRoute = 0
+    private var wrongJunctions: [WalkerEvaluation.WrongJunction] = []
+    private var arrivedNear = false
+    private var arrivedFar = false
+
+    /// The cue in force at a step: a turn cue's onset, a turn-around's onset.
+    mutating func felt(_ kind: CueKind) {
+        let isTurn = [.turnLeft, .turnRight, .turnAround].contains(kind)
+        if isTurn && kind != self.lastKind { self.turnOnsets += 1 }
+        if kind == .turnAround && self.lastKind != .turnAround { self.wrongWayCues += 1 }
+        self.lastKind = kind
+    }
+
+    /// A smoothed fix against where the walker truly was.
+    mutating func estimated(_ fix: SmoothedFix, truth: Coordinate) {
+        let error = FlatProjection.distance(truth, Coordinate(latitude: fix.latitude, longitude: fix.longitude))
+        self.squaredErrors.append(error * error)
+    }
+
+    /// Where the walker is, against the route in force.
+    mutating func track(_ position: Coordinate, on line: Polyline) {
+        if let projection = line.project(position) {
+            self.worstOffMeters = max(self.worstOffMeters, projection.distanceMeters)
+        }
+    }
+
+    /// The branches chosen since the last call, each judged against the route in force (a junction off the route
+    /// counts nothing).
+    mutating func judge(_ choices: [NetworkParticipant.Choice], against line: Polyline?, at seconds: Double) {
+        guard choices.count > self.judgedChoices else { return }
+        for choice in choices[self.judgedChoices...] {
+            guard let line, let kept = WalkerEvaluation.keptToRoute(choice, line: line) else { continue }
+            self.junctionsOnRoute += 1
+            if !kept {
+                self.wrongJunctions.append(
+                    WalkerEvaluation.WrongJunction(
+                        latitude: choice.junction.latitude, longitude: choice.junction.longitude, atSeconds: seconds,
+                        stopped: choice.stopped))
+            }
+        }
+        self.judgedChoices = choices.count
+    }
+
+    /// The arrival cue, where the walker was when it came: an arrival within 10 m, or a false one.
+    mutating func arrived(at position: Coordinate, destination: Coordinate) {
+        self.arrivedNear = FlatProjection.distance(position, destination) <= 10
+        self.arrivedFar = !self.arrivedNear
+    }
+
+    /// The walk these figures make.
+    func walk(
+        route: Int, seed: UInt64, condition: String, firstRoute: Route?, reroutes: Int, seconds: Double,
+        speedMetersPerSecond: Double, timeouts: Int
+    ) -> WalkerEvaluation.Walk {
+        var walk = WalkerEvaluation.Walk(
+            route: route, seed: seed, condition: condition, arrived: self.arrivedNear,
+            onRoute: self.worstOffMeters <= 10 && firstRoute != nil, maximumOffRouteMeters: self.worstOffMeters,
+            turnOnsets: self.turnOnsets, wrongWayCues: self.wrongWayCues, reroutes: reroutes, seconds: seconds,
+            routeSeconds: (firstRoute?.lengthMeters ?? 0) / speedMetersPerSecond,
+            smoothedRMSMeters: self.squaredErrors.isEmpty
+                ? .nan : (self.squaredErrors.reduce(0, +) / Double(self.squaredErrors.count)).squareRoot(),
+            latenciesMilliseconds: self.latenciesMilliseconds, timeouts: timeouts)
+        walk.falseArrival = self.arrivedFar
+        walk.junctionsOnRoute = self.junctionsOnRoute
+        walk.wrongBranches = self.wrongJunctions.count
+        walk.wrongJunctions = self.wrongJunctions
+        return walk
+    }
+}
