@@ -78,7 +78,7 @@ import TestSupport
         third.close()
     }
 
-    @Test func aClosedPublisherIsNoticedWithinOneSecond() async throws {
+    @Test func aClosedPublisherIsNoticedOnceSilentForTheLivenessTimeout() async throws {
         let hub = DirectHub()
         defer { hub.close() }
         let subscriber = BusSubscriber(hub: hub, connect: ["mortal"])
@@ -95,16 +95,19 @@ import TestSupport
         #expect(up)
         let closedAt = ContinuousClock.now
         publisher.close()
-        var lost: (stage: String, after: Duration)?
-        while let event = await nextEvent(&iterator, within: 3) {
-            if case let .publisherLost(_, stage, _) = event {
-                lost = (stage, ContinuousClock.now - closedAt)
+        var lost: (stage: String, silence: Double, after: Duration)?
+        while let event = await nextEvent(&iterator, within: 5) {
+            if case let .publisherLost(_, stage, silence) = event {
+                lost = (stage, silence, ContinuousClock.now - closedAt)
                 break
             }
         }
         let seen = try #require(lost)
         #expect(seen.stage == "mortal")
-        #expect(seen.after < .seconds(1))
+        // Lost once silent for the liveness timeout (0.75 s), checked every 25 ms; a loaded machine may take longer
+        // to say so, never less.
+        #expect(seen.silence >= SubscriberOptions().livenessTimeoutSeconds)
+        #expect(seen.after < .seconds(5))
         #expect(subscriber.presence.map(\.alive) == [false])
     }
 
