@@ -118,6 +118,10 @@ public struct RouteTracker: Sendable {
                 "courseWeightMeters", unit: "m", default: 0.0, in: 0...100,
                 "placing the walker on the route, a part walked against the fix's course counts up to this much farther (a hairpin's two legs); 0 places by distance alone"
             )
+            public static let cornerLimitDegrees = SettingSpec(
+                "cornerLimitDegrees", unit: "°", default: 0.0, in: 0...180,
+                "announcing a sharp turn before its corner, steer at most this far off the route's direction where the walker is (to the turn's side), so that a hairpin's next leg, beside or behind the walker, is a strong turn and not a turn-around; 0 steers at the point itself"
+            )
             public static let waypointRadiusMeters = SettingSpec(
                 "waypointRadiusMeters", unit: "m", default: 10.0, in: 1...50,
                 "a waypoint completes within this distance")
@@ -159,7 +163,7 @@ public struct RouteTracker: Sendable {
             /// Every setting, in documentation order.
             public static let all: [SettingDoc] = [
                 target, lookAheadMeters.doc, sharpTurnDegrees.doc, announceMeters.doc, turnZoneMeters.doc,
-                courseWeightMeters.doc,
+                courseWeightMeters.doc, cornerLimitDegrees.doc,
                 waypointRadiusMeters.doc,
                 arrivalRadiusMeters.doc,
                 offRouteMeters.doc, offRouteAccuracyFactor.doc, offRouteFixes.doc, rerouteMinimumSeconds.doc,
@@ -185,6 +189,8 @@ public struct RouteTracker: Sendable {
         public var turnZoneMeters = Setting.turnZoneMeters.defaultValue
         /// A part of the route walked against the fix's course counts up to this much farther [metres].
         public var courseWeightMeters = Setting.courseWeightMeters.defaultValue
+        /// Before a sharp turn's corner, the most the announced target may lie off the route's direction [°]; 0 none.
+        public var cornerLimitDegrees = Setting.cornerLimitDegrees.defaultValue
         /// Off route beyond max(this, factor × fix accuracy) [metres]…
         public var offRouteMinimumMeters = Setting.offRouteMeters.defaultValue
         /// …with this factor…
@@ -423,6 +429,7 @@ public struct RouteTracker: Sendable {
         case .lookAhead where self.options.announceMeters > 0:
             // The next sharp turn (or the arrival) ahead of where the walker is placed on the route.
             let here = here.distanceAlongMeters
+            var aheadOfCorner: Waypoint?
             var along = here + self.options.lookAheadMeters
             if let corner = route.waypoints.first(where: {
                 $0.distanceAlongMeters > here
@@ -436,9 +443,22 @@ public struct RouteTracker: Sendable {
                     // turn, on its side, and never turns the walker back before the corner (a hairpin's next leg
                     // lies behind them).
                     along = corner.distanceAlongMeters + max(before, 2)
+                    aheadOfCorner = corner
                 }
             }
             point = line.point(atDistance: along)?.coordinate ?? route.waypoints[index].coordinate
+            if let corner = aheadOfCorner, self.options.cornerLimitDegrees > 0,
+                let along = line.point(atDistance: here)?.bearingDegrees
+            {
+                // Close before a hairpin the point past the corner lies beside or behind the walker: steer at most
+                // this far off the route's direction where the walker is, to the turn's side — a strong turn,
+                // never a turn-around, before the corner is passed.
+                let toPoint = FlatProjection.bearing(from: walker, to: point)
+                let limit = self.options.cornerLimitDegrees
+                if abs(Angle.signedDifference(from: along, to: toPoint)) > limit {
+                    bearing = Angle.normalized(along + (corner.turnDegrees >= 0 ? limit : -limit))
+                }
+            }
             kind = .lookAhead
         case .lookAhead:
             var along = here.distanceAlongMeters + self.options.lookAheadMeters

@@ -45,6 +45,7 @@ enum RouteStageOptions {
         tracker.announceMeters = try settings.value(Setting.announceMeters)
         tracker.turnZoneMeters = try settings.value(Setting.turnZoneMeters)
         tracker.courseWeightMeters = try settings.value(Setting.courseWeightMeters)
+        tracker.cornerLimitDegrees = try settings.value(Setting.cornerLimitDegrees)
         tracker.stallSeconds = try settings.value(Setting.stallSeconds)
         tracker.stallMeters = try settings.value(Setting.stallMeters)
         tracker.offRouteMinimumMeters = try settings.value(Setting.offRouteMeters)

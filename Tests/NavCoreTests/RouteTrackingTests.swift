@@ -255,6 +255,25 @@ struct ScriptedWalk {
         }
     }
 
+    @Test func aCornerLimitMakesTheLastMetresBeforeAHairpinAStrongTurnNotATurnAround() throws {
+        // A metre before the apex the point 2 m past it on the next leg lies behind the walker's right shoulder.
+        func relative(limit: Double) throws -> Double {
+            var options = RouteTracker.Options()
+            options.cornerLimitDegrees = limit
+            var tracker = RouteTracker(options: options)
+            tracker.setRoute(self.hairpin)
+            let near = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: 99).coordinate
+            _ = tracker.update(with: self.fix(self.start, course: 90, time: 0))
+            let answer = tracker.update(with: self.fix(near, course: 90, time: 1))
+            let update = try #require(answer)
+            return self.relativeTarget(update.target, course: 90)
+        }
+        #expect(try relative(limit: 0) > 120, "without the limit: a turn-around")
+        // With it: at most 90° off the route's direction, on the hairpin's side (right).
+        #expect(abs(try relative(limit: 90) - 90) < 0.5)
+        #expect(abs(try relative(limit: 110) - 110) < 0.5)
+    }
+
     @Test func withinTheAnnounceDistanceTheTargetSaysHalfTheTurnOnItsSide() throws {
         var tracker = RouteTracker()
         tracker.setRoute(self.hairpin)
