@@ -82,10 +82,13 @@ private func phyphox(_ url: String, timeout: Double = 0.5) throws -> PhyphoxSour
         let collected = Collected()
         let task = start(source, into: collected)
         defer { task.cancel() }
-        // 105 s of recording at ten times: all of it within about 11 s.
+        // 105 s of recording at ten times: all of it within about 11 s. A live source starts from the phone's latest
+        // samples (it does not replay what the phone held before it), so what it reads depends on how soon its first
+        // poll comes: on a loaded host a second or two late, ten to twenty seconds of recording (CI once: 896
+        // headings, 30 fixes). From its first poll on, every sample arrives once, at ten headings a second (below).
         let done = await eventually(within: 40) {
-            (collected.fixes.last?.latitude).map { abs($0 - 43.5651) < 0.001 } == true && collected.fixes.count >= 30
-                && collected.headings.count >= 900
+            (collected.fixes.last?.latitude).map { abs($0 - 43.5651) < 0.001 } == true && collected.fixes.count >= 20
+                && collected.headings.count >= 600
         }
         #expect(done, "fixes \(collected.fixes.count), headings \(collected.headings.count)")
         let fixes = collected.fixes, headings = collected.headings
@@ -119,7 +122,7 @@ private func phyphox(_ url: String, timeout: Double = 0.5) throws -> PhyphoxSour
             guard let expected = byBin[bin] else { continue }
             differences.append(abs(Angle.signedDifference(from: expected, to: heading.headingDegrees)))
         }
-        #expect(differences.count > 800)
+        #expect(differences.count * 10 >= headings.count * 9, "\(differences.count) of \(headings.count) compared")
         let median = differences.sorted()[differences.count / 2]
         #expect(median < 3, "median difference from the file reader's headings \(median)°")
         let counters = await source.statusCounters()
