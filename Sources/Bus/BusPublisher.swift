@@ -51,8 +51,6 @@ public final class BusPublisher: MessagePublisher, Sendable {
     private let lossless: Bool
     /// The socket files this publisher bound, with their identity, to remove on close.
     private let socketFiles: [IPCSocketFile]
-    /// The hub it is bound on, in memory.
-    private let hub: DirectHub?
 
     /// Binds a PUB socket to every endpoint and starts heartbeats.
     public init(
@@ -90,7 +88,6 @@ public final class BusPublisher: MessagePublisher, Sendable {
         self.endpoints = endpoints
         self.lossless = options.lossless
         self.socketFiles = endpoints.compactMap(IPCSocketFile.init(boundAt:))
-        self.hub = nil
         self.state = Mutex(State(socket: socket))
         self.startHeartbeats(intervalSeconds: options.heartbeatIntervalSeconds)
     }
@@ -106,7 +103,6 @@ public final class BusPublisher: MessagePublisher, Sendable {
         self.endpoints = endpoints
         self.lossless = options.lossless
         self.socketFiles = []
-        self.hub = hub
         self.state = Mutex(State(outlets: outlets))
         self.startHeartbeats(intervalSeconds: options.heartbeatIntervalSeconds)
     }

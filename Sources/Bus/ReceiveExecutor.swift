@@ -53,10 +53,7 @@ public final class ReceiveExecutor: TaskExecutor, @unchecked Sendable {
             globalConcurrentExecutor.enqueue(unowned)
             return
         }
-        if !self.onOwnerThread {
-            var one: UInt8 = 1
-            _ = write(self.wakeWriteDescriptor, &one, 1)
-        }
+        if !self.onOwnerThread { self.wake() }
     }
 
     public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
