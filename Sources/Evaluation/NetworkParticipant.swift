@@ -109,7 +109,20 @@ public struct NetworkParticipant: SimulatedParticipant {
         graph: WalkingGraph, at start: Coordinate, facing heading: Double, behaviour: Participant.Behaviour = .init(),
         rules: Rules = Rules(), snapMeters: Double = 250
     ) {
-        guard let snap = graph.snap(start, maximumMeters: snapMeters) else { return nil }
+        guard let nearest = graph.snap(start, maximumMeters: snapMeters) else { return nil }
+        // Of the ways as near as the nearest (a start on a junction lies on all its ways), the one running closest
+        // to `heading`, either way along it.
+        let snap =
+            graph.snaps(near: start, maximumMeters: nearest.distance + 0.5).min { first, second in
+                func off(_ snap: WalkingGraph.Snap) -> Double {
+                    let segment = graph.segments[snap.segment]
+                    let bearing = FlatProjection.bearing(
+                        from: graph.nodes[Int(segment.a)], to: graph.nodes[Int(segment.b)])
+                    let separation = Angle.separation(bearing, heading)
+                    return min(separation, 180 - separation)
+                }
+                return off(first) < off(second)
+            } ?? nearest
         let segment = graph.segments[snap.segment]
         self.graph = graph
         self.behaviour = behaviour

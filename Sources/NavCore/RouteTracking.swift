@@ -100,6 +100,9 @@ public struct RouteTracker: Sendable {
         case lookAhead
         /// The next waypoint.
         case waypoint
+        /// Path following: the route's own direction a chord ahead of where the walker is placed on it, turned
+        /// back toward the route only when the walker is farther from it than the estimate's accuracy explains.
+        case path
     }
 
     /// Thresholds, all configurable.
@@ -121,6 +124,14 @@ public struct RouteTracker: Sendable {
             public static let cornerLimitDegrees = SettingSpec(
                 "cornerLimitDegrees", unit: "°", default: 0.0, in: 0...180,
                 "announcing a sharp turn before its corner, steer at most this far off the route's direction where the walker is (to the turn's side), so that a hairpin's next leg, beside or behind the walker, is a strong turn and not a turn-around; 0 steers at the point itself"
+            )
+            public static let chordMeters = SettingSpec(
+                "chordMeters", unit: "m", default: 8.0, in: 1...50,
+                "target path: the direction to steer is the route's from where the walker is placed on it to this far along it (at a junction, the direction of the branch to take as a walker there judges it)"
+            )
+            public static let crossTrackDeadbandMeters = SettingSpec(
+                "crossTrackDeadbandMeters", unit: "m", default: 2.0, in: 0...50,
+                "target path: farther from the route than the larger of this and the fix's accuracy, the direction turns back toward it (as toward a point lookAheadMeters ahead on a line that far off), at most 75°"
             )
             public static let waypointRadiusMeters = SettingSpec(
                 "waypointRadiusMeters", unit: "m", default: 10.0, in: 1...50,
@@ -155,15 +166,15 @@ public struct RouteTracker: Sendable {
                 "stallMeters", unit: "m", default: 10.0, in: 1...200, "…the progress that counts")
             /// The choice of target, documented beside the numbers.
             public static let target = SettingDoc(
-                key: "target", defaultText: "lookAhead", rangeText: "lookAhead, waypoint",
+                key: "target", defaultText: "lookAhead", rangeText: "lookAhead, waypoint, path",
                 summary:
-                    "where the guidance target goes: lookAheadMeters ahead on the route (capped at the next sharp turn), or the next waypoint"
+                    "where the guidance target goes: lookAheadMeters ahead on the route (capped at the next sharp turn), the next waypoint, or path following (the route's direction over chordMeters ahead of the walker's place on it, turned toward the route when far from it)"
             )
 
             /// Every setting, in documentation order.
             public static let all: [SettingDoc] = [
                 target, lookAheadMeters.doc, sharpTurnDegrees.doc, announceMeters.doc, turnZoneMeters.doc,
-                courseWeightMeters.doc, cornerLimitDegrees.doc,
+                courseWeightMeters.doc, cornerLimitDegrees.doc, chordMeters.doc, crossTrackDeadbandMeters.doc,
                 waypointRadiusMeters.doc,
                 arrivalRadiusMeters.doc,
                 offRouteMeters.doc, offRouteAccuracyFactor.doc, offRouteFixes.doc, rerouteMinimumSeconds.doc,
@@ -191,6 +202,10 @@ public struct RouteTracker: Sendable {
         public var courseWeightMeters = Setting.courseWeightMeters.defaultValue
         /// Before a sharp turn's corner, the most the announced target may lie off the route's direction [°]; 0 none.
         public var cornerLimitDegrees = Setting.cornerLimitDegrees.defaultValue
+        /// Path following: the route's direction is taken over this much of it ahead of the walker's place [metres].
+        public var chordMeters = Setting.chordMeters.defaultValue
+        /// Path following: farther from the route than the larger of this and the fix's accuracy, steer back [metres].
+        public var crossTrackDeadbandMeters = Setting.crossTrackDeadbandMeters.defaultValue
         /// Off route beyond max(this, factor × fix accuracy) [metres]…
         public var offRouteMinimumMeters = Setting.offRouteMeters.defaultValue
         /// …with this factor…
@@ -423,6 +438,9 @@ public struct RouteTracker: Sendable {
         case .waypoint:
             point = route.waypoints[index].coordinate
             kind = .waypoint
+        case .path:
+            (point, bearing) = self.pathTarget(fix, here, route, line)
+            kind = .lookAhead
         case .lookAhead where self.options.turnZoneMeters > 0:
             (point, bearing) = self.turnZoneTarget(walker, here.distanceAlongMeters, route, line)
             kind = .lookAhead
@@ -475,6 +493,45 @@ public struct RouteTracker: Sendable {
             timeSeconds: fix.timeSeconds, routeID: route.routeID, coordinate: point,
             bearingDegrees: bearing ?? FlatProjection.bearing(from: walker, to: point),
             distanceMeters: FlatProjection.distance(walker, point), kind: kind)
+    }
+
+    /// Path following: the point a look-ahead along the route (for display), and the bearing to steer — the route's
+    /// direction from the walker's place on it to `chordMeters` farther along (measured on the route, so that the
+    /// estimate's error across the way does not swing it; at a junction it is the direction of the branch the route
+    /// takes there), turned back toward the route as toward a point `lookAheadMeters` ahead on a line as far off as
+    /// the walker is beyond the estimate's accuracy. Moving toward a sharp turn, the chord's direction is held within
+    /// `cornerLimitDegrees` (90° when that is 0) of the route's where the walker is, to the turn's side, so that the
+    /// last metres before a hairpin cue a strong turn, not a turn-around; a walker standing still (at a junction,
+    /// choosing) is given the branch's own direction.
+    private func pathTarget(
+        _ fix: SmoothedFix, _ here: PolylineProjection, _ route: Route, _ line: Polyline
+    ) -> (Coordinate, Double) {
+        let walker = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
+        let along = here.distanceAlongMeters
+        let display =
+            line.point(atDistance: min(route.lengthMeters, along + self.options.lookAheadMeters))?
+            .coordinate ?? walker
+        let end = min(route.lengthMeters, along + self.options.chordMeters)
+        guard end - along > 0.5, let start = line.point(atDistance: along), let ahead = line.point(atDistance: end)
+        else {
+            // At the route's end: toward it.
+            return (display, FlatProjection.bearing(from: walker, to: display))
+        }
+        var bearing = FlatProjection.bearing(from: start.coordinate, to: ahead.coordinate)
+        let moving = fix.speedMetersPerSecond >= self.options.wrongWaySpeed
+        let turn = Angle.signedDifference(from: start.bearingDegrees, to: bearing)
+        let limit = self.options.cornerLimitDegrees > 0 ? self.options.cornerLimitDegrees : 90
+        if moving, abs(turn) > limit {
+            bearing = Angle.normalized(start.bearingDegrees + (turn >= 0 ? limit : -limit))
+        }
+        let deadband = max(self.options.crossTrackDeadbandMeters, fix.horizontalAccuracyMeters)
+        let excess = abs(here.crossTrackMeters) - deadband
+        if excess > 0 {
+            // Right of the route: steer left, and the other way.
+            let correction = min(75, _atan2(excess, self.options.lookAheadMeters) * 180 / .pi)
+            bearing = Angle.normalized(bearing + (here.crossTrackMeters > 0 ? -correction : correction))
+        }
+        return (display, bearing)
     }
 
     /// The junction-aware look-ahead target and the bearing to steer: straight on toward a sharp turn (past its

@@ -335,6 +335,52 @@ struct ScriptedWalk {
         #expect(left < -100 && left > -120, "\(left)")
     }
 
+    @Test func pathFollowingSteersAlongTheRouteSoErrorAcrossTheWayDoesNotSwingTheCue() throws {
+        var options = RouteTracker.Options()
+        options.targetMode = .path
+        /// The bearing to steer relative to east (the first leg), for a fix `along` the first leg and `crossTrack`
+        /// north of it (the fix's accuracy 5 m), moving or standing.
+        func relative(
+            on route: Route, at along: Double, crossTrack: Double = 0, speed: Double = 1.3
+        ) throws
+            -> Double
+        {
+            var tracker = RouteTracker(options: options)
+            tracker.setRoute(route)
+            let onLeg = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: along).coordinate
+            let point = Geodesic.wgs84.direct(from: onLeg, azimuthDegrees: 0, distanceMeters: crossTrack).coordinate
+            _ = tracker.update(with: self.fix(self.start, course: 90, time: 0))
+            let answer = tracker.update(with: self.fix(point, course: 90, time: 1, speed: speed))
+            let update = try #require(answer)
+            return self.relativeTarget(update.target, course: 90)
+        }
+        // Far from the corner, 4 m of error across the way (within the fix's accuracy): straight along the way; the
+        // look-ahead point 15 m ahead would be 15° off.
+        #expect(abs(try relative(on: self.rightAngle, at: 50, crossTrack: 4)) < 0.5)
+        var lookAhead = RouteTracker()
+        lookAhead.setRoute(self.rightAngle)
+        let beside = Geodesic.wgs84.direct(
+            from: Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: 50).coordinate,
+            azimuthDegrees: 0, distanceMeters: 4
+        ).coordinate
+        _ = lookAhead.update(with: self.fix(self.start, course: 90, time: 0))
+        let answer = lookAhead.update(with: self.fix(beside, course: 90, time: 1))
+        let pointed = try #require(answer)
+        #expect(abs(self.relativeTarget(pointed.target, course: 90)) > 14)
+        // Farther off than the accuracy: turned back toward the route (right, being north of it), as toward a point
+        // 15 m ahead on a line 3 m off.
+        let back = try relative(on: self.rightAngle, at: 50, crossTrack: 8)
+        #expect(abs(back - 11.31) < 1, "\(back)")  // atan(3 / 15)
+        // At the junction, standing: the branch the route takes, as a walker there judges it (8 m along it).
+        #expect(abs(try relative(on: self.rightAngle, at: 100, speed: 0) - 90) < 1)
+        // 4 m before it, walking: the chord across the corner, on the turn's side, cueing the turn.
+        let early = try relative(on: self.rightAngle, at: 96)
+        #expect(early > 40 && early < 60, "\(early)")
+        // A metre before a hairpin, walking: held to 90° on its side; standing at its apex: the next leg itself.
+        #expect(abs(try relative(on: self.hairpin, at: 99) - 90) < 0.5)
+        #expect(abs(try relative(on: self.hairpin, at: 100, speed: 0) - 160) < 1)
+    }
+
     @Test func walkingBesideTheRouteWithoutGettingAlongItAsksForANewRoute() {
         // A way 12 m north of the route's first leg (within the off-route distance), walked west then east
         // again: no progress along the route for longer than stallSeconds.
