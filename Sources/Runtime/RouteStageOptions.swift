@@ -46,6 +46,8 @@ enum RouteStageOptions {
         tracker.turnZoneMeters = try settings.value(Setting.turnZoneMeters)
         tracker.courseWeightMeters = try settings.value(Setting.courseWeightMeters)
         tracker.cornerLimitDegrees = try settings.value(Setting.cornerLimitDegrees)
+        tracker.chordMeters = try settings.value(Setting.chordMeters)
+        tracker.crossTrackDeadbandMeters = try settings.value(Setting.crossTrackDeadbandMeters)
         tracker.stallSeconds = try settings.value(Setting.stallSeconds)
         tracker.stallMeters = try settings.value(Setting.stallMeters)
         tracker.offRouteMinimumMeters = try settings.value(Setting.offRouteMeters)

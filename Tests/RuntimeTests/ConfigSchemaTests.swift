@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NavCore
+import Stages
 @testable import Runtime
 import Testing
 
@@ -82,6 +83,24 @@ import Testing
         }
         let listed = try #require(valid, "\(id): an unknown key was not refused")
         #expect(Set(listed) == documented, "\(id) accepts \(listed.sorted()), documents \(documented.sorted())")
+    }
+
+    /// A route stage's `options` accept exactly the keys documented for them (a documented key the stage did not
+    /// read would be refused as unknown).
+    @Test func aRouteStagesValidOptionsAreItsDocumentedOnes() throws {
+        let documented = Set(RouteControllerOptions.Setting.all.map(\.key))
+        let settings = try Settings(
+            .object(["destination": .array([.number(43.73), .number(7.42)]), "noSuchKey": .number(1)]),
+            path: "stages.route.options", baseDirectory: ".")
+        var valid: [String]?
+        do {
+            _ = try RouteStageOptions.parse(settings)
+        } catch let ConfigError.unknownKey(_, key, keys) {
+            #expect(key == "noSuchKey")
+            valid = keys
+        }
+        let listed = try #require(valid, "an unknown key was not refused")
+        #expect(Set(listed) == documented, "accepts \(listed.sorted()), documents \(documented.sorted())")
     }
 
     @Test func everySpecsDefaultParsesAndAValueOutsideItsRangeIsRefused() throws {
