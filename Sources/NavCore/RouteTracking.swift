@@ -137,7 +137,7 @@ public struct RouteTracker: Sendable {
                 "waypointRadiusMeters", unit: "m", default: 10.0, in: 1...50,
                 "a waypoint completes within this distance")
             public static let arrivalRadiusMeters = SettingSpec(
-                "arrivalRadiusMeters", unit: "m", default: 5.0, in: 1...50,
+                "arrivalRadiusMeters", unit: "m", default: 2.0, in: 1...50,
                 "the destination is reached within this distance")
             public static let lookAheadMeters = SettingSpec(
                 "lookAheadMeters", unit: "m", default: 15.0, in: 1...200,
@@ -166,9 +166,9 @@ public struct RouteTracker: Sendable {
                 "stallMeters", unit: "m", default: 10.0, in: 1...200, "…the progress that counts")
             /// The choice of target, documented beside the numbers.
             public static let target = SettingDoc(
-                key: "target", defaultText: "lookAhead", rangeText: "lookAhead, waypoint, path",
+                key: "target", defaultText: "path", rangeText: "path, lookAhead, waypoint",
                 summary:
-                    "where the guidance target goes: lookAheadMeters ahead on the route (capped at the next sharp turn), the next waypoint, or path following (the route's direction over chordMeters ahead of the walker's place on it, turned toward the route when far from it)"
+                    "where the guidance target goes: path following (the route's direction over chordMeters ahead of the walker's place on it, turned toward the route when farther from it than the fix's accuracy), lookAheadMeters ahead on the route (capped at the next sharp turn), or the next waypoint"
             )
 
             /// Every setting, in documentation order.
@@ -187,7 +187,7 @@ public struct RouteTracker: Sendable {
         /// The destination is reached within this distance [metres].
         public var arrivalRadiusMeters = Setting.arrivalRadiusMeters.defaultValue
         /// Where the guidance target goes.
-        public var targetMode = TargetMode.lookAhead
+        public var targetMode = TargetMode.path
         /// How far ahead along the route the look-ahead target is [metres].
         public var lookAheadMeters = Setting.lookAheadMeters.defaultValue
         /// A waypoint turning at least this much caps the look-ahead target [degrees].
@@ -333,9 +333,13 @@ public struct RouteTracker: Sendable {
             let distance = FlatProjection.distance(walker, waypoint.coordinate)
             let radius = isArrival ? self.options.arrivalRadiusMeters : self.options.waypointRadiusMeters
             let onRoute = here.distanceMeters <= threshold
+            // Past the destination along the route counts only as near it as the fix's accuracy allows: a walker
+            // who went on past the route's end (on along the way, or off round a corner it ends at) is placed at the
+            // end however far they went, and is turned back to it instead.
             let passed =
                 isArrival
                 ? onRoute && here.distanceAlongMeters >= route.lengthMeters - 0.5
+                    && distance <= radius + 2 * fix.horizontalAccuracyMeters
                 : onRoute && here.distanceAlongMeters > waypoint.distanceAlongMeters + 2
             guard distance <= radius || passed else { break }
             update.completedWaypoints.append(self.nextWaypoint)

@@ -43,6 +43,16 @@ import Testing
         #expect(abs(walker.phoneHeadingDegrees - Angle.normalized(270 + 70)) < 0.5)
     }
 
+    @Test func startingOnAJunctionItWalksAlongTheWayClosestToTheGivenDirection() throws {
+        // The junction lies on all four ways: each direction given starts it along its own branch.
+        for (facing, east, north) in [(90.0, 1.0, 0.0), (270, -1, 0), (0, 0, 1), (180, 0, -1), (80, 1, 0)] {
+            var walker = try #require(NetworkParticipant(graph: Self.crossing, at: Self.origin, facing: facing))
+            Self.walk(&walker, seconds: 10) { _, _ in .silent }
+            let here = Self.local(walker.position)
+            #expect(abs(here.east - 13 * east) < 0.2 && abs(here.north - 13 * north) < 0.2, "facing \(facing): \(here)")
+        }
+    }
+
     @Test func withNoCueItGoesStraightOnThroughAJunctionWithoutStopping() throws {
         let start = FlatProjection(origin: Self.origin).unproject(ENU(east: 0, north: -30))
         var walker = try #require(NetworkParticipant(graph: Self.crossing, at: start, facing: 0))

@@ -171,7 +171,7 @@ struct ScriptedWalk {
     }
 
     @Test func theLookAheadTargetIsAheadOnTheRouteAndCappedAtTheCorner() {
-        var tracker = RouteTracker()
+        var tracker = RouteTracker(options: .lookAhead)
         tracker.setRoute(self.route())
         let along = Geodesic.wgs84.direct(from: self.corner, azimuthDegrees: 90, distanceMeters: 50).coordinate
         let fix = SmoothedFix(
@@ -185,10 +185,35 @@ struct ScriptedWalk {
         let nearFix = SmoothedFix(
             timeSeconds: 2, latitude: near.latitude, longitude: near.longitude, horizontalAccuracyMeters: 3,
             speedMetersPerSecond: 1.4, courseDegrees: 90, reset: false)
-        var fresh = RouteTracker()
+        var fresh = RouteTracker(options: .lookAhead)
         fresh.setRoute(self.route())
         let capped = fresh.update(with: nearFix)!
         #expect(abs(capped.target.distanceMeters - 12) < 0.3)
+    }
+
+    @Test func aWalkerWhoWentOnPastTheEndIsNotArrivedThereButTurnedBack() throws {
+        // The route ends 150 m north of `east`; the walker, placed on the last leg, goes on 15 m past its end.
+        var tracker = RouteTracker()
+        tracker.setRoute(self.route(from: self.east))
+        func fix(north: Double, time: Double) -> SmoothedFix {
+            let point = Geodesic.wgs84.direct(from: self.east, azimuthDegrees: 0, distanceMeters: north).coordinate
+            return SmoothedFix(
+                timeSeconds: time, latitude: point.latitude, longitude: point.longitude, horizontalAccuracyMeters: 2,
+                speedMetersPerSecond: 1.3, courseDegrees: 0, reset: false)
+        }
+        for (index, north) in stride(from: 0.0, through: 140, by: 10).enumerated() {
+            let update = tracker.update(with: fix(north: north, time: Double(index)))
+            #expect(update?.arrived == false)
+        }
+        // Placed at the route's end but 15 m from it, farther than the radius and twice the accuracy: not arrived,
+        // and told to turn back.
+        let answer = tracker.update(with: fix(north: 165, time: 20))
+        let beyond = try #require(answer)
+        #expect(!beyond.arrived)
+        #expect(Angle.separation(beyond.target.bearingDegrees, 180) < 1)
+        // Back at it: arrived.
+        let back = tracker.update(with: fix(north: 151, time: 30))
+        #expect(back?.arrived == true)
     }
 
     @Test func waypointModeAimsAtTheNextWaypoint() {
@@ -207,6 +232,15 @@ struct ScriptedWalk {
 
 /// The route controller's answers to a walker who cannot cut corners: a hairpin bend, a sharp turn announced before
 /// its corner, a walker on a way beside the route.
+extension RouteTracker.Options {
+    /// The defaults with the look-ahead target.
+    static var lookAhead: Self {
+        var options = Self()
+        options.targetMode = .lookAhead
+        return options
+    }
+}
+
 @Suite struct RouteTrackerOnTheWaysTests {
     private let start = Coordinate(latitude: 43.7300, longitude: 7.4200)
 
@@ -230,7 +264,7 @@ struct ScriptedWalk {
     }
 
     @Test func approachingAHairpinTheTargetIsNeverBehindTheWalker() {
-        var options = RouteTracker.Options()
+        var options = RouteTracker.Options.lookAhead
         for (announce, course, expectBehind) in [(10.0, 3.0, false), (10, 0, true), (0, 0, true)] {
             options.announceMeters = announce
             options.courseWeightMeters = course
@@ -258,7 +292,7 @@ struct ScriptedWalk {
     @Test func aCornerLimitMakesTheLastMetresBeforeAHairpinAStrongTurnNotATurnAround() throws {
         // A metre before the apex the point 2 m past it on the next leg lies behind the walker's right shoulder.
         func relative(limit: Double) throws -> Double {
-            var options = RouteTracker.Options()
+            var options = RouteTracker.Options.lookAhead
             options.cornerLimitDegrees = limit
             var tracker = RouteTracker(options: options)
             tracker.setRoute(self.hairpin)
@@ -275,7 +309,7 @@ struct ScriptedWalk {
     }
 
     @Test func withinTheAnnounceDistanceTheTargetSaysHalfTheTurnOnItsSide() throws {
-        var tracker = RouteTracker()
+        var tracker = RouteTracker(options: .lookAhead)
         tracker.setRoute(self.hairpin)
         let before = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: 94).coordinate
         _ = tracker.update(with: self.fix(self.start, course: 90, time: 0))
@@ -284,7 +318,7 @@ struct ScriptedWalk {
         // The hairpin turns 160° right: the target is 80° right, 6 m past the apex on the next leg.
         #expect(abs(self.relativeTarget(update.target, course: 90) - 80) < 2)
         // Farther than the announce distance, the corner itself, straight ahead.
-        var far = RouteTracker()
+        var far = RouteTracker(options: .lookAhead)
         far.setRoute(self.hairpin)
         let early = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: 60).coordinate
         _ = far.update(with: self.fix(self.start, course: 90, time: 0))
@@ -302,7 +336,7 @@ struct ScriptedWalk {
     }
 
     @Test func withATurnZoneTheTargetStaysStraightOnUntilTheCornerThenPointsAlongTheNextLeg() throws {
-        var options = RouteTracker.Options()
+        var options = RouteTracker.Options.lookAhead
         options.turnZoneMeters = 4
         func relative(on route: Route, at along: Double, crossTrack: Double = 0) throws -> Double {
             var tracker = RouteTracker(options: options)
@@ -357,7 +391,7 @@ struct ScriptedWalk {
         // Far from the corner, 4 m of error across the way (within the fix's accuracy): straight along the way; the
         // look-ahead point 15 m ahead would be 15° off.
         #expect(abs(try relative(on: self.rightAngle, at: 50, crossTrack: 4)) < 0.5)
-        var lookAhead = RouteTracker()
+        var lookAhead = RouteTracker(options: .lookAhead)
         lookAhead.setRoute(self.rightAngle)
         let beside = Geodesic.wgs84.direct(
             from: Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: 50).coordinate,
