@@ -123,7 +123,7 @@ public struct RouteTracker: Sendable {
             )
             public static let cornerLimitDegrees = SettingSpec(
                 "cornerLimitDegrees", unit: "°", default: 0.0, in: 0...180,
-                "announcing a sharp turn before its corner, steer at most this far off the route's direction where the walker is (to the turn's side), so that a hairpin's next leg, beside or behind the walker, is a strong turn and not a turn-around; 0 steers at the point itself"
+                "announcing a sharp turn before its corner, steer at most this far off the route's direction where the walker is (to the turn's side), so that a hairpin's next leg, beside or behind the walker, is a strong turn and not a turn-around; 0 steers at the point itself (path following holds to 90° then)"
             )
             public static let chordMeters = SettingSpec(
                 "chordMeters", unit: "m", default: 8.0, in: 1...50,
