@@ -272,9 +272,16 @@ public enum BusBenchmark {
             }
             finished.signal()
         }
+        // The subscriber is closed once the consumer has taken nothing for 2 s after the last send (on a loaded
+        // machine it may still be draining 2 s after it).
+        let consumed = Atomic<Int>(0)
         SystemThread.start(name: "bench-watchdog") {
             finished.wait()
-            SystemThread.sleep(seconds: 2)
+            var seen = -1
+            while consumed.load(ordering: .relaxed) != seen, consumed.load(ordering: .relaxed) < count {
+                seen = consumed.load(ordering: .relaxed)
+                SystemThread.sleep(seconds: 2)
+            }
             subscriber.close()
         }
         // Consume as a stage does: on the subscriber's receive thread, through its task executor.
@@ -289,6 +296,7 @@ public enum BusBenchmark {
                     continue
                 }
                 latencies.append((Double(SystemClock.monotonicNanoseconds()) - sample.timeSeconds) / 1000)
+                consumed.store(latencies.count, ordering: .relaxed)
                 wire.append(Double(received.receiveTimeNanoseconds - received.header.sendTimeNanoseconds) / 1000)
             }
             return (latencies, wire)
