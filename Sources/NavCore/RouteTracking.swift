@@ -133,6 +133,10 @@ public struct RouteTracker: Sendable {
                 "crossTrackDeadbandMeters", unit: "m", default: 2.0, in: 0...50,
                 "target path: farther from the route than the larger of this and the fix's accuracy, the direction turns back toward it (as toward a point lookAheadMeters ahead on a line that far off), at most 75°"
             )
+            public static let routeBiasSeconds = SettingSpec(
+                "routeBiasSeconds", unit: "s", default: 0.0, in: 0...600,
+                "the route as a measurement: walking along the route, the fix's distance across it is taken as the GPS error's component across the route's direction, and the error (east and north, a first-order process of this time constant, σ 5 m) is estimated from them; after a turn what was across the route is along it, so the place to steer from is the fix less that error; 0 never"
+            )
             public static let waypointRadiusMeters = SettingSpec(
                 "waypointRadiusMeters", unit: "m", default: 10.0, in: 1...50,
                 "a waypoint completes within this distance")
@@ -175,7 +179,7 @@ public struct RouteTracker: Sendable {
             public static let all: [SettingDoc] = [
                 target, lookAheadMeters.doc, sharpTurnDegrees.doc, announceMeters.doc, turnZoneMeters.doc,
                 courseWeightMeters.doc, cornerLimitDegrees.doc, chordMeters.doc, crossTrackDeadbandMeters.doc,
-                waypointRadiusMeters.doc,
+                routeBiasSeconds.doc, waypointRadiusMeters.doc,
                 arrivalRadiusMeters.doc,
                 offRouteMeters.doc, offRouteAccuracyFactor.doc, offRouteFixes.doc, rerouteMinimumSeconds.doc,
                 rerouteMinimumMeters.doc, stallSeconds.doc, stallMeters.doc,
@@ -206,6 +210,9 @@ public struct RouteTracker: Sendable {
         public var chordMeters = Setting.chordMeters.defaultValue
         /// Path following: farther from the route than the larger of this and the fix's accuracy, steer back [metres].
         public var crossTrackDeadbandMeters = Setting.crossTrackDeadbandMeters.defaultValue
+        /// The GPS error estimated from the distances across the route while walking along it, of this time constant
+        /// [seconds]; 0 never.
+        public var routeBiasSeconds = Setting.routeBiasSeconds.defaultValue
         /// Off route beyond max(this, factor × fix accuracy) [metres]…
         public var offRouteMinimumMeters = Setting.offRouteMeters.defaultValue
         /// …with this factor…
@@ -267,6 +274,8 @@ public struct RouteTracker: Sendable {
     private var lastReroute: (time: Double, position: Coordinate)?
     /// The farthest along the route the walker has been since the last progress, and the seconds walked since.
     private var progressMark: (along: Double, walkedSeconds: Double, lastTime: Double)?
+    /// The GPS error estimated from the route (east, north [metres]), its covariance, and its time.
+    private var bias: (east: Double, north: Double, ee: Double, en: Double, nn: Double, time: Double)?
 
     /// Creates a tracker.
     public init(options: Options = Options()) {
@@ -318,7 +327,14 @@ public struct RouteTracker: Sendable {
         }
         guard let here = projection else { return nil }
         self.lastAlong = here.distanceAlongMeters
-        var update = Update(progress: self.progress(fix, here, route), target: self.target(fix, here, route, line))
+        var steering = here
+        if self.options.routeBiasSeconds > 0, let place = self.steeringPlace(fix, here, line, threshold: threshold) {
+            // Along the route from the fix less the error; across it, the fix's own distance (a walker off the route
+            // is steered back to it, whatever the error is thought to be).
+            steering.distanceAlongMeters = place.distanceAlongMeters
+        }
+        var update = Update(
+            progress: self.progress(fix, here, route), target: self.target(fix, steering, route, line))
 
         guard self.state != .arrived else {
             update.progress.state = .arrived
@@ -354,7 +370,7 @@ public struct RouteTracker: Sendable {
         }
         update.progress.nextWaypointIndex = UInt32(min(self.nextWaypoint, route.waypoints.count - 1))
         update.progress = self.progress(fix, here, route)
-        update.target = self.target(fix, here, route, line)
+        update.target = self.target(fix, steering, route, line)
 
         // Off route, for several fixes in a row: ask for a reroute, unless one was asked for too recently or too near.
         self.offRouteCount = here.distanceMeters > threshold ? self.offRouteCount + 1 : 0
@@ -413,6 +429,45 @@ public struct RouteTracker: Sendable {
         }
         update.progress.state = self.state
         return update
+    }
+
+    /// The route as a measurement: the GPS error (a first-order process, σ 5 m, time constant `routeBiasSeconds`)
+    /// updated by the fix's distance across the route while walking along it (course within 30° of the route's), and
+    /// the fix less that error placed on the route.
+    private mutating func steeringPlace(
+        _ fix: SmoothedFix, _ here: PolylineProjection, _ line: Polyline, threshold: Double
+    ) -> PolylineProjection? {
+        let sigma2 = 25.0
+        var bias = self.bias ?? (0, 0, sigma2, 0, sigma2, fix.timeSeconds)
+        let dt = max(0, fix.timeSeconds - bias.time)
+        let a = _exp(-dt / self.options.routeBiasSeconds), q = (1 - a * a) * sigma2
+        bias = (
+            a * bias.east, a * bias.north, a * a * bias.ee + q, a * a * bias.en, a * a * bias.nn + q, fix.timeSeconds
+        )
+        if let course = fix.courseDegrees, fix.speedMetersPerSecond >= self.options.wrongWaySpeed,
+            here.distanceMeters < threshold, let segment = line.point(atDistance: here.distanceAlongMeters),
+            Angle.separation(course, segment.bearingDegrees) <= 30
+        {
+            // Right of the route is positive across it: the normal to the right of its direction.
+            let radians = segment.bearingDegrees * .pi / 180
+            let ne = _cos(radians), nn = -_sin(radians)
+            let r = max(2, fix.horizontalAccuracyMeters)
+            let pne = bias.ee * ne + bias.en * nn, pnn = bias.en * ne + bias.nn * nn
+            let innovation = here.crossTrackMeters - (ne * bias.east + nn * bias.north)
+            let s = ne * pne + nn * pnn + r * r
+            let ke = pne / s, kn = pnn / s
+            bias.east += ke * innovation
+            bias.north += kn * innovation
+            bias.ee -= ke * pne
+            bias.en -= ke * pnn
+            bias.nn -= kn * pnn
+        }
+        self.bias = bias
+        let walker = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
+        let plane = FlatProjection(origin: walker)
+        let corrected = plane.unproject(ENU(east: -bias.east, north: -bias.north))
+        let along = here.distanceAlongMeters
+        return line.project(corrected, alongRange: (along - 30)...(along + 30))
     }
 
     private func progress(_ fix: SmoothedFix, _ here: PolylineProjection, _ route: Route) -> RouteProgress {

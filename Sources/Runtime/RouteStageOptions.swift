@@ -48,6 +48,7 @@ enum RouteStageOptions {
         tracker.cornerLimitDegrees = try settings.value(Setting.cornerLimitDegrees)
         tracker.chordMeters = try settings.value(Setting.chordMeters)
         tracker.crossTrackDeadbandMeters = try settings.value(Setting.crossTrackDeadbandMeters)
+        tracker.routeBiasSeconds = try settings.value(Setting.routeBiasSeconds)
         tracker.stallSeconds = try settings.value(Setting.stallSeconds)
         tracker.stallMeters = try settings.value(Setting.stallMeters)
         tracker.offRouteMinimumMeters = try settings.value(Setting.offRouteMeters)

@@ -415,6 +415,42 @@ extension RouteTracker.Options {
         #expect(abs(try relative(on: self.hairpin, at: 100, speed: 0) - 160) < 1)
     }
 
+    @Test func theErrorSeenAcrossOneLegIsTakenOffAlongTheNextWithTheRouteAsAMeasurement() throws {
+        // East 100 m, north 20 m, east again; every fix 4 m north of the walker (a street canyon's error).
+        let corner = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: 100).coordinate
+        let second = Geodesic.wgs84.direct(from: corner, azimuthDegrees: 0, distanceMeters: 20).coordinate
+        let end = Geodesic.wgs84.direct(from: second, azimuthDegrees: 90, distanceMeters: 100).coordinate
+        let route = RouteBuilder.route(
+            from: RoutePlan(points: [self.start, corner, second, end]), routeID: 1, timeSeconds: 0, provider: "test")
+        func bearingEightMetresBeforeTheSecondCorner(biasSeconds: Double) throws -> Double {
+            var options = RouteTracker.Options()
+            options.routeBiasSeconds = biasSeconds
+            var tracker = RouteTracker(options: options)
+            tracker.setRoute(route)
+            var time = 0.0
+            func fix(_ truth: Coordinate, course: Double) -> SmoothedFix {
+                let seen = Geodesic.wgs84.direct(from: truth, azimuthDegrees: 0, distanceMeters: 4).coordinate
+                return self.fix(seen, course: course, time: time)
+            }
+            for east in stride(from: 0.0, through: 100, by: 1.3) {
+                let truth = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: east)
+                _ = tracker.update(with: fix(truth.coordinate, course: 90))
+                time += 1
+            }
+            var last: GuidanceTarget?
+            for north in stride(from: 1.3, through: 12, by: 1.3) {
+                let truth = Geodesic.wgs84.direct(from: corner, azimuthDegrees: 0, distanceMeters: north)
+                last = tracker.update(with: fix(truth.coordinate, course: 0))?.target
+                time += 1
+            }
+            return Angle.signedDifference(from: 0, to: try #require(last).bearingDegrees)
+        }
+        // The fix 4 m farther north places the walker 4 m nearer the second corner: its turn is cued already.
+        #expect(try bearingEightMetresBeforeTheSecondCorner(biasSeconds: 0) > 30)
+        // The 4 m seen across the first leg is taken off along the second: straight on, north, still.
+        #expect(abs(try bearingEightMetresBeforeTheSecondCorner(biasSeconds: 30)) < 12)
+    }
+
     @Test func walkingBesideTheRouteWithoutGettingAlongItAsksForANewRoute() {
         // A way 12 m north of the route's first leg (within the off-route distance), walked west then east
         // again: no progress along the route for longer than stallSeconds.
