@@ -530,11 +530,9 @@ public struct RouteTracker: Sendable {
                 // Close before a hairpin the point past the corner lies beside or behind the walker: steer at most
                 // this far off the route's direction where the walker is, to the turn's side — a strong turn,
                 // never a turn-around, before the corner is passed.
-                let toPoint = FlatProjection.bearing(from: walker, to: point)
-                let limit = self.options.cornerLimitDegrees
-                if abs(Angle.signedDifference(from: along, to: toPoint)) > limit {
-                    bearing = Angle.normalized(along + (corner.turnDegrees >= 0 ? limit : -limit))
-                }
+                bearing = Self.held(
+                    FlatProjection.bearing(from: walker, to: point), within: self.options.cornerLimitDegrees,
+                    of: along, toward: corner.turnDegrees)
             }
             kind = .lookAhead
         case .lookAhead:
@@ -552,6 +550,18 @@ public struct RouteTracker: Sendable {
             timeSeconds: fix.timeSeconds, routeID: route.routeID, coordinate: point,
             bearingDegrees: bearing ?? FlatProjection.bearing(from: walker, to: point),
             distanceMeters: FlatProjection.distance(walker, point), kind: kind)
+    }
+
+    /// `bearing`, or, when it lies more than `limit` off `reference`, the direction `limit` off `reference` on the
+    /// side of `side` (≥ 0 right, < 0 left): before a sharp turn's corner, a strong turn to its side, never a
+    /// turn-around.
+    private static func held(
+        _ bearing: Double, within limit: Double, of reference: Double, toward side: Double
+    )
+        -> Double
+    {
+        guard abs(Angle.signedDifference(from: reference, to: bearing)) > limit else { return bearing }
+        return Angle.normalized(reference + (side >= 0 ? limit : -limit))
     }
 
     /// Path following: the point a look-ahead along the route (for display), and the bearing to steer — the route's
@@ -578,10 +588,10 @@ public struct RouteTracker: Sendable {
         }
         var bearing = FlatProjection.bearing(from: start.coordinate, to: ahead.coordinate)
         let moving = fix.speedMetersPerSecond >= self.options.wrongWaySpeed
-        let turn = Angle.signedDifference(from: start.bearingDegrees, to: bearing)
-        let limit = self.options.cornerLimitDegrees > 0 ? self.options.cornerLimitDegrees : 90
-        if moving, abs(turn) > limit {
-            bearing = Angle.normalized(start.bearingDegrees + (turn >= 0 ? limit : -limit))
+        if moving {
+            let turn = Angle.signedDifference(from: start.bearingDegrees, to: bearing)
+            let limit = self.options.cornerLimitDegrees > 0 ? self.options.cornerLimitDegrees : 90
+            bearing = Self.held(bearing, within: limit, of: start.bearingDegrees, toward: turn)
         }
         let deadband = max(self.options.crossTrackDeadbandMeters, fix.horizontalAccuracyMeters)
         let excess = abs(here.crossTrackMeters) - deadband
@@ -633,10 +643,7 @@ public struct RouteTracker: Sendable {
         let point = line.point(atDistance: along)?.coordinate ?? corner.coordinate
         var bearing = FlatProjection.bearing(from: walker, to: point)
         // Before the corner a hairpin's next leg lies behind: a strong cue to its side, never a turn-around there.
-        let limit = 105.0
-        if abs(Angle.signedDifference(from: incoming, to: bearing)) > limit {
-            bearing = Angle.normalized(incoming + (corner.turnDegrees >= 0 ? limit : -limit))
-        }
+        bearing = Self.held(bearing, within: 105, of: incoming, toward: corner.turnDegrees)
         return (point, bearing)
     }
 }
