@@ -133,6 +133,11 @@ public struct RouteTracker: Sendable {
                 "crossTrackDeadbandMeters", unit: "m", default: 2.0, in: 0...50,
                 "target path: farther from the route than the larger of this and the fix's accuracy, the direction turns back toward it (as toward a point lookAheadMeters ahead on a line that far off), at most 75°"
             )
+            public static let junctionChord = SettingDoc(
+                key: "junctionChord", defaultText: "true", rangeText: "true, false",
+                summary:
+                    "target path, when the route stage knows the walking graph (an `osm` router among its providers): a walker standing within 2 m along the route of a junction the route turns sharply at (sharpTurnDegrees; three or more walkable ways meet there) is steered along the branch the route takes there, from the junction to chordMeters along or the next junction, whichever is nearer: two junctions a few metres apart (a street taken for 2 m between two others) are cued one at a time"
+            )
             public static let routeBiasSeconds = SettingSpec(
                 "routeBiasSeconds", unit: "s", default: 0.0, in: 0...600,
                 "the route as a measurement: walking along the route, the fix's distance across it is taken as the GPS error's component across the route's direction, and the error (east and north, a first-order process of this time constant, σ 5 m) is estimated from them; after a turn what was across the route is along it, so the place to steer from is the fix less that error; 0 never"
@@ -179,7 +184,7 @@ public struct RouteTracker: Sendable {
             public static let all: [SettingDoc] = [
                 target, lookAheadMeters.doc, sharpTurnDegrees.doc, announceMeters.doc, turnZoneMeters.doc,
                 courseWeightMeters.doc, cornerLimitDegrees.doc, chordMeters.doc, crossTrackDeadbandMeters.doc,
-                routeBiasSeconds.doc, waypointRadiusMeters.doc,
+                junctionChord, routeBiasSeconds.doc, waypointRadiusMeters.doc,
                 arrivalRadiusMeters.doc,
                 offRouteMeters.doc, offRouteAccuracyFactor.doc, offRouteFixes.doc, rerouteMinimumSeconds.doc,
                 rerouteMinimumMeters.doc, stallSeconds.doc, stallMeters.doc,
@@ -210,6 +215,12 @@ public struct RouteTracker: Sendable {
         public var chordMeters = Setting.chordMeters.defaultValue
         /// Path following: farther from the route than the larger of this and the fix's accuracy, steer back [metres].
         public var crossTrackDeadbandMeters = Setting.crossTrackDeadbandMeters.defaultValue
+        /// Path following, standing near a junction the route turns sharply at (when junctions are known): the chord
+        /// is the route's branch there, up to the next junction.
+        public var junctionChord = true
+        /// …within this distance along the route of the junction [metres] (a walker placed farther from it with a
+        /// larger error is steered as without: measured with 2 × the accuracy, no better).
+        public var standingJunctionMeters = 2.0
         /// The GPS error estimated from the distances across the route while walking along it, of this time constant
         /// [seconds]; 0 never.
         public var routeBiasSeconds = Setting.routeBiasSeconds.defaultValue
@@ -267,6 +278,8 @@ public struct RouteTracker: Sendable {
     public private(set) var reroutes = 0
 
     private var polyline: Polyline?
+    /// The route's junctions (where three or more walkable ways meet), as distances along it [metres], in order.
+    private var junctionsAlong: [Double] = []
     private var nextWaypoint = 1
     private var lastAlong: Double?
     private var offRouteCount = 0
@@ -282,10 +295,21 @@ public struct RouteTracker: Sendable {
         self.options = options
     }
 
-    /// Follows a new route from its start (a first route, or a reroute).
-    public mutating func setRoute(_ route: Route) {
+    /// Follows a new route from its start (a first route, or a reroute). `junctions`: which of its points are
+    /// junctions of the walkable network (indices into `route.points`), when the map is known.
+    public mutating func setRoute(_ route: Route, junctions: [Int] = []) {
         self.route = route
-        self.polyline = Polyline(route.points)
+        let line = Polyline(route.points)
+        self.polyline = line
+        // Only the junctions the route turns sharply at: elsewhere the chord reaching past a junction is straight on.
+        let points = route.points
+        self.junctionsAlong = junctions.filter { index in
+            guard index > 0, index + 1 < points.count else { return false }
+            let turn = Angle.signedDifference(
+                from: FlatProjection.bearing(from: points[index - 1], to: points[index]),
+                to: FlatProjection.bearing(from: points[index], to: points[index + 1]))
+            return abs(turn) >= self.options.sharpTurnDegrees
+        }.map { line.cumulativeMeters[$0] }.sorted()
         self.nextWaypoint = min(1, route.waypoints.count - 1)
         self.lastAlong = nil
         self.offRouteCount = 0
@@ -571,7 +595,8 @@ public struct RouteTracker: Sendable {
     /// the walker is beyond the estimate's accuracy. Moving toward a sharp turn, the chord's direction is held within
     /// `cornerLimitDegrees` (90° when that is 0) of the route's where the walker is, to the turn's side, so that the
     /// last metres before a hairpin cue a strong turn, not a turn-around; a walker standing still (at a junction,
-    /// choosing) is given the branch's own direction.
+    /// choosing) is given the branch's own direction — with `junctionChord`, from the junction the route turns at
+    /// that they stand near, up to the next junction.
     private func pathTarget(
         _ fix: SmoothedFix, _ here: PolylineProjection, _ route: Route, _ line: Polyline
     ) -> (Coordinate, Double) {
@@ -580,14 +605,27 @@ public struct RouteTracker: Sendable {
         let display =
             line.point(atDistance: min(route.lengthMeters, along + self.options.lookAheadMeters))?
             .coordinate ?? walker
-        let end = min(route.lengthMeters, along + self.options.chordMeters)
-        guard end - along > 0.5, let start = line.point(atDistance: along), let ahead = line.point(atDistance: end)
+        let moving = fix.speedMetersPerSecond >= self.options.wrongWaySpeed
+        var from = along
+        var end = min(route.lengthMeters, along + self.options.chordMeters)
+        if self.options.junctionChord, !moving {
+            // A walker stops to choose at a junction: standing near one the route turns sharply at, they are taken
+            // to stand at it, and the chord is the branch the route takes there, no farther than the next junction
+            // (two junctions a few metres apart are cued one at a time).
+            if let junction = self.junctionsAlong.min(by: { abs($0 - along) < abs($1 - along) }),
+                abs(junction - along) <= self.options.standingJunctionMeters
+            {
+                from = junction
+                end = min(route.lengthMeters, junction + self.options.chordMeters)
+                if let next = self.junctionsAlong.first(where: { $0 > junction + 0.5 }) { end = min(end, next) }
+            }
+        }
+        guard end - from > 0.5, let start = line.point(atDistance: from), let ahead = line.point(atDistance: end)
         else {
             // At the route's end: toward it.
             return (display, FlatProjection.bearing(from: walker, to: display))
         }
         var bearing = FlatProjection.bearing(from: start.coordinate, to: ahead.coordinate)
-        let moving = fix.speedMetersPerSecond >= self.options.wrongWaySpeed
         if moving {
             let turn = Angle.signedDifference(from: start.bearingDegrees, to: bearing)
             let limit = self.options.cornerLimitDegrees > 0 ? self.options.cornerLimitDegrees : 90

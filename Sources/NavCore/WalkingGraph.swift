@@ -82,6 +82,20 @@ public struct WalkingGraph: Sendable {
         return result
     }
 
+    /// Which of `points` (a route's geometry) are junctions of the network, where three or more ways meet: a node
+    /// of the graph within `withinMeters` of the point with three or more neighbours. Their indices, in order.
+    public func junctions(among points: [Coordinate], withinMeters: Double = 0.5) -> [Int] {
+        points.indices.filter { index in
+            guard let snap = self.snap(points[index], maximumMeters: withinMeters) else { return false }
+            let segment = self.segments[snap.segment]
+            for node in [segment.a, segment.b]
+            where FlatProjection.distance(self.nodes[Int(node)], points[index]) <= withinMeters {
+                if self.neighbours(of: node).count >= 3 { return true }
+            }
+            return false
+        }
+    }
+
     /// The size of the connected piece of network `node` belongs to [segments].
     public func pieceSize(ofNode node: Int32) -> Int { self.componentSize[self.component[Int(node)]] ?? 0 }
 

@@ -49,6 +49,7 @@ enum RouteStageOptions {
         tracker.chordMeters = try settings.value(Setting.chordMeters)
         tracker.crossTrackDeadbandMeters = try settings.value(Setting.crossTrackDeadbandMeters)
         tracker.routeBiasSeconds = try settings.value(Setting.routeBiasSeconds)
+        tracker.junctionChord = try settings.bool(Setting.junctionChord.key, default: true)
         tracker.stallSeconds = try settings.value(Setting.stallSeconds)
         tracker.stallMeters = try settings.value(Setting.stallMeters)
         tracker.offRouteMinimumMeters = try settings.value(Setting.offRouteMeters)

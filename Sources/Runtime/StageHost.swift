@@ -145,6 +145,7 @@ public enum StageHost {
             }
             let providers = try PluginRegistry.makeRouters(stage, logger: logger)
             var options = try RouteStageOptions.parse(stage.options).0
+            options.graph = providers.lazy.compactMap { ($0 as? OSMRouteProvider)?.graph }.first
             if options.matchWays {
                 // The ways to place the walker on: the offline router's walking graph.
                 guard let osm = providers.lazy.compactMap({ $0 as? OSMRouteProvider }).first else {

@@ -57,6 +57,9 @@ public struct RouteControllerOptions: Sendable {
     /// The walking graph to place the walker on before tracking the route (``WaysMatcher``); nil to track the
     /// smoothed position as it is.
     public var ways: WalkingGraph?
+    /// The walking graph of the map, when the host has one (its `osm` router's): the route's junctions are found
+    /// on it, for the tracker's `junctionChord`.
+    public var graph: WalkingGraph?
     /// Whether `matchWays` was asked for (the host gives ``ways`` from its `osm` router).
     public var matchWays = false
     /// A provider's answer, its own retries included, is awaited this long before the next is asked
@@ -444,7 +447,7 @@ where Input.Element == Arrival<SmoothedFix> {
         let route = RouteBuilder.route(
             from: plan, routeID: self.routeID, timeSeconds: time, provider: provider,
             turnThresholdDegrees: self.options.turnThresholdDegrees)
-        self.tracker.setRoute(route)
+        self.tracker.setRoute(route, junctions: self.options.graph?.junctions(among: route.points) ?? [])
         self.lastPublished = time
         try await self.output.publish(.route(route))
         let fellBack = failures.isEmpty ? "" : " (after \(failures.joined(separator: "; ")))"

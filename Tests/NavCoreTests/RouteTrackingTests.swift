@@ -415,6 +415,51 @@ extension RouteTracker.Options {
         #expect(abs(try relative(on: self.hairpin, at: 100, speed: 0) - 160) < 1)
     }
 
+    @Test func standingAtOneOfTwoJunctionsAFewMetresApartTheCueIsTheBranchToTakeThere() throws {
+        // East 100 m to a junction, north 2.4 m along a street to the next junction, then west-north-west up a flight
+        // of steps: from the first junction the route's direction 8 m along is back the way the walker came.
+        let first = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: 100).coordinate
+        let second = Geodesic.wgs84.direct(from: first, azimuthDegrees: 0, distanceMeters: 2.4).coordinate
+        let end = Geodesic.wgs84.direct(from: second, azimuthDegrees: 290, distanceMeters: 100).coordinate
+        let route = RouteBuilder.route(
+            from: RoutePlan(points: [self.start, first, second, end]), routeID: 1, timeSeconds: 0, provider: "test")
+        func bearing(
+            at point: Coordinate, speed: Double, junctionChord: Bool, known: [Int] = [1, 2]
+        ) throws
+            -> Double
+        {
+            var options = RouteTracker.Options()
+            options.junctionChord = junctionChord
+            var tracker = RouteTracker(options: options)
+            tracker.setRoute(route, junctions: known)
+            _ = tracker.update(with: self.fix(self.start, course: 90, time: 0))
+            let answer = tracker.update(with: self.fix(point, course: speed > 0 ? 90 : nil, time: 1, speed: speed))
+            return try #require(answer).target.bearingDegrees
+        }
+        func off(_ bearing: Double, _ expected: Double) -> Double {
+            abs(Angle.signedDifference(from: expected, to: bearing))
+        }
+        // Standing at the first junction: the street north, not the chord's direction back west.
+        #expect(off(try bearing(at: first, speed: 0, junctionChord: false), 309) < 3)
+        #expect(off(try bearing(at: first, speed: 0, junctionChord: true), 0) < 1)
+        // Placed 1.5 m short of it (the estimate lags a walker who stopped): the same.
+        let short = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: 98.5).coordinate
+        #expect(off(try bearing(at: short, speed: 0, junctionChord: true), 0) < 1)
+        // Standing at the second: the steps.
+        #expect(off(try bearing(at: second, speed: 0, junctionChord: true), 290) < 1)
+        // Walking toward the first, or with no junctions known: path following as it was.
+        let before = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: 96).coordinate
+        #expect(
+            try bearing(at: before, speed: 1.3, junctionChord: true)
+                == bearing(at: before, speed: 1.3, junctionChord: false))
+        #expect(
+            try bearing(at: first, speed: 0, junctionChord: true, known: [])
+                == bearing(at: first, speed: 0, junctionChord: false))
+        // Far from any junction, standing: the chord, straight on.
+        let middle = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: 50).coordinate
+        #expect(off(try bearing(at: middle, speed: 0, junctionChord: true), 90) < 1)
+    }
+
     @Test func theErrorSeenAcrossOneLegIsTakenOffAlongTheNextWithTheRouteAsAMeasurement() throws {
         // East 100 m, north 20 m, east again; every fix 4 m north of the walker (a street canyon's error).
         let corner = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: 100).coordinate

@@ -41,6 +41,23 @@ import Testing
         #expect(matcher.match(at(150, 11), accuracyMeters: 5).map { graph.segments[$0.segment].name } == 1)
     }
 
+    @Test func aRoutesJunctionsAreItsPointsWhereThreeOrMoreWaysMeet() throws {
+        let origin = Coordinate(latitude: 43.73, longitude: 7.42)
+        let plane = FlatProjection(origin: origin)
+        func at(_ east: Double, _ north: Double) -> Coordinate { plane.unproject(ENU(east: east, north: north)) }
+        // A street east 0 – 1 – 2 – 3 with a side street north from 1 (1 – 4) and a bend in it at 2 (two ways).
+        let graph = WalkingGraph(
+            nodes: [at(0, 0), at(50, 0), at(80, 5), at(130, 5), at(50, 60)],
+            edges: [(0, 1, 0), (1, 2, 0), (2, 3, 0), (1, 4, 1)], names: ["street", "side"], warnings: [])
+        // A route along the street, its geometry's points on the nodes (within 0.2 m) and one between them.
+        let route = [at(0.1, 0), at(50, 0.2), at(65, 2.5), at(80, 5), at(130, 5)]
+        #expect(graph.junctions(among: route) == [1])
+        // Up the side street: its start is no junction, nor its end.
+        #expect(graph.junctions(among: [at(50, 60), at(50, 0), at(0, 0)]) == [1])
+        // A point farther than the tolerance from the junction node is not it.
+        #expect(graph.junctions(among: [at(51, 0)]).isEmpty)
+    }
+
     @Test func walkingDistancesGoRoundTheBlock() throws {
         let origin = Coordinate(latitude: 43.73, longitude: 7.42)
         let plane = FlatProjection(origin: origin)
