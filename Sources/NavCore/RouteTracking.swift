@@ -126,7 +126,7 @@ public struct RouteTracker: Sendable {
                 "announcing a sharp turn before its corner, steer at most this far off the route's direction where the walker is (to the turn's side), so that a hairpin's next leg, beside or behind the walker, is a strong turn and not a turn-around; 0 steers at the point itself (path following holds to 90° then)"
             )
             public static let chordMeters = SettingSpec(
-                "chordMeters", unit: "m", default: 8.0, in: 1...50,
+                "chordMeters", unit: "m", default: 10.0, in: 1...50,
                 "target path: the direction to steer is the route's from where the walker is placed on it to this far along it (at a junction, the direction of the branch to take as a walker there judges it)"
             )
             public static let crossTrackDeadbandMeters = SettingSpec(

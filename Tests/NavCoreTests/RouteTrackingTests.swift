@@ -430,6 +430,7 @@ extension RouteTracker.Options {
         {
             var options = RouteTracker.Options()
             options.junctionChord = junctionChord
+            options.chordMeters = 8
             var tracker = RouteTracker(options: options)
             tracker.setRoute(route, junctions: known)
             _ = tracker.update(with: self.fix(self.start, course: 90, time: 0))
@@ -470,6 +471,7 @@ extension RouteTracker.Options {
         func bearingEightMetresBeforeTheSecondCorner(biasSeconds: Double) throws -> Double {
             var options = RouteTracker.Options()
             options.routeBiasSeconds = biasSeconds
+            options.chordMeters = 8
             var tracker = RouteTracker(options: options)
             tracker.setRoute(route)
             var time = 0.0
