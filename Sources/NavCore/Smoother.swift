@@ -41,7 +41,7 @@ public struct KalmanSmoother: Sendable {
 
             public static let biasSigmaMeters = SettingSpec(
                 "biasSigmaMeters", unit: "m", default: 0.0, in: 0...50,
-                "the part of a fix's error that drifts slowly (a street canyon's reflections), one sigma per axis: above 0 it is a state of the filter, told from the walker's movement by the Doppler velocity (needs velocityNoise); 0 takes every fix's error as independent"
+                "the part of a fix's error that drifts slowly (a street canyon's reflections), one sigma per axis, never taken as more than the fix's reported accuracy: above 0 it is a state of the filter, told from the walker's movement by the Doppler velocity (needs velocityNoise); 0 takes every fix's error as independent"
             )
             public static let biasTimeConstantSeconds = SettingSpec(
                 "biasTimeConstantSeconds", unit: "s", default: 30.0, in: 1...3600,
@@ -145,7 +145,9 @@ public struct KalmanSmoother: Sendable {
             if self.hasBias {
                 // The bias decays toward zero and is renewed (first-order Gauss–Markov); position gains dt × v.
                 let a = _exp(-dt / self.options.biasTimeConstantSeconds)
-                let sigma2 = self.options.biasSigmaMeters * self.options.biasSigmaMeters
+                // The drifting part of the error is never more than the receiver reports the whole to be.
+                let sigma2 = min(
+                    self.options.biasSigmaMeters * self.options.biasSigmaMeters, measurementVariance * 24 / 25)
                 self.eastBias *= a
                 self.northBias *= a
                 let newPB = a * (self.pPB + dt * self.pVB)
@@ -181,8 +183,8 @@ public struct KalmanSmoother: Sendable {
     /// The position measured as position + bias: the white part of the fix's error is what its accuracy leaves
     /// beyond the bias (at least a fifth of it).
     private mutating func updateWithBias(measured: ENU, variance: Double) {
-        let sigma2 = self.options.biasSigmaMeters * self.options.biasSigmaMeters
-        let white = max(variance - sigma2, variance / 25)
+        let sigma2 = min(self.options.biasSigmaMeters * self.options.biasSigmaMeters, variance * 24 / 25)
+        let white = variance - sigma2
         // H = [1 0 1]: HP = (pPP + pPB, pPV + pVB, pPB + pBB).
         let hp = (self.pPP + self.pPB, self.pPV + self.pVB, self.pPB + self.pBB)
         let s = hp.0 + hp.2 + white

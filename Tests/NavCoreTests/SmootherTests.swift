@@ -182,6 +182,28 @@ import Testing
         return (squares / Double(count)).squareRoot()
     }
 
+    @Test func theBiasIsNeverTakenLargerThanTheReceiverReportsItsErrorToBe() throws {
+        // Exact fixes reporting 1 m, and a Doppler speed 10 % low (0.13 m/s, 8 m a minute): with a bias state of
+        // 4.5 m the filter must not believe the dead reckoning over fixes that say they are within a metre.
+        var options = KalmanSmoother.Options()
+        options.velocityNoise = 0.3
+        options.biasSigmaMeters = 4.5
+        var filter = KalmanSmoother(options: options)
+        let plane = FlatProjection(origin: Coordinate(latitude: 43.73, longitude: 7.42))
+        var worst = 0.0
+        for second in 0..<120 {
+            let truth = plane.unproject(ENU(east: 1.3 * Double(second), north: 0))
+            let fix = LocationFix(
+                timeSeconds: Double(second), latitude: truth.latitude, longitude: truth.longitude,
+                horizontalAccuracyMeters: 1, speedMetersPerSecond: 1.17, courseDegrees: 90)
+            let estimate = try filter.update(with: fix).get()
+            worst = max(
+                worst,
+                FlatProjection.distance(truth, Coordinate(latitude: estimate.latitude, longitude: estimate.longitude)))
+        }
+        #expect(worst < 1.5, "\(worst)")
+    }
+
     @Test func aCorrelatedErrorIsFollowedLessWithABiasStateAtSomeCostUnderWhiteError() {
         var correlated: [(without: Double, with: Double)] = []
         var white: [(without: Double, with: Double)] = []
