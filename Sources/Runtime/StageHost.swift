@@ -145,15 +145,16 @@ public enum StageHost {
             }
             let providers = try PluginRegistry.makeRouters(stage, logger: logger)
             var options = try RouteStageOptions.parse(stage.options).0
+            // The offline router's walking graph, when there is one: the route's junctions are found on it, and
+            // with `matchWays` the walker is placed on its ways.
             options.graph = providers.lazy.compactMap { ($0 as? OSMRouteProvider)?.graph }.first
             if options.matchWays {
-                // The ways to place the walker on: the offline router's walking graph.
-                guard let osm = providers.lazy.compactMap({ $0 as? OSMRouteProvider }).first else {
+                guard let graph = options.graph else {
                     throw ConfigError.invalidValue(
                         path: "stages.\(stage.name).options.matchWays", expected: "an `osm` router among the providers",
                         found: providers.map(\.name).joined(separator: ", "))
                 }
-                options.ways = osm.graph
+                options.ways = graph
             }
             service = RouteControllerStage(
                 name: stage.name, input: fixes, output: WatchedPublisher(base: publisher, watch: watch),

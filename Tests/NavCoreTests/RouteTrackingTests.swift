@@ -252,6 +252,17 @@ extension RouteTracker.Options {
             from: RoutePlan(points: [self.start, apex, back]), routeID: 1, timeSeconds: 0, provider: "test")
     }
 
+    /// A route from `start` along straight legs, each an azimuth [degrees] and a length [metres].
+    private func route(legs: [(azimuth: Double, meters: Double)]) -> Route {
+        var points = [self.start]
+        for leg in legs {
+            points.append(
+                Geodesic.wgs84.direct(from: points.last!, azimuthDegrees: leg.azimuth, distanceMeters: leg.meters)
+                    .coordinate)
+        }
+        return RouteBuilder.route(from: RoutePlan(points: points), routeID: 1, timeSeconds: 0, provider: "test")
+    }
+
     private func fix(_ point: Coordinate, course: Double?, time: Double, speed: Double = 1.3) -> SmoothedFix {
         SmoothedFix(
             timeSeconds: time, latitude: point.latitude, longitude: point.longitude, horizontalAccuracyMeters: 5,
@@ -418,11 +429,8 @@ extension RouteTracker.Options {
     @Test func standingAtOneOfTwoJunctionsAFewMetresApartTheCueIsTheBranchToTakeThere() throws {
         // East 100 m to a junction, north 2.4 m along a street to the next junction, then west-north-west up a flight
         // of steps: from the first junction the route's direction 8 m along is back the way the walker came.
-        let first = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: 100).coordinate
-        let second = Geodesic.wgs84.direct(from: first, azimuthDegrees: 0, distanceMeters: 2.4).coordinate
-        let end = Geodesic.wgs84.direct(from: second, azimuthDegrees: 290, distanceMeters: 100).coordinate
-        let route = RouteBuilder.route(
-            from: RoutePlan(points: [self.start, first, second, end]), routeID: 1, timeSeconds: 0, provider: "test")
+        let route = self.route(legs: [(90, 100), (0, 2.4), (290, 100)])
+        let (first, second) = (route.points[1], route.points[2])
         func bearing(
             at point: Coordinate, speed: Double, junctionChord: Bool, known: [Int] = [1, 2]
         ) throws
@@ -463,11 +471,8 @@ extension RouteTracker.Options {
 
     @Test func theErrorSeenAcrossOneLegIsTakenOffAlongTheNextWithTheRouteAsAMeasurement() throws {
         // East 100 m, north 20 m, east again; every fix 4 m north of the walker (a street canyon's error).
-        let corner = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: 100).coordinate
-        let second = Geodesic.wgs84.direct(from: corner, azimuthDegrees: 0, distanceMeters: 20).coordinate
-        let end = Geodesic.wgs84.direct(from: second, azimuthDegrees: 90, distanceMeters: 100).coordinate
-        let route = RouteBuilder.route(
-            from: RoutePlan(points: [self.start, corner, second, end]), routeID: 1, timeSeconds: 0, provider: "test")
+        let route = self.route(legs: [(90, 100), (0, 20), (90, 100)])
+        let corner = route.points[1]
         func bearingEightMetresBeforeTheSecondCorner(biasSeconds: Double) throws -> Double {
             var options = RouteTracker.Options()
             options.routeBiasSeconds = biasSeconds
