@@ -169,25 +169,9 @@ public struct NetworkParticipant: SimulatedParticipant {
         self.along = self.length - self.along
     }
 
-    /// The point `meters` along the branch from `node` through `next`, following the way through nodes where only
-    /// two ways meet, and stopping at a junction or dead end.
+    /// The point `meters` along the branch from `node` through `next` (up to a junction or dead end).
     func pointAlong(from node: Int32, through next: Int32, meters: Double) -> Coordinate {
-        var previous = node, current = next, left = meters
-        var visited: Set<Int32> = [node]
-        while true {
-            let a = self.graph.nodes[Int(previous)], b = self.graph.nodes[Int(current)]
-            let step = FlatProjection.distance(a, b)
-            if step >= left {
-                let plane = FlatProjection(origin: a)
-                let end = plane.project(b), f = step > 0 ? left / step : 0
-                return plane.unproject(ENU(east: end.east * f, north: end.north * f))
-            }
-            left -= step
-            let onward = self.graph.neighbours(of: current).filter { $0.node != previous }
-            guard onward.count == 1, visited.insert(current).inserted else { return b }
-            previous = current
-            current = onward[0].node
-        }
+        self.graph.point(from: node, through: next, meters: meters)
     }
 
     /// The branches at the junction `node`, reached from `from`: each neighbour, its direction, and whether it is the

@@ -138,6 +138,14 @@ public struct RouteTracker: Sendable {
                 summary:
                     "target path, when the route stage knows the walking graph (an `osm` router among its providers): a walker standing within 2 m along the route of a junction the route turns sharply at (sharpTurnDegrees; three or more walkable ways meet there) is steered along the branch the route takes there, from the junction to chordMeters along or the next junction, whichever is nearer: two junctions a few metres apart (a street taken for 2 m between two others) are cued one at a time"
             )
+            public static let branchMarginDegrees = SettingSpec(
+                "branchMarginDegrees", unit: "°", default: 25.0, in: 0...60,
+                "junctionChord, where the walking graph gives the ways leaving a junction: the walker is cued into the route's way turned away from its nearest neighbour on either side, so that the cue's direction stays at least this far from the half-way line between them (where a walker taking the way they face would take the other), as far as the gap on the far side allows; 0 cues the way's own direction"
+            )
+            public static let forkCueMeters = SettingSpec(
+                "forkCueMeters", unit: "m", default: 6.0, in: 0...50,
+                "junctionChord, walking toward a fork (a junction where the route turns less than sharpTurnDegrees but not along the way that carries straight on, within sharpTurnDegrees of the direction of arrival): within this distance of it along the route, the cue is the route's way there (branchMarginDegrees), so that the walker turns there instead of carrying on; 0 never"
+            )
             public static let routeBiasSeconds = SettingSpec(
                 "routeBiasSeconds", unit: "s", default: 0.0, in: 0...600,
                 "the route as a measurement: walking along the route, the fix's distance across it is taken as the GPS error's component across the route's direction, and the error (east and north, a first-order process of this time constant, σ 5 m) is estimated from them; after a turn what was across the route is along it, so the place to steer from is the fix less that error; 0 never"
@@ -184,7 +192,8 @@ public struct RouteTracker: Sendable {
             public static let all: [SettingDoc] = [
                 target, lookAheadMeters.doc, sharpTurnDegrees.doc, announceMeters.doc, turnZoneMeters.doc,
                 courseWeightMeters.doc, cornerLimitDegrees.doc, chordMeters.doc, crossTrackDeadbandMeters.doc,
-                junctionChord, routeBiasSeconds.doc, waypointRadiusMeters.doc,
+                junctionChord, branchMarginDegrees.doc, forkCueMeters.doc, routeBiasSeconds.doc,
+                waypointRadiusMeters.doc,
                 arrivalRadiusMeters.doc,
                 offRouteMeters.doc, offRouteAccuracyFactor.doc, offRouteFixes.doc, rerouteMinimumSeconds.doc,
                 rerouteMinimumMeters.doc, stallSeconds.doc, stallMeters.doc,
@@ -221,6 +230,12 @@ public struct RouteTracker: Sendable {
         /// …within this distance along the route of the junction [metres] (a walker placed farther from it with a
         /// larger error is steered as without: measured with 2 × the accuracy, no better).
         public var standingJunctionMeters = 2.0
+        /// A walker at a junction is cued at least this far from the half-way line to a neighbouring way, where the
+        /// gaps allow [degrees].
+        public var branchMarginDegrees = Setting.branchMarginDegrees.defaultValue
+        /// Walking toward a fork (the route turns less than sharply, but not along the way that carries straight on),
+        /// within this distance of it along the route the cue is the route's way there [metres]; 0 never.
+        public var forkCueMeters = Setting.forkCueMeters.defaultValue
         /// The GPS error estimated from the distances across the route while walking along it, of this time constant
         /// [seconds]; 0 never.
         public var routeBiasSeconds = Setting.routeBiasSeconds.defaultValue
@@ -278,8 +293,11 @@ public struct RouteTracker: Sendable {
     public private(set) var reroutes = 0
 
     private var polyline: Polyline?
-    /// The route's junctions (where three or more walkable ways meet), as distances along it [metres], in order.
-    private var junctionsAlong: [Double] = []
+    /// The route's junctions (where three or more walkable ways meet) that path following works with, in order: each
+    /// one's distance along the route [metres]; where the ways leaving it are known, the direction that cues a walker
+    /// there into the route's way unmistakably; and whether it is a fork (the route turns less than sharply, but not
+    /// along the way that carries straight on).
+    private var junctionsAlong: [(along: Double, aim: Double?, fork: Bool)] = []
     private var nextWaypoint = 1
     private var lastAlong: Double?
     private var offRouteCount = 0
@@ -295,21 +313,40 @@ public struct RouteTracker: Sendable {
         self.options = options
     }
 
-    /// Follows a new route from its start (a first route, or a reroute). `junctions`: which of its points are
-    /// junctions of the walkable network (indices into `route.points`), when the map is known.
-    public mutating func setRoute(_ route: Route, junctions: [Int] = []) {
+    /// Follows a new route from its start (a first route, or a reroute). `junctions`: the walkable network's
+    /// junctions it passes, when the map is known.
+    public mutating func setRoute(_ route: Route, junctions: [RouteJunction] = []) {
         self.route = route
         let line = Polyline(route.points)
         self.polyline = line
-        // Only the junctions the route turns sharply at: elsewhere the chord reaching past a junction is straight on.
         let points = route.points
-        self.junctionsAlong = junctions.filter { index in
-            guard index > 0, index + 1 < points.count else { return false }
+        let sharp = self.options.sharpTurnDegrees
+        self.junctionsAlong = junctions.compactMap { junction in
+            let index = junction.index
+            guard index > 0, index + 1 < points.count else { return nil }
             let turn = Angle.signedDifference(
                 from: FlatProjection.bearing(from: points[index - 1], to: points[index]),
                 to: FlatProjection.bearing(from: points[index], to: points[index + 1]))
-            return abs(turn) >= self.options.sharpTurnDegrees
-        }.map { line.cumulativeMeters[$0] }.sorted()
+            let ways = junction.branchBearingsDegrees
+            guard let leaving = junction.routeBranch, ways.indices.contains(leaving) else {
+                // Only its place known: the junctions the route turns sharply at (elsewhere the chord reaching past
+                // a junction is straight on).
+                return abs(turn) >= sharp ? (line.cumulativeMeters[index], nil, false) : nil
+            }
+            // A fork: the way that carries straight on (within sharpTurnDegrees of the direction of arrival) is not
+            // the route's, though the route turns less than sharply.
+            var fork = false
+            if abs(turn) < sharp, let arriving = junction.arrivingBranch, ways.indices.contains(arriving) {
+                let ahead = Angle.normalized(ways[arriving] + 180)
+                let straightest = ways.indices.filter { $0 != arriving }.min {
+                    Angle.separation(ways[$0], ahead) < Angle.separation(ways[$1], ahead)
+                }
+                fork = straightest != leaving && straightest.map { Angle.separation(ways[$0], ahead) < sharp } == true
+            }
+            guard abs(turn) >= sharp || fork else { return nil }
+            let aim = Self.unmistakable(ways, way: leaving, marginDegrees: self.options.branchMarginDegrees)
+            return (line.cumulativeMeters[index], aim, fork)
+        }.sorted { $0.along < $1.along }
         self.nextWaypoint = min(1, route.waypoints.count - 1)
         self.lastAlong = nil
         self.offRouteCount = 0
@@ -610,15 +647,30 @@ public struct RouteTracker: Sendable {
         var end = min(route.lengthMeters, along + self.options.chordMeters)
         if self.options.junctionChord, !moving {
             // A walker stops to choose at a junction: standing near one the route turns sharply at, they are taken
-            // to stand at it, and the chord is the branch the route takes there, no farther than the next junction
-            // (two junctions a few metres apart are cued one at a time).
-            if let junction = self.junctionsAlong.min(by: { abs($0 - along) < abs($1 - along) }),
-                abs(junction - along) <= self.options.standingJunctionMeters
+            // to stand at it, and cued into the route's way there (the chord is that way, no farther than the next
+            // junction: two junctions a few metres apart are cued one at a time).
+            if let junction = self.junctionsAlong.min(by: { abs($0.along - along) < abs($1.along - along) }),
+                abs(junction.along - along) <= self.options.standingJunctionMeters
             {
-                from = junction
-                end = min(route.lengthMeters, junction + self.options.chordMeters)
-                if let next = self.junctionsAlong.first(where: { $0 > junction + 0.5 }) { end = min(end, next) }
+                if let aim = junction.aim { return (display, self.backToward(aim, here, fix)) }
+                from = junction.along
+                end = min(route.lengthMeters, junction.along + self.options.chordMeters)
+                if let next = self.junctionsAlong.first(where: { $0.along > junction.along + 0.5 }) {
+                    end = min(end, next.along)
+                }
             }
+        } else if self.options.junctionChord, self.options.forkCueMeters > 0,
+            let fork = self.junctionsAlong.first(where: {
+                $0.fork && $0.along > along - 0.5 && $0.along - along <= self.options.forkCueMeters
+            }), let aim = fork.aim
+        {
+            // Walking toward a fork: cued into the route's way before it, or the walker carries straight on; held
+            // within cornerLimitDegrees (90° when 0) of the route's direction where the walker is, never a
+            // turn-around (the way may bend back on itself before the fork).
+            let direction = line.point(atDistance: along)?.bearingDegrees ?? aim
+            let limit = self.options.cornerLimitDegrees > 0 ? self.options.cornerLimitDegrees : 90
+            let turn = Angle.signedDifference(from: direction, to: aim)
+            return (display, self.backToward(Self.held(aim, within: limit, of: direction, toward: turn), here, fix))
         }
         guard end - from > 0.5, let start = line.point(atDistance: from), let ahead = line.point(atDistance: end)
         else {
@@ -631,14 +683,43 @@ public struct RouteTracker: Sendable {
             let limit = self.options.cornerLimitDegrees > 0 ? self.options.cornerLimitDegrees : 90
             bearing = Self.held(bearing, within: limit, of: start.bearingDegrees, toward: turn)
         }
+        return (display, self.backToward(bearing, here, fix))
+    }
+
+    /// `bearing`, turned back toward the route as toward a point `lookAheadMeters` ahead on a line as far off as the
+    /// walker is beyond the estimate's accuracy (and `crossTrackDeadbandMeters`).
+    private func backToward(_ bearing: Double, _ here: PolylineProjection, _ fix: SmoothedFix) -> Double {
         let deadband = max(self.options.crossTrackDeadbandMeters, fix.horizontalAccuracyMeters)
         let excess = abs(here.crossTrackMeters) - deadband
-        if excess > 0 {
-            // Right of the route: steer left, and the other way.
-            let correction = min(75, _atan2(excess, self.options.lookAheadMeters) * 180 / .pi)
-            bearing = Angle.normalized(bearing + (here.crossTrackMeters > 0 ? -correction : correction))
+        guard excess > 0 else { return bearing }
+        // Right of the route: steer left, and the other way.
+        let correction = min(75, _atan2(excess, self.options.lookAheadMeters) * 180 / .pi)
+        return Angle.normalized(bearing + (here.crossTrackMeters > 0 ? -correction : correction))
+    }
+
+    /// The direction that sends a walker at a junction into the way `way` of those leaving it (`bearings`, each judged
+    /// some metres along it) unmistakably: that way's own direction, turned away from the nearest way on either side
+    /// so as to keep at least `marginDegrees` from the half-way line to it (where a walker taking the way they face
+    /// would take the other), as far as the gap on the far side allows; with both gaps narrow, the middle of the
+    /// way's sector.
+    public static func unmistakable(_ bearings: [Double], way: Int, marginDegrees: Double) -> Double {
+        let own = bearings[way]
+        var clockwise = 360.0, anticlockwise = 360.0
+        for (index, other) in bearings.enumerated() where index != way {
+            let gap = Angle.normalized(other - own)
+            guard gap > 0.5, gap < 359.5 else { continue }  // the same way twice
+            clockwise = min(clockwise, gap)
+            anticlockwise = min(anticlockwise, 360 - gap)
         }
-        return (display, bearing)
+        guard clockwise < 360, marginDegrees > 0 else { return own }
+        let middle = (clockwise - anticlockwise) / 4  // the turn that leaves as much on either side
+        var shift = 0.0
+        if anticlockwise / 2 < marginDegrees {
+            shift = min(marginDegrees - anticlockwise / 2, middle)
+        } else if clockwise / 2 < marginDegrees {
+            shift = max(clockwise / 2 - marginDegrees, middle)
+        }
+        return Angle.normalized(own + shift)
     }
 
     /// The junction-aware look-ahead target and the bearing to steer: straight on toward a sharp turn (past its

@@ -85,14 +85,73 @@ public struct WalkingGraph: Sendable {
     /// Which of `points` (a route's geometry) are junctions of the network, where three or more ways meet: a node
     /// of the graph within `withinMeters` of the point with three or more neighbours. Their indices, in order.
     public func junctions(among points: [Coordinate], withinMeters: Double = 0.5) -> [Int] {
-        points.indices.filter { index in
-            guard let snap = self.snap(points[index], maximumMeters: withinMeters) else { return false }
+        self.routeJunctions(along: points, withinMeters: withinMeters).map(\.index)
+    }
+
+    /// The junctions a route passes (its points within `withinMeters` of a node where three or more ways meet), each
+    /// with the directions of all the ways that leave it, judged `branchMeters` along each (up to the next junction)
+    /// as a walker standing there judges a way, the way the route arrives by and the way it leaves by.
+    public func routeJunctions(
+        along points: [Coordinate], withinMeters: Double = 0.5, branchMeters: Double = 8
+    ) -> [RouteJunction] {
+        points.indices.compactMap { index in
+            guard let snap = self.snap(points[index], maximumMeters: withinMeters) else { return nil }
             let segment = self.segments[snap.segment]
-            for node in [segment.a, segment.b]
-            where FlatProjection.distance(self.nodes[Int(node)], points[index]) <= withinMeters {
-                if self.neighbours(of: node).count >= 3 { return true }
+            guard
+                let node = [segment.a, segment.b].first(where: {
+                    FlatProjection.distance(self.nodes[Int($0)], points[index]) <= withinMeters
+                        && self.neighbours(of: $0).count >= 3
+                })
+            else { return nil }
+            let centre = self.nodes[Int(node)]
+            let ways = self.neighbours(of: node)
+            let bearings = ways.map {
+                FlatProjection.bearing(from: centre, to: self.point(from: node, through: $0.node, meters: branchMeters))
             }
-            return false
+            // The way a neighbouring point of the route lies on (within a metre of its first edge).
+            func way(to point: Coordinate) -> Int? {
+                let distances = ways.map { Self.distance(point, fromEdge: centre, self.nodes[Int($0.node)]) }
+                guard let nearest = distances.indices.min(by: { distances[$0] < distances[$1] }),
+                    distances[nearest] <= max(1, withinMeters)
+                else { return nil }
+                return nearest
+            }
+            return RouteJunction(
+                index: index, branchBearingsDegrees: bearings,
+                arrivingBranch: index > 0 ? way(to: points[index - 1]) : nil,
+                routeBranch: index + 1 < points.count ? way(to: points[index + 1]) : nil)
+        }
+    }
+
+    /// How far `point` lies from the edge from `a` to `b` [metres].
+    private static func distance(_ point: Coordinate, fromEdge a: Coordinate, _ b: Coordinate) -> Double {
+        let plane = FlatProjection(origin: a)
+        let end = plane.project(b), p = plane.project(point)
+        let length2 = end.east * end.east + end.north * end.north
+        let f = length2 > 0 ? max(0, min(1, (p.east * end.east + p.north * end.north) / length2)) : 0
+        let east = p.east - f * end.east, north = p.north - f * end.north
+        return (east * east + north * north).squareRoot()
+    }
+
+    /// The point `meters` along the way that leaves `node` toward its neighbour `next`, following the way through
+    /// nodes where only two ways meet (a bend, or where one way becomes the next), and stopping at a junction or a
+    /// dead end.
+    public func point(from node: Int32, through next: Int32, meters: Double) -> Coordinate {
+        var previous = node, current = next, left = meters
+        var visited: Set<Int32> = [node]
+        while true {
+            let a = self.nodes[Int(previous)], b = self.nodes[Int(current)]
+            let step = FlatProjection.distance(a, b)
+            if step >= left {
+                let plane = FlatProjection(origin: a)
+                let end = plane.project(b), f = step > 0 ? left / step : 0
+                return plane.unproject(ENU(east: end.east * f, north: end.north * f))
+            }
+            left -= step
+            let onward = self.neighbours(of: current).filter { $0.node != previous }
+            guard onward.count == 1, visited.insert(current).inserted else { return b }
+            previous = current
+            current = onward[0].node
         }
     }
 
@@ -350,5 +409,26 @@ struct MinHeap {
             }
         }
         return top
+    }
+}
+
+/// A junction a route passes through (three or more walkable ways meet there), as the walking graph knows it.
+public struct RouteJunction: Sendable, Equatable {
+    /// Which of the route's points it is.
+    public var index: Int
+    /// The directions of the ways that leave it, each judged some metres along the way [degrees, true north,
+    /// clockwise]; empty when only the junction's place is known.
+    public var branchBearingsDegrees: [Double]
+    /// The way the route arrives by (an index into ``branchBearingsDegrees``); nil at its start or when unknown.
+    public var arrivingBranch: Int?
+    /// The way the route leaves by; nil at its end or when unknown.
+    public var routeBranch: Int?
+
+    /// A junction at the route's point `index`, with the ways that leave it when they are known.
+    public init(index: Int, branchBearingsDegrees: [Double] = [], arrivingBranch: Int? = nil, routeBranch: Int? = nil) {
+        self.index = index
+        self.branchBearingsDegrees = branchBearingsDegrees
+        self.arrivingBranch = arrivingBranch
+        self.routeBranch = routeBranch
     }
 }

@@ -47,6 +47,8 @@ enum RouteStageOptions {
         tracker.courseWeightMeters = try settings.value(Setting.courseWeightMeters)
         tracker.cornerLimitDegrees = try settings.value(Setting.cornerLimitDegrees)
         tracker.chordMeters = try settings.value(Setting.chordMeters)
+        tracker.branchMarginDegrees = try settings.value(Setting.branchMarginDegrees)
+        tracker.forkCueMeters = try settings.value(Setting.forkCueMeters)
         tracker.crossTrackDeadbandMeters = try settings.value(Setting.crossTrackDeadbandMeters)
         tracker.routeBiasSeconds = try settings.value(Setting.routeBiasSeconds)
         tracker.junctionChord = try settings.bool(Setting.junctionChord.key, default: true)

@@ -447,7 +447,10 @@ where Input.Element == Arrival<SmoothedFix> {
         let route = RouteBuilder.route(
             from: plan, routeID: self.routeID, timeSeconds: time, provider: provider,
             turnThresholdDegrees: self.options.turnThresholdDegrees)
-        self.tracker.setRoute(route, junctions: self.options.graph?.junctions(among: route.points) ?? [])
+        self.tracker.setRoute(
+            route,
+            junctions: self.options.graph?.routeJunctions(
+                along: route.points, branchMeters: self.options.tracker.chordMeters) ?? [])
         self.lastPublished = time
         try await self.output.publish(.route(route))
         let fellBack = failures.isEmpty ? "" : " (after \(failures.joined(separator: "; ")))"

@@ -440,7 +440,7 @@ extension RouteTracker.Options {
             options.junctionChord = junctionChord
             options.chordMeters = 8
             var tracker = RouteTracker(options: options)
-            tracker.setRoute(route, junctions: known)
+            tracker.setRoute(route, junctions: known.map { RouteJunction(index: $0) })
             _ = tracker.update(with: self.fix(self.start, course: 90, time: 0))
             let answer = tracker.update(with: self.fix(point, course: speed > 0 ? 90 : nil, time: 1, speed: speed))
             return try #require(answer).target.bearingDegrees
@@ -467,6 +467,68 @@ extension RouteTracker.Options {
         // Far from any junction, standing: the chord, straight on.
         let middle = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: 50).coordinate
         #expect(off(try bearing(at: middle, speed: 0, junctionChord: true), 90) < 1)
+    }
+
+    @Test func atAForkTheCueIsTheRoutesWayBeforeItAndClearOfTheWayThatCarriesStraightOn() throws {
+        // East 100 m to a fork: the way straight on carries east-north-east (70°, 20° left of the walker), the
+        // route's bears right (120°, 30° right), the way back is west. Walking along the street, the chord crosses
+        // the fork at a shallow angle, inside the sink's tolerance: the walker would carry straight on.
+        let route = self.route(legs: [(90, 100), (120, 50)])
+        let fork = RouteJunction(index: 1, branchBearingsDegrees: [270, 70, 120], arrivingBranch: 0, routeBranch: 2)
+        func bearing(
+            at along: Double, speed: Double = 1.3, forkCueMeters: Double = 6, margin: Double = 25
+        )
+            throws -> Double
+        {
+            var options = RouteTracker.Options()
+            options.forkCueMeters = forkCueMeters
+            options.branchMarginDegrees = margin
+            var tracker = RouteTracker(options: options)
+            tracker.setRoute(route, junctions: [fork])
+            _ = tracker.update(with: self.fix(self.start, course: 90, time: 0))
+            let point = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: along).coordinate
+            let answer = tracker.update(with: self.fix(point, course: speed > 0 ? 90 : nil, time: 1, speed: speed))
+            return try #require(answer).target.bearingDegrees
+        }
+        // 5 m before it: the route's way, turned away from the way straight on to keep 25° from the half-way line
+        // between them (95°): 120°, 30° right of the walker.
+        #expect(abs(try bearing(at: 95) - 120) < 1)
+        // Without the fork cue, the chord: 15° right, silent within the sink's 15° tolerance and its compass noise.
+        let chord = try bearing(at: 95, forkCueMeters: 0)
+        #expect(chord > 100 && chord < 110, "\(chord)")
+        // 20 m before it: the chord along the street, straight on.
+        #expect(abs(try bearing(at: 80) - 90) < 1)
+        // Standing at it: the same way.
+        #expect(abs(try bearing(at: 100, speed: 0) - 120) < 1)
+
+        // A fork where the way straight on lies 10° from the route's: the cue is 25° clear of the half-way line
+        // (115°), not the route's way itself, which a walker turning until the cue stops would miss as often as not.
+        #expect(abs(RouteTracker.unmistakable([270, 110, 120], way: 2, marginDegrees: 25) - 140) < 0.01)
+        #expect(RouteTracker.unmistakable([270, 110, 120], way: 2, marginDegrees: 0) == 120)
+        // Both gaps narrow: the middle of the way's sector.
+        #expect(abs(RouteTracker.unmistakable([100, 120, 150], way: 1, marginDegrees: 25) - 122.5) < 0.01)
+        // Wide gaps on both sides: the way's own direction.
+        #expect(RouteTracker.unmistakable([270, 0, 90], way: 2, marginDegrees: 25) == 90)
+        // Narrow on one side only: turned away from it until 25° clear of the half-way line.
+        #expect(abs(RouteTracker.unmistakable([270, 70, 120], way: 2, marginDegrees: 25) - 120) < 0.01)
+        #expect(abs(RouteTracker.unmistakable([270, 100, 120], way: 2, marginDegrees: 25) - 135) < 0.01)
+        #expect(abs(RouteTracker.unmistakable([270, 100, 120], way: 1, marginDegrees: 25) - 85) < 0.01)
+    }
+
+    @Test func aForkOnAWayThatBendsBackIsNeverCuedAsATurnAround() throws {
+        // West 30 m, where the way bends south for 3 m to a fork: a flight of steps carries straight on (200°), the
+        // route's way bears left (130°), back toward where the walker came from. 4 m before the fork the walker
+        // still walks west.
+        let route = self.route(legs: [(270, 30), (180, 3), (130, 40)])
+        let fork = RouteJunction(index: 2, branchBearingsDegrees: [0, 200, 130], arrivingBranch: 0, routeBranch: 2)
+        var tracker = RouteTracker()
+        tracker.setRoute(route, junctions: [fork])
+        _ = tracker.update(with: self.fix(self.start, course: 270, time: 0))
+        let before = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 270, distanceMeters: 29).coordinate
+        let update = tracker.update(with: self.fix(before, course: 270, time: 1))
+        let answer = try #require(update)
+        // The route's way lies 140° from the walker's direction, a turn-around: held at 90°, to its side (left).
+        #expect(abs(self.relativeTarget(answer.target, course: 270) + 90) < 1, "\(answer.target.bearingDegrees)")
     }
 
     @Test func theErrorSeenAcrossOneLegIsTakenOffAlongTheNextWithTheRouteAsAMeasurement() throws {

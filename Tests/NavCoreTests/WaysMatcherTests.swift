@@ -41,7 +41,7 @@ import Testing
         #expect(matcher.match(at(150, 11), accuracyMeters: 5).map { graph.segments[$0.segment].name } == 1)
     }
 
-    @Test func aRoutesJunctionsAreItsPointsWhereThreeOrMoreWaysMeet() throws {
+    @Test func aRoutesJunctionsAreItsPointsWhereThreeOrMoreWaysMeetWithTheWaysThatLeaveThem() throws {
         let origin = Coordinate(latitude: 43.73, longitude: 7.42)
         let plane = FlatProjection(origin: origin)
         func at(_ east: Double, _ north: Double) -> Coordinate { plane.unproject(ENU(east: east, north: north)) }
@@ -56,6 +56,22 @@ import Testing
         #expect(graph.junctions(among: [at(50, 60), at(50, 0), at(0, 0)]) == [1])
         // A point farther than the tolerance from the junction node is not it.
         #expect(graph.junctions(among: [at(51, 0)]).isEmpty)
+        // The ways that leave it, each judged 40 m along (through the bend at 2, where two ways meet), the way the
+        // route arrives by and the way it leaves by.
+        let junction = try #require(graph.routeJunctions(along: route, branchMeters: 40).first)
+        #expect(junction.index == 1)
+        let expected: [(Int32, Double)] = [
+            (0, 270), (2, FlatProjection.bearing(from: at(50, 0), to: at(89.586, 5))), (4, 0),
+        ]
+        let ways = graph.neighbours(of: 1).map(\.node)
+        for (node, bearing) in expected {
+            let way = try #require(ways.firstIndex(of: node))
+            #expect(abs(Angle.signedDifference(from: bearing, to: junction.branchBearingsDegrees[way])) < 0.5)
+        }
+        #expect(junction.arrivingBranch == ways.firstIndex(of: 0))
+        #expect(junction.routeBranch == ways.firstIndex(of: 2))
+        // A route that ends at it leaves by none.
+        #expect(graph.routeJunctions(along: [at(50, 60), at(50, 0)]).first?.routeBranch == nil)
     }
 
     @Test func walkingDistancesGoRoundTheBlock() throws {
