@@ -159,7 +159,7 @@ import TestSupport
         #expect(subscriber.snapshot.sequenceGaps == 0, "local drops are not sequence gaps")
     }
 
-    @Test func aClosedPublisherIsNoticedWithinOneSecond() async throws {
+    @Test func aClosedPublisherIsNoticedSoonAfterItsLivenessTimeout() async throws {
         let context = ZMQContext()
         defer { context.terminate() }
         let endpoint = uniqueEndpoint("ipc")
@@ -185,7 +185,9 @@ import TestSupport
             }
         }
         let elapsed = try #require(lostAfter)
-        #expect(elapsed < .seconds(1))
+        // Lost once silent for the liveness timeout (0.75 s by default) after its last heartbeat; the bound leaves a
+        // second for scheduling on a loaded machine (the suite runs in parallel on two cores: 1.22 s was seen once).
+        #expect(elapsed < .seconds(0.75 + 1))
     }
 
     @Test func closingASubscriberEndsItsSequencePromptly() async throws {

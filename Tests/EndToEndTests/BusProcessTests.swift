@@ -50,7 +50,7 @@ extension ProcessSuites {
         }
 
         @Test(arguments: ["ipc", "tcp"])
-        func aPublisherKilledWithSIGKILLIsNoticedWithinOneSecond(_ transport: String) async throws {
+        func aPublisherKilledWithSIGKILLIsNoticedSoonAfterItsLivenessTimeout(_ transport: String) async throws {
             let folder = try scratchFolder()
             let endpoint = self.endpoint(transport, in: folder)
             let context = ZMQContext()
@@ -84,7 +84,8 @@ extension ProcessSuites {
                 return nil
             }
             let elapsed = try #require(noticedAfter, "the loss was noticed")
-            #expect(elapsed < .seconds(1))
+            // The liveness timeout (0.75 s by default) after the last heartbeat, and a second for a loaded machine.
+            #expect(elapsed < .seconds(0.75 + 1))
         }
 
         @Test func thePythonSubscriberDecodesWhatSwiftPublishes() async throws {
