@@ -169,17 +169,12 @@ public struct NetworkParticipant: SimulatedParticipant {
         self.along = self.length - self.along
     }
 
-    /// The point `meters` along the branch from `node` through `next` (up to a junction or dead end).
-    func pointAlong(from node: Int32, through next: Int32, meters: Double) -> Coordinate {
-        self.graph.point(from: node, through: next, meters: meters)
-    }
-
     /// The branches at the junction `node`, reached from `from`: each neighbour, its direction, and whether it is the
     /// way back.
     private func branches(at node: Int32, from: Int32) -> [(node: Int32, lengthMeters: Double, bearing: Double)] {
         let centre = self.graph.nodes[Int(node)]
         return self.graph.neighbours(of: node).map { neighbour in
-            let probe = self.pointAlong(from: node, through: neighbour.node, meters: self.rules.branchProbeMeters)
+            let probe = self.graph.point(from: node, through: neighbour.node, meters: self.rules.branchProbeMeters)
             return (neighbour.node, neighbour.lengthMeters, FlatProjection.bearing(from: centre, to: probe))
         }
     }
@@ -190,7 +185,7 @@ public struct NetworkParticipant: SimulatedParticipant {
         self.choices.append(
             Choice(
                 junction: self.graph.nodes[Int(junction)],
-                branchPoint: self.pointAlong(from: junction, through: next, meters: self.rules.branchProbeMeters),
+                branchPoint: self.graph.point(from: junction, through: next, meters: self.rules.branchProbeMeters),
                 stopped: stopped, wentBack: next == self.from))
         self.from = junction
         self.to = next

@@ -136,7 +136,7 @@ public struct RouteTracker: Sendable {
             public static let junctionChord = SettingDoc(
                 key: "junctionChord", defaultText: "true", rangeText: "true, false",
                 summary:
-                    "target path, when the route stage knows the walking graph (an `osm` router among its providers): a walker standing within 2 m along the route of a junction the route turns sharply at (sharpTurnDegrees; three or more walkable ways meet there) is steered along the branch the route takes there, from the junction to chordMeters along or the next junction, whichever is nearer: two junctions a few metres apart (a street taken for 2 m between two others) are cued one at a time"
+                    "target path, when the route stage knows the walking graph (an `osm` router among its providers): a walker standing within 2 m along the route of a junction the route turns sharply at (sharpTurnDegrees) or forks at (forkCueMeters; three or more walkable ways meet there) is steered into the way the route takes there, as the graph gives it chordMeters along (up to the next junction) and kept clear of its neighbours (branchMarginDegrees): two junctions a few metres apart (a street taken for 2 m between two others) are cued one at a time"
             )
             public static let branchMarginDegrees = SettingSpec(
                 "branchMarginDegrees", unit: "°", default: 25.0, in: 0...60,
@@ -224,8 +224,8 @@ public struct RouteTracker: Sendable {
         public var chordMeters = Setting.chordMeters.defaultValue
         /// Path following: farther from the route than the larger of this and the fix's accuracy, steer back [metres].
         public var crossTrackDeadbandMeters = Setting.crossTrackDeadbandMeters.defaultValue
-        /// Path following, standing near a junction the route turns sharply at (when junctions are known): the chord
-        /// is the route's branch there, up to the next junction.
+        /// Path following, when junctions are known: standing near a junction the route turns sharply or forks at, the
+        /// cue is the route's way there (up to the next junction); walking toward a fork, too (`forkCueMeters`).
         public var junctionChord = true
         /// …within this distance along the route of the junction [metres] (a walker placed farther from it with a
         /// larger error is steered as without: measured with 2 × the accuracy, no better).
@@ -632,8 +632,10 @@ public struct RouteTracker: Sendable {
     /// the walker is beyond the estimate's accuracy. Moving toward a sharp turn, the chord's direction is held within
     /// `cornerLimitDegrees` (90° when that is 0) of the route's where the walker is, to the turn's side, so that the
     /// last metres before a hairpin cue a strong turn, not a turn-around; a walker standing still (at a junction,
-    /// choosing) is given the branch's own direction — with `junctionChord`, from the junction the route turns at
-    /// that they stand near, up to the next junction.
+    /// choosing) is given the branch's own direction — with `junctionChord`, that of the route's way at the junction
+    /// it turns or forks at that they stand near (as the walking graph gives it, kept clear of its neighbours by
+    /// `branchMarginDegrees`; else the route up to the next junction); and a walker within `forkCueMeters` before a
+    /// fork is given that way's direction, held like a corner.
     private func pathTarget(
         _ fix: SmoothedFix, _ here: PolylineProjection, _ route: Route, _ line: Polyline
     ) -> (Coordinate, Double) {
@@ -646,8 +648,8 @@ public struct RouteTracker: Sendable {
         var from = along
         var end = min(route.lengthMeters, along + self.options.chordMeters)
         if self.options.junctionChord, !moving {
-            // A walker stops to choose at a junction: standing near one the route turns sharply at, they are taken
-            // to stand at it, and cued into the route's way there (the chord is that way, no farther than the next
+            // A walker stops to choose at a junction: standing near one the route turns sharply or forks at, they are
+            // taken to stand at it, and cued into the route's way there (the chord is that way, no farther than the next
             // junction: two junctions a few metres apart are cued one at a time).
             if let junction = self.junctionsAlong.min(by: { abs($0.along - along) < abs($1.along - along) }),
                 abs(junction.along - along) <= self.options.standingJunctionMeters
@@ -668,9 +670,7 @@ public struct RouteTracker: Sendable {
             // within cornerLimitDegrees (90° when 0) of the route's direction where the walker is, never a
             // turn-around (the way may bend back on itself before the fork).
             let direction = line.point(atDistance: along)?.bearingDegrees ?? aim
-            let limit = self.options.cornerLimitDegrees > 0 ? self.options.cornerLimitDegrees : 90
-            let turn = Angle.signedDifference(from: direction, to: aim)
-            return (display, self.backToward(Self.held(aim, within: limit, of: direction, toward: turn), here, fix))
+            return (display, self.backToward(self.heldToCornerLimit(aim, of: direction), here, fix))
         }
         guard end - from > 0.5, let start = line.point(atDistance: from), let ahead = line.point(atDistance: end)
         else {
@@ -678,12 +678,16 @@ public struct RouteTracker: Sendable {
             return (display, FlatProjection.bearing(from: walker, to: display))
         }
         var bearing = FlatProjection.bearing(from: start.coordinate, to: ahead.coordinate)
-        if moving {
-            let turn = Angle.signedDifference(from: start.bearingDegrees, to: bearing)
-            let limit = self.options.cornerLimitDegrees > 0 ? self.options.cornerLimitDegrees : 90
-            bearing = Self.held(bearing, within: limit, of: start.bearingDegrees, toward: turn)
-        }
+        if moving { bearing = self.heldToCornerLimit(bearing, of: start.bearingDegrees) }
         return (display, self.backToward(bearing, here, fix))
+    }
+
+    /// Path following, walking: `bearing` held within `cornerLimitDegrees` (90° when that is 0) of the route's
+    /// direction where the walker is, on its own side: a strong turn, never a turn-around.
+    private func heldToCornerLimit(_ bearing: Double, of direction: Double) -> Double {
+        let limit = self.options.cornerLimitDegrees > 0 ? self.options.cornerLimitDegrees : 90
+        return Self.held(
+            bearing, within: limit, of: direction, toward: Angle.signedDifference(from: direction, to: bearing))
     }
 
     /// `bearing`, turned back toward the route as toward a point `lookAheadMeters` ahead on a line as far off as the

@@ -108,29 +108,23 @@ public struct WalkingGraph: Sendable {
             let bearings = ways.map {
                 FlatProjection.bearing(from: centre, to: self.point(from: node, through: $0.node, meters: branchMeters))
             }
-            // The way a neighbouring point of the route lies on (within a metre of its first edge).
+            // The way a neighbouring point of the route lies on: the nearest of the junction's own edges, within a
+            // metre.
             func way(to point: Coordinate) -> Int? {
-                let distances = ways.map { Self.distance(point, fromEdge: centre, self.nodes[Int($0.node)]) }
-                guard let nearest = distances.indices.min(by: { distances[$0] < distances[$1] }),
-                    distances[nearest] <= max(1, withinMeters)
+                guard
+                    let snap = self.snap(
+                        point, maximumMeters: max(1, withinMeters),
+                        where: { self.segments[$0].a == node || self.segments[$0].b == node })
                 else { return nil }
-                return nearest
+                let edge = self.segments[snap.segment]
+                let neighbour = edge.a == node ? edge.b : edge.a
+                return ways.firstIndex { $0.node == neighbour }
             }
             return RouteJunction(
                 index: index, branchBearingsDegrees: bearings,
                 arrivingBranch: index > 0 ? way(to: points[index - 1]) : nil,
                 routeBranch: index + 1 < points.count ? way(to: points[index + 1]) : nil)
         }
-    }
-
-    /// How far `point` lies from the edge from `a` to `b` [metres].
-    private static func distance(_ point: Coordinate, fromEdge a: Coordinate, _ b: Coordinate) -> Double {
-        let plane = FlatProjection(origin: a)
-        let end = plane.project(b), p = plane.project(point)
-        let length2 = end.east * end.east + end.north * end.north
-        let f = length2 > 0 ? max(0, min(1, (p.east * end.east + p.north * end.north) / length2)) : 0
-        let east = p.east - f * end.east, north = p.north - f * end.north
-        return (east * east + north * north).squareRoot()
     }
 
     /// The point `meters` along the way that leaves `node` toward its neighbour `next`, following the way through
