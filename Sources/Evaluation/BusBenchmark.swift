@@ -88,6 +88,18 @@ public enum BusBenchmark {
         func endpoint(_ name: String) -> String {
             transport == "tcp" ? "tcp://127.0.0.1:\(Loopback.freePort())" : "ipc://\(folder)/\(name).sock"
         }
+        // A loopback port is free when drawn and bound a moment later; another program on the machine (a test's
+        // server, in parallel) may take it in between, and the hop never connects: it is tried on another port.
+        func onFreshEndpoint<T>(_ name: String, _ hop: (String) async throws -> T) async throws -> T {
+            var attempt = 1
+            while true {
+                do {
+                    return try await hop(endpoint(name))
+                } catch is NoConnection where transport == "tcp" && attempt < 3 {
+                    attempt += 1
+                }
+            }
+        }
         let keys: (server: CurveServerOptions, client: CurveKeyPair)? =
             curve
             ? try {
@@ -104,14 +116,16 @@ public enum BusBenchmark {
         for round in 0..<rounds {
             let rawRound = try self.rawRound(endpoint: endpoint("raw-\(round)"), count: perRound, rateHz: rateHz)
             raw += rawRound
-            let hop = try await self.transportRound(
-                endpoint: endpoint("bus-\(round)"), count: perRound, rateHz: rateHz)
+            let hop = try await onFreshEndpoint("bus-\(round)") {
+                try await self.transportRound(endpoint: $0, count: perRound, rateHz: rateHz)
+            }
             ours += hop.consumer
             receiveThread += hop.receiveThread
             roundRatios.append(LatencySummary(hop.consumer).p50 / LatencySummary(rawRound).p50)
             if let keys {
-                let secured = try await self.transportRound(
-                    endpoint: endpoint("curve-\(round)"), count: perRound, rateHz: rateHz, curve: keys)
+                let secured = try await onFreshEndpoint("curve-\(round)") {
+                    try await self.transportRound(endpoint: $0, count: perRound, rateHz: rateHz, curve: keys)
+                }
                 encrypted += secured.consumer
                 curveRatios.append(LatencySummary(secured.consumer).p50 / LatencySummary(hop.consumer).p50)
             }
