@@ -96,7 +96,7 @@ import TestSupport
         let closedAt = ContinuousClock.now
         publisher.close()
         var lost: (stage: String, silence: Double, after: Duration)?
-        while let event = await nextEvent(&iterator, within: 5) {
+        while let event = await nextEvent(&iterator, within: 20) {
             if case let .publisherLost(_, stage, silence) = event {
                 lost = (stage, silence, ContinuousClock.now - closedAt)
                 break
@@ -105,9 +105,10 @@ import TestSupport
         let seen = try #require(lost)
         #expect(seen.stage == "mortal")
         // Lost once silent for the liveness timeout (0.75 s), checked every 25 ms; a loaded machine may take longer
-        // to say so, never less.
+        // to say so (CI once: 6.7 s with the whole suite on two cores), never less. How soon on an idle machine is the
+        // bus benchmark's to print, not a timed test's to assert.
         #expect(seen.silence >= SubscriberOptions().livenessTimeoutSeconds)
-        #expect(seen.after < .seconds(5))
+        #expect(seen.after < .seconds(20))
         #expect(subscriber.presence.map(\.alive) == [false])
     }
 
