@@ -136,11 +136,15 @@ public struct RouteTracker: Sendable {
             public static let junctionChord = SettingDoc(
                 key: "junctionChord", defaultText: "true", rangeText: "true, false",
                 summary:
-                    "target path, when the route stage knows the walking graph (an `osm` router among its providers): a walker standing within 2 m along the route of a junction the route turns sharply at (sharpTurnDegrees) or forks at (forkCueMeters; three or more walkable ways meet there) is steered into the way the route takes there, as the graph gives it chordMeters along (up to the next junction) and kept clear of its neighbours (branchMarginDegrees): two junctions a few metres apart (a street taken for 2 m between two others) are cued one at a time"
+                    "target path, when the route stage knows the walking graph (an `osm` router among its providers): a walker standing within 2 m along the route of a junction the route turns sharply at (sharpTurnDegrees), forks at (forkCueMeters) or where the chord would mislead (chordClearanceDegrees) (three or more walkable ways meet there) is steered into the way the route takes there, as the graph gives it chordMeters along (up to the next junction) and kept clear of its neighbours (branchMarginDegrees): two junctions a few metres apart (a street taken for 2 m between two others) are cued one at a time"
             )
             public static let branchMarginDegrees = SettingSpec(
                 "branchMarginDegrees", unit: "°", default: 25.0, in: 0...60,
                 "junctionChord, where the walking graph gives the ways leaving a junction: the walker is cued into the route's way turned away from its nearest neighbour on either side, so that the cue's direction stays at least this far from the half-way line between them (where a walker taking the way they face would take the other), as far as the gap on the far side allows; 0 cues the way's own direction"
+            )
+            public static let chordClearanceDegrees = SettingSpec(
+                "chordClearanceDegrees", unit: "°", default: 20.0, in: 0...60,
+                "junctionChord: a junction the route passes where its direction chordMeters on from it (past a turn at a junction a few metres on) lies less than this from the half-way line between the route's way and another (a walker who stops there and turns until the cue stops may take either) is cued like a fork (forkCueMeters): the route's way there; 0 never"
             )
             public static let forkCueMeters = SettingSpec(
                 "forkCueMeters", unit: "m", default: 6.0, in: 0...50,
@@ -192,7 +196,8 @@ public struct RouteTracker: Sendable {
             public static let all: [SettingDoc] = [
                 target, lookAheadMeters.doc, sharpTurnDegrees.doc, announceMeters.doc, turnZoneMeters.doc,
                 courseWeightMeters.doc, cornerLimitDegrees.doc, chordMeters.doc, crossTrackDeadbandMeters.doc,
-                junctionChord, branchMarginDegrees.doc, forkCueMeters.doc, routeBiasSeconds.doc,
+                junctionChord, branchMarginDegrees.doc, forkCueMeters.doc, chordClearanceDegrees.doc,
+                routeBiasSeconds.doc,
                 waypointRadiusMeters.doc,
                 arrivalRadiusMeters.doc,
                 offRouteMeters.doc, offRouteAccuracyFactor.doc, offRouteFixes.doc, rerouteMinimumSeconds.doc,
@@ -236,6 +241,9 @@ public struct RouteTracker: Sendable {
         /// Walking toward a fork (the route turns less than sharply, but not along the way that carries straight on),
         /// within this distance of it along the route the cue is the route's way there [metres]; 0 never.
         public var forkCueMeters = Setting.forkCueMeters.defaultValue
+        /// A junction where the chord points less than this from the half-way line between the route's way and
+        /// another is cued like a fork [degrees; 0 never].
+        public var chordClearanceDegrees = Setting.chordClearanceDegrees.defaultValue
         /// The GPS error estimated from the distances across the route while walking along it, of this time constant
         /// [seconds]; 0 never.
         public var routeBiasSeconds = Setting.routeBiasSeconds.defaultValue
@@ -342,6 +350,21 @@ public struct RouteTracker: Sendable {
                     Angle.separation(ways[$0], ahead) < Angle.separation(ways[$1], ahead)
                 }
                 fork = straightest != leaving && straightest.map { Angle.separation(ways[$0], ahead) < sharp } == true
+            }
+            // A junction the chord would mislead at: the route's direction chordMeters on from it (past a turn at a
+            // junction a few metres on) is not clearly nearer the route's way than another (by chordClearanceDegrees
+            // from the half-way line between them): cued like a fork.
+            if !fork, abs(turn) < sharp, self.options.chordClearanceDegrees > 0,
+                let start = line.point(atDistance: line.cumulativeMeters[index]),
+                let ahead = line.point(
+                    atDistance: min(route.lengthMeters, line.cumulativeMeters[index] + self.options.chordMeters)),
+                FlatProjection.distance(start.coordinate, ahead.coordinate) > 1
+            {
+                let chord = FlatProjection.bearing(from: start.coordinate, to: ahead.coordinate)
+                let own = Angle.separation(ways[leaving], chord)
+                let other = ways.indices.filter { $0 != leaving && $0 != junction.arrivingBranch }
+                    .map { Angle.separation(ways[$0], chord) }.min()
+                if let other, (other - own) / 2 < self.options.chordClearanceDegrees { fork = true }
             }
             guard abs(turn) >= sharp || fork else { return nil }
             let aim = Self.unmistakable(ways, way: leaving, marginDegrees: self.options.branchMarginDegrees)

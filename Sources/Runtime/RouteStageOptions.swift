@@ -49,6 +49,7 @@ enum RouteStageOptions {
         tracker.chordMeters = try settings.value(Setting.chordMeters)
         tracker.branchMarginDegrees = try settings.value(Setting.branchMarginDegrees)
         tracker.forkCueMeters = try settings.value(Setting.forkCueMeters)
+        tracker.chordClearanceDegrees = try settings.value(Setting.chordClearanceDegrees)
         tracker.crossTrackDeadbandMeters = try settings.value(Setting.crossTrackDeadbandMeters)
         tracker.routeBiasSeconds = try settings.value(Setting.routeBiasSeconds)
         tracker.junctionChord = try settings.bool(Setting.junctionChord.key, default: true)
