@@ -136,7 +136,7 @@ public struct RouteTracker: Sendable {
             public static let junctionChord = SettingDoc(
                 key: "junctionChord", defaultText: "true", rangeText: "true, false",
                 summary:
-                    "target path, when the route stage knows the walking graph (an `osm` router among its providers): a walker standing within 2 m along the route of a junction the route turns sharply at (sharpTurnDegrees), forks at (forkCueMeters) or where the chord would mislead (chordClearanceDegrees) (three or more walkable ways meet there) is steered into the way the route takes there, as the graph gives it chordMeters along (up to the next junction) and kept clear of its neighbours (branchMarginDegrees): two junctions a few metres apart (a street taken for 2 m between two others) are cued one at a time"
+                    "target path, when the route stage knows the walking graph (an `osm` router among its providers): a walker standing within 2 m along the route of a junction the route turns sharply at (sharpTurnDegrees), forks at (forkCueMeters) or the chord would mislead at (chordClearanceDegrees) (three or more walkable ways meet there) is steered into the way the route takes there, as the graph gives it chordMeters along (up to the next junction) and kept clear of its neighbours (branchMarginDegrees): two junctions a few metres apart (a street taken for 2 m between two others) are cued one at a time"
             )
             public static let branchMarginDegrees = SettingSpec(
                 "branchMarginDegrees", unit: "°", default: 25.0, in: 0...60,
@@ -144,7 +144,7 @@ public struct RouteTracker: Sendable {
             )
             public static let chordClearanceDegrees = SettingSpec(
                 "chordClearanceDegrees", unit: "°", default: 20.0, in: 0...60,
-                "junctionChord: a junction the route passes where its direction chordMeters on from it (past a turn at a junction a few metres on) lies less than this from the half-way line between the route's way and another (a walker who stops there and turns until the cue stops may take either) is cued like a fork (forkCueMeters): the route's way there; 0 never"
+                "junctionChord: a junction the route passes where its direction chordMeters on from it (past a turn at a junction a few metres on) lies less than this from the half-way line between the route's way and another (a walker who stops there and turns until the cue stops may take either) is, standing there, cued into the route's way (as at a junction the route turns at); 0 never"
             )
             public static let forkCueMeters = SettingSpec(
                 "forkCueMeters", unit: "m", default: 6.0, in: 0...50,
@@ -241,8 +241,8 @@ public struct RouteTracker: Sendable {
         /// Walking toward a fork (the route turns less than sharply, but not along the way that carries straight on),
         /// within this distance of it along the route the cue is the route's way there [metres]; 0 never.
         public var forkCueMeters = Setting.forkCueMeters.defaultValue
-        /// A junction where the chord points less than this from the half-way line between the route's way and
-        /// another is cued like a fork [degrees; 0 never].
+        /// Standing at a junction where the chord points less than this from the half-way line between the route's
+        /// way and another, the walker is cued into the route's way [degrees; 0 never].
         public var chordClearanceDegrees = Setting.chordClearanceDegrees.defaultValue
         /// The GPS error estimated from the distances across the route while walking along it, of this time constant
         /// [seconds]; 0 never.
@@ -344,6 +344,7 @@ public struct RouteTracker: Sendable {
             // A fork: the way that carries straight on (within sharpTurnDegrees of the direction of arrival) is not
             // the route's, though the route turns less than sharply.
             var fork = false
+            var misleading = false
             if abs(turn) < sharp, let arriving = junction.arrivingBranch, ways.indices.contains(arriving) {
                 let ahead = Angle.normalized(ways[arriving] + 180)
                 let straightest = ways.indices.filter { $0 != arriving }.min {
@@ -353,7 +354,8 @@ public struct RouteTracker: Sendable {
             }
             // A junction the chord would mislead at: the route's direction chordMeters on from it (past a turn at a
             // junction a few metres on) is not clearly nearer the route's way than another (by chordClearanceDegrees
-            // from the half-way line between them): cued like a fork.
+            // from the half-way line between them): a walker standing there is cued into the route's way (walking
+            // toward it, the chord as before: cueing the route's way there too did no better).
             if !fork, abs(turn) < sharp, self.options.chordClearanceDegrees > 0,
                 let start = line.point(atDistance: line.cumulativeMeters[index]),
                 let ahead = line.point(
@@ -364,9 +366,9 @@ public struct RouteTracker: Sendable {
                 let own = Angle.separation(ways[leaving], chord)
                 let other = ways.indices.filter { $0 != leaving && $0 != junction.arrivingBranch }
                     .map { Angle.separation(ways[$0], chord) }.min()
-                if let other, (other - own) / 2 < self.options.chordClearanceDegrees { fork = true }
+                if let other, (other - own) / 2 < self.options.chordClearanceDegrees { misleading = true }
             }
-            guard abs(turn) >= sharp || fork else { return nil }
+            guard abs(turn) >= sharp || fork || misleading else { return nil }
             let aim = Self.unmistakable(ways, way: leaving, marginDegrees: self.options.branchMarginDegrees)
             return (line.cumulativeMeters[index], aim, fork)
         }.sorted { $0.along < $1.along }

@@ -515,48 +515,36 @@ extension RouteTracker.Options {
         #expect(abs(RouteTracker.unmistakable([270, 100, 120], way: 1, marginDegrees: 25) - 85) < 0.01)
     }
 
-    @Test func beforeAJunctionWhereTheChordPointsBetweenWaysTheCueIsTheRoutesWay() throws {
+    @Test func standingAtAJunctionWhereTheChordPointsBetweenWaysTheCueIsTheRoutesWay() throws {
         // South-south-east 100 m to a junction where the route carries straight on, 4 m to the next junction, where
-        // it turns left to east-north-east. At the first, ways leave north-east (65°) and south-west (235°) too: the
-        // chord 10 m along the route from it points 110°, about as near the way north-east as the route's (150°),
-        // and a walker who stops there and turns until the cue stops may take either (Quai Albert 1er, Monaco).
+        // it turns left to east-north-east. At the first, ways leave north-east (65°) and south-west (235°) too: from
+        // it, the chord 10 m along the route points 104°, nearer the way north-east than the route's (150°), and a
+        // walker who stops there (a turn cued before it) and turns until the cue stops takes the way north-east
+        // (Quai Albert 1er, Monaco).
         let route = self.route(legs: [(150, 100), (150, 4), (75, 50)])
-        let first = RouteJunction(
-            index: 1, branchBearingsDegrees: [330, 65, 235, 150], arrivingBranch: 0, routeBranch: 3)
         let second = RouteJunction(index: 2, branchBearingsDegrees: [330, 75, 150], arrivingBranch: 0, routeBranch: 1)
-        func bearing(at along: Double, speed: Double = 1.3, clearance: Double) throws -> Double {
+        func bearing(
+            at along: Double, speed: Double = 0, clearance: Double, ways: [Double] = [330, 65, 235, 150]
+        ) throws -> Double {
             var options = RouteTracker.Options()
             options.chordMeters = 10
             options.chordClearanceDegrees = clearance
             var tracker = RouteTracker(options: options)
+            let first = RouteJunction(index: 1, branchBearingsDegrees: ways, arrivingBranch: 0, routeBranch: 3)
             tracker.setRoute(route, junctions: [first, second])
             _ = tracker.update(with: self.fix(self.start, course: 150, time: 0))
             let point = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 150, distanceMeters: along).coordinate
             let answer = tracker.update(with: self.fix(point, course: speed > 0 ? 150 : nil, time: 1, speed: speed))
             return try #require(answer).target.bearingDegrees
         }
-        // 3 m before it, walking: the chord cues left (a side remembered to the junction); now the route's way,
-        // straight on, silent.
-        let chord = try bearing(at: 97, clearance: 0)
-        #expect(chord > 115 && chord < 135, "\(chord)")
-        #expect(abs(try bearing(at: 97, clearance: 20) - 150) < 1)
-        // Standing at it: the route's way.
-        #expect(abs(try bearing(at: 100, speed: 0, clearance: 20) - 150) < 1)
-        // 20 m before it: the chord, straight on.
-        #expect(abs(try bearing(at: 80, clearance: 20) - 150) < 1)
-        // Where the chord points clearly into the route's way (the other way farther round, at 10°), the chord.
-        let clear = RouteJunction(
-            index: 1, branchBearingsDegrees: [330, 10, 235, 150], arrivingBranch: 0, routeBranch: 3)
-        var options = RouteTracker.Options()
-        options.chordMeters = 10
-        options.chordClearanceDegrees = 20
-        var tracker = RouteTracker(options: options)
-        tracker.setRoute(route, junctions: [clear, second])
-        _ = tracker.update(with: self.fix(self.start, course: 150, time: 0))
-        let point = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 150, distanceMeters: 97).coordinate
-        let update = tracker.update(with: self.fix(point, course: 150, time: 1))
-        let answer = try #require(update)
-        #expect(abs(answer.target.bearingDegrees - chord) < 1)
+        // Standing at it: the chord without the clearance, the route's way with it.
+        let chord = try bearing(at: 100, clearance: 0)
+        #expect(chord > 95 && chord < 115, "\(chord)")
+        #expect(abs(try bearing(at: 100, clearance: 20) - 150) < 1)
+        // Walking toward it: the chord, as before.
+        #expect(try bearing(at: 97, speed: 1.3, clearance: 20) == bearing(at: 97, speed: 1.3, clearance: 0))
+        // Where the chord points clearly into the route's way (the other way farther round, at 10°): the chord.
+        #expect(abs(try bearing(at: 100, clearance: 20, ways: [330, 10, 235, 150]) - chord) < 1)
     }
 
     @Test func aForkOnAWayThatBendsBackIsNeverCuedAsATurnAround() throws {
