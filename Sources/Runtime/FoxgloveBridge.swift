@@ -4,7 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-public import Bus
+import Bus
 public import Links
 public import NavCore
 import Synchronization

@@ -1,4 +1,4 @@
-public import NavCore
+package import NavCore
 
 /// The walkable ways drawn under a report's tracks (a map's walking graph, loaded by `Runtime`'s `WalkableWays`).
 package enum WaysDrawing {

@@ -159,7 +159,7 @@ import TestSupport
         final class SlowOutput: MCAPRecorder.Output, @unchecked Sendable {
             let file: FileHandle
             init(_ path: String) throws {
-                FileManager.default.createFile(atPath: path, contents: nil)
+                _ = FileManager.default.createFile(atPath: path, contents: nil)
                 self.file = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
             }
             func write(_ bytes: [UInt8]) -> Bool {

@@ -1,5 +1,5 @@
 import CZlib
-public import NavCore
+import NavCore
 import SystemIO
 
 /// OpenStreetMap's PBF format (the `.osm.pbf` files extracts are downloaded as), read block by block from the
