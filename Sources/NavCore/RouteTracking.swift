@@ -136,7 +136,7 @@ public struct RouteTracker: Sendable {
             public static let junctionChord = SettingDoc(
                 key: "junctionChord", defaultText: "true", rangeText: "true, false",
                 summary:
-                    "target path, when the route stage knows the walking graph (an `osm` router among its providers): a walker standing within 2 m along the route of a junction the route turns sharply at (sharpTurnDegrees), forks at (forkCueMeters) or the chord would mislead at (chordClearanceDegrees) (three or more walkable ways meet there) is steered into the way the route takes there, as the graph gives it chordMeters along (up to the next junction) and kept clear of its neighbours (branchMarginDegrees): two junctions a few metres apart (a street taken for 2 m between two others) are cued one at a time"
+                    "target path, when the route stage knows the walking graph (an `osm` router among its providers): a walker standing within 2 m along the route of a junction (three or more walkable ways meet there) that the route turns sharply at (sharpTurnDegrees) or forks at (forkCueMeters), or where the chord would mislead (chordClearanceDegrees), is steered into the way the route takes there, as the graph gives it chordMeters along (up to the next junction) and kept clear of its neighbours (branchMarginDegrees): two junctions a few metres apart (a street taken for 2 m between two others) are cued one at a time"
             )
             public static let branchMarginDegrees = SettingSpec(
                 "branchMarginDegrees", unit: "°", default: 25.0, in: 0...60,
@@ -229,8 +229,9 @@ public struct RouteTracker: Sendable {
         public var chordMeters = Setting.chordMeters.defaultValue
         /// Path following: farther from the route than the larger of this and the fix's accuracy, steer back [metres].
         public var crossTrackDeadbandMeters = Setting.crossTrackDeadbandMeters.defaultValue
-        /// Path following, when junctions are known: standing near a junction the route turns sharply or forks at, the
-        /// cue is the route's way there (up to the next junction); walking toward a fork, too (`forkCueMeters`).
+        /// Path following, when junctions are known: standing near a junction the route turns sharply or forks at, or
+        /// where the chord would mislead (`chordClearanceDegrees`), the cue is the route's way there (up to the next
+        /// junction); walking toward a fork, too (`forkCueMeters`).
         public var junctionChord = true
         /// …within this distance along the route of the junction [metres] (a walker placed farther from it with a
         /// larger error is steered as without: measured with 2 × the accuracy, no better).
@@ -344,7 +345,6 @@ public struct RouteTracker: Sendable {
             // A fork: the way that carries straight on (within sharpTurnDegrees of the direction of arrival) is not
             // the route's, though the route turns less than sharply.
             var fork = false
-            var misleading = false
             if abs(turn) < sharp, let arriving = junction.arrivingBranch, ways.indices.contains(arriving) {
                 let ahead = Angle.normalized(ways[arriving] + 180)
                 let straightest = ways.indices.filter { $0 != arriving }.min {
@@ -352,22 +352,9 @@ public struct RouteTracker: Sendable {
                 }
                 fork = straightest != leaving && straightest.map { Angle.separation(ways[$0], ahead) < sharp } == true
             }
-            // A junction the chord would mislead at: the route's direction chordMeters on from it (past a turn at a
-            // junction a few metres on) is not clearly nearer the route's way than another (by chordClearanceDegrees
-            // from the half-way line between them): a walker standing there is cued into the route's way (walking
-            // toward it, the chord as before: cueing the route's way there too did no better).
-            if !fork, abs(turn) < sharp, self.options.chordClearanceDegrees > 0,
-                let start = line.point(atDistance: line.cumulativeMeters[index]),
-                let ahead = line.point(
-                    atDistance: min(route.lengthMeters, line.cumulativeMeters[index] + self.options.chordMeters)),
-                FlatProjection.distance(start.coordinate, ahead.coordinate) > 1
-            {
-                let chord = FlatProjection.bearing(from: start.coordinate, to: ahead.coordinate)
-                let own = Angle.separation(ways[leaving], chord)
-                let other = ways.indices.filter { $0 != leaving && $0 != junction.arrivingBranch }
-                    .map { Angle.separation(ways[$0], chord) }.min()
-                if let other, (other - own) / 2 < self.options.chordClearanceDegrees { misleading = true }
-            }
+            // Where the chord would mislead, a walker standing there is cued into the route's way (walking toward it,
+            // the chord as before: cueing the route's way there too did no better).
+            let misleading = !fork && abs(turn) < sharp && self.chordMisleads(at: junction, leaving: leaving, on: line)
             guard abs(turn) >= sharp || fork || misleading else { return nil }
             let aim = Self.unmistakable(ways, way: leaving, marginDegrees: self.options.branchMarginDegrees)
             return (line.cumulativeMeters[index], aim, fork)
@@ -378,6 +365,23 @@ public struct RouteTracker: Sendable {
         self.wrongWayCount = 0
         self.progressMark = nil
         if self.state != .arrived { self.state = .onRoute }
+    }
+
+    /// Whether the chord would mislead a walker at `junction`: the route's direction `chordMeters` on from it (past a
+    /// turn at a junction a few metres on) lies less than `chordClearanceDegrees` from the half-way line between the
+    /// route's way (`leaving`) and another way leaving it (the way of arrival aside).
+    private func chordMisleads(at junction: RouteJunction, leaving: Int, on line: Polyline) -> Bool {
+        let ways = junction.branchBearingsDegrees
+        let along = line.cumulativeMeters[junction.index]
+        guard self.options.chordClearanceDegrees > 0,
+            let ahead = line.point(atDistance: min(line.lengthMeters, along + self.options.chordMeters))?.coordinate,
+            FlatProjection.distance(line.points[junction.index], ahead) > 1
+        else { return false }
+        let chord = FlatProjection.bearing(from: line.points[junction.index], to: ahead)
+        let own = Angle.separation(ways[leaving], chord)
+        let other = ways.indices.filter { $0 != leaving && $0 != junction.arrivingBranch }
+            .map { Angle.separation(ways[$0], chord) }.min()
+        return other.map { ($0 - own) / 2 < self.options.chordClearanceDegrees } ?? false
     }
 
     /// The reroute asked for could not be made: stay on the last good route, off it.
@@ -658,7 +662,7 @@ public struct RouteTracker: Sendable {
     /// `cornerLimitDegrees` (90° when that is 0) of the route's where the walker is, to the turn's side, so that the
     /// last metres before a hairpin cue a strong turn, not a turn-around; a walker standing still (at a junction,
     /// choosing) is given the branch's own direction — with `junctionChord`, that of the route's way at the junction
-    /// it turns or forks at that they stand near (as the walking graph gives it, kept clear of its neighbours by
+    /// it turns or forks at (or where the chord would mislead) that they stand near (as the walking graph gives it, kept clear of its neighbours by
     /// `branchMarginDegrees`; else the route up to the next junction); and a walker within `forkCueMeters` before a
     /// fork is given that way's direction, held like a corner.
     private func pathTarget(
@@ -673,8 +677,8 @@ public struct RouteTracker: Sendable {
         var from = along
         var end = min(route.lengthMeters, along + self.options.chordMeters)
         if self.options.junctionChord, !moving {
-            // A walker stops to choose at a junction: standing near one the route turns sharply or forks at, they are
-            // taken to stand at it, and cued into the route's way there (the chord is that way, no farther than the next
+            // A walker stops to choose at a junction: standing near one the route turns sharply or forks at (or where
+            // the chord would mislead), they are taken to stand at it, and cued into the route's way there (the chord is that way, no farther than the next
             // junction: two junctions a few metres apart are cued one at a time).
             if let junction = self.junctionsAlong.min(by: { abs($0.along - along) < abs($1.along - along) }),
                 abs(junction.along - along) <= self.options.standingJunctionMeters
