@@ -27,6 +27,26 @@ private struct NoConnection: Error, CustomStringConvertible {
     var description: String { "no heartbeat from the publisher at \(self.endpoint) within 10 s" }
 }
 
+/// A round whose connection dropped while it ran (a loaded host can miss the ZMTP heartbeat's deadline, and a PUB
+/// socket drops what it sends while its subscriber reconnects): its latencies would describe part of the run.
+private struct IncompleteRound: Error, CustomStringConvertible {
+    let endpoint: String
+    let received: Int
+    let sent: Int
+    var description: String { "\(self.received) of \(self.sent) messages came through at \(self.endpoint)" }
+}
+
+/// A wait that a watchdog thread may end: whichever of the waiter (`arrive`) and the watchdog (`giveUp`) comes first
+/// decides, so that a watchdog cannot close the subscriber just after the waiter went on.
+private final class Deadline: Sendable {
+    private let state = Atomic<Int>(0)  // 0 waiting, 1 arrived, 2 given up
+    /// True if the waiter came first.
+    func arrive() -> Bool { self.state.compareExchange(expected: 0, desired: 1, ordering: .relaxed).original != 2 }
+    /// True if the watchdog came first (and should end the wait).
+    func giveUp() -> Bool { self.state.compareExchange(expected: 0, desired: 2, ordering: .relaxed).exchanged }
+    var pending: Bool { self.state.load(ordering: .relaxed) == 0 }
+}
+
 /// Latency statistics of one series [microseconds].
 public struct LatencySummary: Sendable, Codable {
     /// Samples measured [count].
@@ -96,6 +116,8 @@ public enum BusBenchmark {
                 do {
                     return try await hop(endpoint(name))
                 } catch is NoConnection where transport == "tcp" && attempt < 3 {
+                    attempt += 1
+                } catch is IncompleteRound where attempt < 3 {
                     attempt += 1
                 }
             }
@@ -258,44 +280,49 @@ public enum BusBenchmark {
         }
         // The heartbeat tells the subscriber that the connection is up before timing starts; a connection that does
         // not come up within 10 s ends the run with an error instead of waiting for ever.
-        let joined = Atomic<Bool>(false)
+        let joined = Deadline()
         SystemThread.start(name: "bench-join") {
-            for _ in 0..<1000 where !joined.load(ordering: .relaxed) { SystemThread.sleep(seconds: 0.01) }
-            if !joined.load(ordering: .relaxed) { subscriber.close() }
+            for _ in 0..<1000 where joined.pending { SystemThread.sleep(seconds: 0.01) }
+            if joined.giveUp() { subscriber.close() }
         }
         var iterator = subscriber.makeAsyncIterator()
+        var up = false
         while let event = await iterator.next() {
             if case .publisherUp = event {
-                joined.store(true, ordering: .relaxed)
+                up = true
                 break
             }
         }
-        guard joined.load(ordering: .relaxed) else {
+        guard up, joined.arrive() else {
             throw NoConnection(endpoint: endpoint)
         }
         // The subscriptions travel apart: the publisher may hold the heartbeat's and not yet the heading's, and drop
         // the first headings. Probes (marked by a negative time) go every 10 ms until one has come through.
-        let probed = Atomic<Bool>(false)
+        let probed = Deadline()
+        let probesDone = DispatchSemaphore(value: 0)
         SystemThread.start(name: "bench-probe") {
-            for _ in 0..<1000 where !probed.load(ordering: .relaxed) {
+            for _ in 0..<1000 where probed.pending {
                 try? publisher.send(.heading(HeadingSample(timeSeconds: -1, headingDegrees: 0)))
                 SystemThread.sleep(seconds: 0.01)
             }
-            if !probed.load(ordering: .relaxed) { subscriber.close() }
+            if probed.giveUp() { subscriber.close() }
+            probesDone.signal()
         }
+        var probeCame = false
         while let event = await iterator.next() {
             if case let .message(received) = event, case let .heading(sample) = received.message,
                 sample.timeSeconds < 0
             {
-                probed.store(true, ordering: .relaxed)
+                probeCame = true
                 break
             }
         }
-        guard probed.load(ordering: .relaxed) else {
+        guard probeCame, probed.arrive() else {
             throw NoConnection(endpoint: endpoint)
         }
         let finished = DispatchSemaphore(value: 0)
         SystemThread.start(name: "bench-send") {
+            probesDone.wait()  // no probe among the measured messages' sends
             try? self.paced(count: count, rateHz: rateHz) { index in
                 // The monotonic send time travels in the payload; the header's wall-clock time is
                 // not precise enough across a clock adjustment.
@@ -320,7 +347,7 @@ public enum BusBenchmark {
             subscriber.close()
         }
         // Consume as a stage does: on the subscriber's receive thread, through its task executor.
-        return await withTaskExecutorPreference(subscriber.executor) {
+        let hop = await withTaskExecutorPreference(subscriber.executor) {
             var latencies: [Double] = []
             var wire: [Double] = []
             latencies.reserveCapacity(count)
@@ -338,5 +365,9 @@ public enum BusBenchmark {
             }
             return (latencies, wire)
         }
+        guard hop.0.count == count else {
+            throw IncompleteRound(endpoint: endpoint, received: hop.0.count, sent: count)
+        }
+        return hop
     }
 }
