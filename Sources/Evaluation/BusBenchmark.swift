@@ -36,15 +36,31 @@ private struct IncompleteRound: Error, CustomStringConvertible {
     var description: String { "\(self.received) of \(self.sent) messages came through at \(self.endpoint)" }
 }
 
-/// A wait that a watchdog thread may end: whichever of the waiter (`arrive`) and the watchdog (`giveUp`) comes first
-/// decides, so that a watchdog cannot close the subscriber just after the waiter went on.
+/// A wait of at most 10 s with a watchdog thread: whichever of the waiter (`arrive`) and the watchdog comes first
+/// decides, so that the watchdog cannot end the wait (`expire`) just after the waiter went on.
 private final class Deadline: Sendable {
     private let state = Atomic<Int>(0)  // 0 waiting, 1 arrived, 2 given up
-    /// True if the waiter came first.
+    /// Signalled once the watchdog has ended.
+    let ended = DispatchSemaphore(value: 0)
+
+    /// Starts the watchdog: every 10 ms while the wait lasts, `each`; after 10 s without the waiter, `expire`.
+    static func watched(
+        _ name: String, each: @escaping @Sendable () -> Void = {}, expire: @escaping @Sendable () -> Void
+    ) -> Deadline {
+        let deadline = Deadline()
+        SystemThread.start(name: name) {
+            for _ in 0..<1000 where deadline.state.load(ordering: .relaxed) == 0 {
+                each()
+                SystemThread.sleep(seconds: 0.01)
+            }
+            if deadline.state.compareExchange(expected: 0, desired: 2, ordering: .relaxed).exchanged { expire() }
+            deadline.ended.signal()
+        }
+        return deadline
+    }
+
+    /// True if the waiter came before the watchdog gave up.
     func arrive() -> Bool { self.state.compareExchange(expected: 0, desired: 1, ordering: .relaxed).original != 2 }
-    /// True if the watchdog came first (and should end the wait).
-    func giveUp() -> Bool { self.state.compareExchange(expected: 0, desired: 2, ordering: .relaxed).exchanged }
-    var pending: Bool { self.state.load(ordering: .relaxed) == 0 }
 }
 
 /// Latency statistics of one series [microseconds].
@@ -109,7 +125,8 @@ public enum BusBenchmark {
             transport == "tcp" ? "tcp://127.0.0.1:\(Loopback.freePort())" : "ipc://\(folder)/\(name).sock"
         }
         // A loopback port is free when drawn and bound a moment later; another program on the machine (a test's
-        // server, in parallel) may take it in between, and the hop never connects: it is tried on another port.
+        // server, in parallel) may take it in between, and the hop never connects: it is tried on another port. A
+        // round that lost messages (its connection dropped while it ran) is measured again the same way.
         func onFreshEndpoint<T>(_ name: String, _ hop: (String) async throws -> T) async throws -> T {
             var attempt = 1
             while true {
@@ -280,11 +297,7 @@ public enum BusBenchmark {
         }
         // The heartbeat tells the subscriber that the connection is up before timing starts; a connection that does
         // not come up within 10 s ends the run with an error instead of waiting for ever.
-        let joined = Deadline()
-        SystemThread.start(name: "bench-join") {
-            for _ in 0..<1000 where joined.pending { SystemThread.sleep(seconds: 0.01) }
-            if joined.giveUp() { subscriber.close() }
-        }
+        let joined = Deadline.watched("bench-join") { subscriber.close() }
         var iterator = subscriber.makeAsyncIterator()
         var up = false
         while let event = await iterator.next() {
@@ -298,16 +311,9 @@ public enum BusBenchmark {
         }
         // The subscriptions travel apart: the publisher may hold the heartbeat's and not yet the heading's, and drop
         // the first headings. Probes (marked by a negative time) go every 10 ms until one has come through.
-        let probed = Deadline()
-        let probesDone = DispatchSemaphore(value: 0)
-        SystemThread.start(name: "bench-probe") {
-            for _ in 0..<1000 where probed.pending {
-                try? publisher.send(.heading(HeadingSample(timeSeconds: -1, headingDegrees: 0)))
-                SystemThread.sleep(seconds: 0.01)
-            }
-            if probed.giveUp() { subscriber.close() }
-            probesDone.signal()
-        }
+        let probed = Deadline.watched(
+            "bench-probe", each: { try? publisher.send(.heading(HeadingSample(timeSeconds: -1, headingDegrees: 0))) },
+            expire: { subscriber.close() })
         var probeCame = false
         while let event = await iterator.next() {
             if case let .message(received) = event, case let .heading(sample) = received.message,
@@ -322,7 +328,7 @@ public enum BusBenchmark {
         }
         let finished = DispatchSemaphore(value: 0)
         SystemThread.start(name: "bench-send") {
-            probesDone.wait()  // no probe among the measured messages' sends
+            probed.ended.wait()  // no probe among the measured messages' sends
             try? self.paced(count: count, rateHz: rateHz) { index in
                 // The monotonic send time travels in the payload; the header's wall-clock time is
                 // not precise enough across a clock adjustment.
@@ -347,7 +353,7 @@ public enum BusBenchmark {
             subscriber.close()
         }
         // Consume as a stage does: on the subscriber's receive thread, through its task executor.
-        let hop = await withTaskExecutorPreference(subscriber.executor) {
+        let hop: (consumer: [Double], receiveThread: [Double]) = await withTaskExecutorPreference(subscriber.executor) {
             var latencies: [Double] = []
             var wire: [Double] = []
             latencies.reserveCapacity(count)
@@ -365,8 +371,8 @@ public enum BusBenchmark {
             }
             return (latencies, wire)
         }
-        guard hop.0.count == count else {
-            throw IncompleteRound(endpoint: endpoint, received: hop.0.count, sent: count)
+        guard hop.consumer.count == count else {
+            throw IncompleteRound(endpoint: endpoint, received: hop.consumer.count, sent: count)
         }
         return hop
     }

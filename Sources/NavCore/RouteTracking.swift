@@ -662,9 +662,9 @@ public struct RouteTracker: Sendable {
     /// `cornerLimitDegrees` (90° when that is 0) of the route's where the walker is, to the turn's side, so that the
     /// last metres before a hairpin cue a strong turn, not a turn-around; a walker standing still (at a junction,
     /// choosing) is given the branch's own direction — with `junctionChord`, that of the route's way at the junction
-    /// it turns or forks at (or where the chord would mislead) that they stand near (as the walking graph gives it, kept clear of its neighbours by
-    /// `branchMarginDegrees`; else the route up to the next junction); and a walker within `forkCueMeters` before a
-    /// fork is given that way's direction, held like a corner.
+    /// they stand near that it turns or forks at (or where the chord would mislead), as the walking graph gives it,
+    /// kept clear of its neighbours by `branchMarginDegrees` (else the route up to the next junction); and a walker
+    /// within `forkCueMeters` before a fork is given that way's direction, held like a corner.
     private func pathTarget(
         _ fix: SmoothedFix, _ here: PolylineProjection, _ route: Route, _ line: Polyline
     ) -> (Coordinate, Double) {
@@ -678,8 +678,8 @@ public struct RouteTracker: Sendable {
         var end = min(route.lengthMeters, along + self.options.chordMeters)
         if self.options.junctionChord, !moving {
             // A walker stops to choose at a junction: standing near one the route turns sharply or forks at (or where
-            // the chord would mislead), they are taken to stand at it, and cued into the route's way there (the chord is that way, no farther than the next
-            // junction: two junctions a few metres apart are cued one at a time).
+            // the chord would mislead), they are taken to stand at it, and cued into the route's way there (the chord
+            // is that way, no farther than the next junction: two junctions a few metres apart are cued one at a time).
             if let junction = self.junctionsAlong.min(by: { abs($0.along - along) < abs($1.along - along) }),
                 abs(junction.along - along) <= self.options.standingJunctionMeters
             {
