@@ -16,6 +16,8 @@ public protocol SimulatedParticipant: Sendable {
     var started: Bool { get }
     mutating func start()
     mutating func step(feeling cue: CueKind, at time: Double, dt: Double)
+    /// Takes a turn event as the sink rendered it (felt on the band or heard from the speaker).
+    mutating func hear(_ event: TurnEvent)
 }
 
 extension SimulatedParticipant {
@@ -25,7 +27,10 @@ extension SimulatedParticipant {
     }
 }
 
-extension Participant: SimulatedParticipant {}
+extension Participant: SimulatedParticipant {
+    /// The open-space participant knows only the bearing cues.
+    public mutating func hear(_ event: TurnEvent) {}
+}
 
 /// A simulated participant held to the walkable ways, as a blind walker follows the kerb or the building line: they
 /// walk along their way, follow its bends, and choose a branch only at a junction (three or more ways meet), by the
@@ -54,9 +59,22 @@ public struct NetworkParticipant: SimulatedParticipant {
         public var waitSeconds = 2.0
         /// How far along a branch its direction and the wrong-branch check are taken [metres].
         public var branchProbeMeters = 8.0
+        /// It acts on turn events: counts the junctions it reaches since an announcement and turns at the announced
+        /// one by its side and angle, goes straight on at the others; with no announcement pending, as by the cues.
+        public var followsEvents = false
+        /// Following events, the chance of walking through a junction without noticing it, by kind: where a road
+        /// meets the way (a kerb) [percent]…
+        public var missRoadPercent = 2.0
+        /// …and where only footways, paths or steps branch off [percent].
+        public var missPathPercent = 10.0
 
         /// The rules of the evaluation (issue 23: 20 m, 8 s, 45°, 60°, 2 s, 8 m).
-        public init() {}
+        public init() {
+            if let text = getenv("HN_MISS").map({ String(cString: $0) }), let value = Double(text) {  // DEBUG
+                self.missRoadPercent = value
+                self.missPathPercent = value
+            }
+        }
     }
 
     /// One junction passed: where, the way it came from and the branch it took, and the point `branchProbeMeters`
@@ -102,13 +120,24 @@ public struct NetworkParticipant: SimulatedParticipant {
     public private(set) var choices: [Choice] = []
     /// Dead ends turned at [count].
     public private(set) var deadEnds = 0
+    /// Following events: what it was told of the junctions ahead, each with the junctions still to pass before it, its
+    /// angle [degrees, positive right], and whether it is a manoeuvre (else a straight on).
+    private var pending: [(routeID: UInt32, manoeuvre: UInt32, junctionsToGo: Int, turnDegrees: Double, turn: Bool)] = []
+    /// Following events: manoeuvres made (route id, number), so that a late announcement or *now* is not taken for the
+    /// next.
+    private var made: Set<UInt64> = []
+    /// Junctions walked through without noticing them [count].
+    public private(set) var missedJunctions = 0
+    /// Its own chances (noticing a junction).
+    private var random: SeededGenerator
 
     /// A participant on the way nearest `start` (within `snapMeters`), facing along it in the direction closest to
     /// `heading`; nil when no way is that near.
     public init?(
         graph: WalkingGraph, at start: Coordinate, facing heading: Double, behaviour: Participant.Behaviour = .init(),
-        rules: Rules = Rules(), snapMeters: Double = 250
+        rules: Rules = Rules(), snapMeters: Double = 250, seed: UInt64 = 1
     ) {
+        self.random = SeededGenerator(seed: seed)
         guard let nearest = graph.snap(start, maximumMeters: snapMeters) else { return nil }
         // Of the ways as near as the nearest (a start on a junction lies on all its ways), the one running closest
         // to `heading`, either way along it.
@@ -220,6 +249,73 @@ public struct NetworkParticipant: SimulatedParticipant {
             .min(by: { $0.2 < $1.2 })
     }
 
+    /// Takes a turn event (following events; else ignored): an announcement sets (or sets right) the junctions to
+    /// count before its manoeuvre, *now* puts a manoeuvre it was not told of at the next junction (or the one after
+    /// those it waits for), *straight on* marks a junction to carry straight on at.
+    public mutating func hear(_ event: TurnEvent) {
+        guard self.rules.followsEvents else { return }
+        // A new route: what was said of the old one no longer holds.
+        self.pending.removeAll { $0.routeID != event.routeID }
+        let key = UInt64(event.routeID) << 32 | UInt64(event.manoeuvre)
+        let count = Int(event.junctionsBefore)
+        switch event.phase {
+        case .announce:
+            guard !self.made.contains(key) else { return }
+            self.pending.removeAll { $0.turn && $0.manoeuvre == event.manoeuvre }
+            self.pending.append((event.routeID, event.manoeuvre, count, event.turnDegrees, true))
+        case .now:
+            guard !self.made.contains(key), !self.pending.contains(where: { $0.turn && $0.manoeuvre == event.manoeuvre })
+            else { return }
+            let after = self.pending.filter { $0.turn && $0.manoeuvre < event.manoeuvre }.map(\.junctionsToGo).max()
+            self.pending.append((event.routeID, event.manoeuvre, after.map { $0 + 1 } ?? 0, event.turnDegrees, true))
+        case .straightOn:
+            self.pending.removeAll { !$0.turn && $0.junctionsToGo == count }
+            self.pending.append((event.routeID, event.manoeuvre, count, event.turnDegrees, false))
+        }
+    }
+
+    /// The branch at the junction ahead closest to a turn of `turnDegrees` from the direction of arrival (never the way
+    /// back).
+    private func branch(turning turnDegrees: Double) -> (node: Int32, lengthMeters: Double)? {
+        let ways = self.branches(at: self.to, from: self.from)
+        // The direction of arrival as a walker judges it: the way walked, over its last metres (not the last step's).
+        let arrival = ways.first { $0.node == self.from }.map { Angle.normalized($0.bearing + 180) }
+        let wanted = Angle.normalized((arrival ?? self.bodyHeadingDegrees) + turnDegrees)
+        return ways.filter { $0.node != self.from }
+            .min { Angle.separation($0.bearing, wanted) < Angle.separation($1.bearing, wanted) }
+            .map { ($0.node, $0.lengthMeters) }
+    }
+
+    /// Following events at a junction: walks through it unnoticed (by chance), turns at the announced one, or counts it
+    /// and goes straight on. Nil when it has nothing to go by (nothing pending): the cues decide.
+    private mutating func followEvents() -> Bool? {
+        guard self.rules.followsEvents, !self.pending.isEmpty else { return nil }
+        let road = self.graph.neighbours(of: self.to).contains {
+            $0.node != self.from && self.graph.isRoad(from: self.to, to: $0.node)
+        }
+        let miss = (road ? self.rules.missRoadPercent : self.rules.missPathPercent) / 100
+        if Double(self.random.next() >> 11) / Double(1 << 53) < miss {
+            self.missedJunctions += 1
+            guard let straight = self.straightest() else { return nil }
+            self.take(straight.node, lengthMeters: straight.lengthMeters, stopped: false)
+            return true
+        }
+        if getenv("HN_DEBUG") != nil {  // DEBUG
+            let ways = self.branches(at: self.to, from: self.from).map {
+                "\(fixedDecimal(Angle.signedDifference(from: self.bodyHeadingDegrees, to: $0.bearing), digits: 0))\($0.node == self.from ? "(back)" : "")"
+            }
+            print("   junction: pending \(self.pending.map { "#\($0.manoeuvre)\($0.turn ? "T" : "S") togo=\($0.junctionsToGo) turn=\(fixedDecimal($0.turnDegrees, digits: 0))" }) ways \(ways)")
+        }
+        // This junction's: a manoeuvre before a straight on.
+        let here = self.pending.filter { $0.junctionsToGo <= 0 }.sorted { $0.turn && !$1.turn }.first
+        for index in self.pending.indices { self.pending[index].junctionsToGo -= 1 }
+        self.pending.removeAll { $0.junctionsToGo < 0 }
+        if let here, here.turn { self.made.insert(UInt64(here.routeID) << 32 | UInt64(here.manoeuvre)) }
+        guard let branch = self.branch(turning: here?.turnDegrees ?? 0) else { return nil }
+        self.take(branch.node, lengthMeters: branch.lengthMeters, stopped: false)
+        return true
+    }
+
     /// Reached the end of the current edge, with `cue` felt: follows the way, turns at a dead end, or chooses at a
     /// junction. Returns false when it stopped there.
     private mutating func reachNode(feeling cue: CueKind, at time: Double) -> Bool {
@@ -239,6 +335,7 @@ public struct NetworkParticipant: SimulatedParticipant {
             self.bodyHeadingDegrees = self.edgeBearing
             return true
         }
+        if let went = self.followEvents() { return went }
         let side = cue == .turnLeft ? -1.0 : cue == .turnRight ? 1.0 : nil
         if side != nil || self.remembered != nil || cue == .turnAround {
             self.phase = .atJunction(since: time, turningSince: nil, cued: true)
@@ -268,7 +365,8 @@ public struct NetworkParticipant: SimulatedParticipant {
                 self.phase = .pausingToTurnAround(since: time)
                 return
             }
-            if let side { self.remembered = (side, self.walkedMeters) }
+            // Following an announcement, a side felt between junctions is not taken for the next junction's.
+            if let side, self.pending.isEmpty { self.remembered = (side, self.walkedMeters) }
             if let memory = self.remembered, self.walkedMeters - memory.at > self.rules.rememberMeters {
                 self.remembered = nil
             }
@@ -297,6 +395,8 @@ public struct NetworkParticipant: SimulatedParticipant {
             self.reverse()
             self.bodyHeadingDegrees = self.edgeBearing
             self.remembered = nil
+            // Turned back: the junctions counted since the announcement no longer lie ahead.
+            self.pending.removeAll()
             self.phase = .walking
         case let .atJunction(since, turningSince, cued):
             // At a junction every turn cue turns it in place; a turn-around toward the side last cued (else right),

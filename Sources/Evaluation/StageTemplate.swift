@@ -134,7 +134,7 @@ struct StageTemplate {
         // The harness relays the route controller's targets to the sink on its own socket, right before the next
         // heading: one ordered stream, so that the sink always has a fix's target before the headings after it.
         haptic["inputs"] = .array([endpoint("source")])
-        haptic["topics"] = .array([.string("heading"), .string("target"), .string("progress")])
+        haptic["topics"] = .array([.string("heading"), .string("target"), .string("progress"), .string("turn")])
         var hapticOptions = haptic["options"]?.objectValue ?? [:]
         hapticOptions["calibrationFile"] = nil
         hapticOptions["fallback"] = nil

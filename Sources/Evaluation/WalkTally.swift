@@ -13,6 +13,10 @@ struct WalkTally {
     private var judgedChoices = 0
     private var junctionsOnRoute = 0
     private var wrongJunctions: [WalkerEvaluation.WrongJunction] = []
+    /// Turn events felt, by phase [count].
+    private var announcements = 0
+    private var nows = 0
+    private var straightOns = 0
     private var arrivedNear = false
     private var arrivedFar = false
 
@@ -22,6 +26,17 @@ struct WalkTally {
         if isTurn && kind != self.lastKind { self.turnOnsets += 1 }
         if kind == .turnAround && self.lastKind != .turnAround { self.wrongWayCues += 1 }
         self.lastKind = kind
+    }
+
+    /// Turn events felt (as the sink rendered them).
+    mutating func heard(_ events: [TurnEvent]) {
+        for event in events {
+            switch event.phase {
+            case .announce: self.announcements += 1
+            case .now: self.nows += 1
+            case .straightOn: self.straightOns += 1
+            }
+        }
     }
 
     /// A smoothed fix against where the walker truly was.
@@ -77,6 +92,7 @@ struct WalkTally {
         walk.junctionsOnRoute = self.junctionsOnRoute
         walk.wrongBranches = self.wrongJunctions.count
         walk.wrongJunctions = self.wrongJunctions
+        walk.turnEvents = self.announcements + self.nows + self.straightOns
         return walk
     }
 }

@@ -42,6 +42,13 @@ public enum WalkerEvaluation {
     public enum ParticipantKind: String, Sendable, Codable, CaseIterable {
         case open
         case network
+        /// Held to the ways like `network`, and acting on turn events as a blind walker does (counting the junctions
+        /// since an announcement, turning at the announced one; missing a junction now and then); with no event
+        /// pending, by the cues.
+        case events
+
+        /// Held to the walkable ways (chooses at junctions).
+        public var onNetwork: Bool { self != .open }
     }
 
     /// What to run.
@@ -153,6 +160,9 @@ public enum WalkerEvaluation {
         /// The line printed above the table.
         public var header: String {
             "\(self.routes) routes × \(self.seeds) seeds, config \(self.config): participants at 1.3 m/s, pocket 70° (calibrated ±3°), compass ±5°, Doppler velocity ±\(fixedDecimal(self.velocityNoise, digits: 1)) m/s, fixes 1 Hz, headings 10 Hz"
+                + (self.participants.contains(.events)
+                    ? "; event-following participants walk through a junction unnoticed \(fixedDecimal(NetworkParticipant.Rules().missRoadPercent, digits: 0)) % of the time where a road meets their way, \(fixedDecimal(NetworkParticipant.Rules().missPathPercent, digits: 0)) % where only footways, paths or steps branch off"
+                    : "")
                 + (self.shard.map { ", shard \($0) (\(self.walks) walks in all)" } ?? "")
         }
     }
@@ -192,6 +202,9 @@ public enum WalkerEvaluation {
         public var wrongJunctions: [WrongJunction] = []
         /// Junctions at which the participant stopped to orient [count].
         public var junctionStops = 0
+        /// Turn events felt (announcements, nows, straight-ons), and junctions walked through unnoticed [count].
+        public var turnEvents = 0
+        public var missedJunctions = 0
         /// Never more than 10 m from the route in use.
         public var onRoute: Bool
         public var maximumOffRouteMeters: Double
@@ -269,7 +282,7 @@ public enum WalkerEvaluation {
         // stage host's parent watchdog reads this variable).
         setenv("HAPTICNAV_PARENT_PID", String(getpid()), 1)
         let template = try StageTemplate(config: setup.config, map: setup.map)
-        let graph = setup.participants.contains(.network) ? try template.walkingGraph() : nil
+        let graph = setup.participants.contains(where: \.onNetwork) ? try template.walkingGraph() : nil
         var walks: [Walk] = []
         var number = setup.firstNumber - 1
         for kind in setup.participants {
@@ -302,7 +315,7 @@ public enum WalkerEvaluation {
                             "\(name): "
                                 + (walk.arrived ? "arrived" : walk.falseArrival ? "ARRIVED FALSELY" : "not arrived")
                                 + ", max \(fixedDecimal(walk.maximumOffRouteMeters, digits: 1)) m off, \(walk.turnOnsets) turn cues, \(walk.reroutes) reroutes, "
-                                + (kind == .network
+                                + (kind.onNetwork
                                     ? "\(walk.wrongBranches) wrong of \(walk.junctionsOnRoute) junctions"
                                         + walk.wrongJunctions.map {
                                             " (at \(fixedDecimal($0.latitude, digits: 6)),\(fixedDecimal($0.longitude, digits: 6)) after \(fixedDecimal($0.atSeconds, digits: 0)) s\($0.stopped ? ", stopped" : ""))"
@@ -454,7 +467,7 @@ public enum WalkerEvaluation {
                 + "participant  condition   walks  arrived  false arr.  on route  wrong branches/walk  junctions right  stops/walk  turn cues/min  time ×route  reroutes/walk  wrong-way/walk  smoothed RMS  cue latency p50/p99"
         ]
         for s in summaries {
-            let network = s.participant == .network
+            let network = s.participant.onNetwork
             lines.append(
                 (width > 0 ? (s.settings ?? "").padded(to: width) : "")
                     + s.participant.rawValue.padded(to: 13) + s.condition.padded(to: 10)
@@ -487,6 +500,10 @@ public enum WalkerEvaluation {
             var targets: [Double: GuidanceTarget] = [:]
             var smoothed: [Double: SmoothedFix] = [:]
             var routes: [UInt32: Route] = [:]
+            /// The route controller's turn events by their fix's time, to relay to the sink.
+            var turns: [Double: [TurnEvent]] = [:]
+            /// The turn events the sink rendered, not yet felt.
+            var rendered: [TurnEvent] = []
             var publishers: Set<String> = []
         }
         let state = Mutex(State())
@@ -515,7 +532,7 @@ public enum WalkerEvaluation {
         try FileManager.default.createDirectory(atPath: setup.folder, withIntermediateDirectories: true)
         setenv("HAPTICNAV_PARENT_PID", String(getpid()), 1)
         let template = try StageTemplate(config: setup.config, map: setup.map)
-        let graph = kind == .network ? try template.walkingGraph() : nil
+        let graph = kind.onNetwork ? try template.walkingGraph() : nil
         var attempt = 0
         while true {
             do {
@@ -605,7 +622,7 @@ public enum WalkerEvaluation {
             configFile: configFile, executable: setup.executable, hub: hub)
         defer { stages.stop() }
         let inputs = [template.smoother, template.route, template.haptic].map(endpoint)
-        let topics = SubscriberOptions(topics: ["smoothed", "target", "route", "cue"])
+        let topics = SubscriberOptions(topics: ["smoothed", "target", "route", "cue", "turn"])
         let subscriber =
             try hub.map { BusSubscriber(hub: $0, connect: inputs, options: topics) }
             ?? BusSubscriber(context: context, connect: inputs, options: topics)
@@ -624,6 +641,12 @@ public enum WalkerEvaluation {
                         case let .target(target): state.targets[target.timeSeconds] = target
                         case let .smoothed(fix): state.smoothed[fix.timeSeconds] = fix
                         case let .route(route): state.routes[route.routeID] = route
+                        case let .turn(event) where received.header.stage == template.haptic:
+                            state.rendered.append(event)
+                        case let .turn(event):
+                            if !(state.turns[event.timeSeconds] ?? []).contains(event) {
+                                state.turns[event.timeSeconds, default: []].append(event)
+                            }
                         default: break
                         }
                     }
@@ -723,12 +746,14 @@ public enum WalkerEvaluation {
             switch kind {
             case .open:
                 return Participant(at: pair.origin, facing: heading, behaviour: setup.behaviour)
-            case .network:
+            case .network, .events:
+                var rules = setup.rules
+                rules.followsEvents = kind == .events
                 guard
                     let graph,
                     let walker = NetworkParticipant(
                         graph: graph, at: pair.origin, facing: heading, behaviour: setup.behaviour,
-                        rules: setup.rules)
+                        rules: rules, seed: seed &* 7919 &+ UInt64(index))
                 else { throw Failure(description: "route \(index + 1): no walkable way within 250 m of its start") }
                 return walker
             }
@@ -744,6 +769,7 @@ public enum WalkerEvaluation {
         var step = 0
         var limit = Double.infinity
         var endedAt = 0.0
+        var debugChoices = 0
         while Double(step) * dt < limit {
             let t = Double(step) * dt
             let time = epoch + t
@@ -771,9 +797,11 @@ public enum WalkerEvaluation {
                     timeouts += 1
                     try Self.checkAnswering(timeouts)
                 }
-                let (target, smoothed, routes) = inbox.state.withLock {
-                    ($0.targets[time], $0.smoothed[time], $0.routes)
+                let (target, smoothed, routes, turns) = inbox.state.withLock {
+                    ($0.targets[time], $0.smoothed[time], $0.routes, $0.turns[time] ?? [])
                 }
+                // The fix's turn events before its target, as the route controller sent them.
+                for event in turns { try await source.publish(.turn(event)) }
                 if let target { try await source.publish(.target(target)) }
                 if let smoothed { tally.estimated(smoothed, truth: participant.position) }
                 if let target, target.routeID != currentRouteID, let route = routes[target.routeID] {
@@ -807,9 +835,15 @@ public enum WalkerEvaluation {
                 timeouts += 1
                 try Self.checkAnswering(timeouts)
             }
+            // The turn events the sink rendered up to this heading's cue (it published them before the cue).
+            let heard = inbox.state.withLock { state in
+                defer { state.rendered.removeAll() }
+                return state.rendered
+            }
             inbox.state.withLock { state in
                 state.cues[time] = nil
                 state.cueArrivals[time] = nil
+                state.turns = state.turns.filter { $0.key > time - 5 }
                 state.targets = state.targets.filter { $0.key > time - 5 }
                 state.smoothed = state.smoothed.filter { $0.key > time - 5 }
             }
@@ -819,8 +853,22 @@ public enum WalkerEvaluation {
                 endedAt = t
                 break
             }
+            if getenv("HN_DEBUG") != nil {  // DEBUG
+                for event in heard {
+                    print("  t=\(fixedDecimal(t, digits: 1)) heard \(BusMessage.turn(event).summary)")
+                }
+            }
+            for event in heard { participant.hear(event) }
+            tally.heard(heard)
             participant.step(feeling: felt, at: t, dt: dt)
             if let walker = participant as? NetworkParticipant {
+                if getenv("HN_DEBUG") != nil, walker.choices.count > debugChoices {  // DEBUG
+                    for choice in walker.choices[debugChoices...] {
+                        let kept = currentLine.flatMap { Self.keptToRoute(choice, line: $0) }
+                        print("  t=\(fixedDecimal(t, digits: 1)) junction \(choice.junction.latitude),\(choice.junction.longitude) stopped=\(choice.stopped) kept=\(kept.map { "\($0)" } ?? "-") felt=\(felt)")
+                    }
+                    debugChoices = walker.choices.count
+                }
                 tally.judge(walker.choices, against: currentLine, at: t)
             }
             if participant.started, let line = currentLine { tally.track(participant.position, on: line) }
@@ -835,6 +883,7 @@ public enum WalkerEvaluation {
             seconds: max(0, endedAt), speedMetersPerSecond: setup.behaviour.speedMetersPerSecond, timeouts: timeouts)
         walk.participant = kind
         walk.junctionStops = (participant as? NetworkParticipant)?.choices.filter(\.stopped).count ?? 0
+        walk.missedJunctions = (participant as? NetworkParticipant)?.missedJunctions ?? 0
         // Composed stages ended (a recorder's session closed) before the walk is done.
         await stages.stop(waitingSeconds: 10)
         return walk

@@ -12,6 +12,7 @@ public enum BusMessage: Equatable, Sendable {
     case calibrationResult(CalibrationResult)
     case status(StageStatus)
     case control(ControlEvent)
+    case turn(TurnEvent)
 
     /// The schema version this build writes and reads.
     public static let schemaVersion: UInt8 = 1
@@ -30,6 +31,7 @@ public enum BusMessage: Equatable, Sendable {
         case calibrationResult = 10
         case status = 11
         case control = 12
+        case turn = 13
 
         /// The ZeroMQ topic the message is published under. No topic is a prefix of another.
         public var topic: String {
@@ -46,6 +48,7 @@ public enum BusMessage: Equatable, Sendable {
             case .calibrationResult: return "calresult"
             case .status: return "status"
             case .control: return "control"
+            case .turn: return "turn"
             }
         }
 
@@ -71,6 +74,7 @@ public enum BusMessage: Equatable, Sendable {
         case .calibrationResult: return .calibrationResult
         case .status: return .status
         case .control: return .control
+        case .turn: return .turn
         }
     }
 
@@ -89,6 +93,7 @@ public enum BusMessage: Equatable, Sendable {
         case let .calibrationResult(value): return value
         case let .status(value): return value
         case let .control(value): return value
+        case let .turn(value): return value
         }
     }
 
@@ -112,6 +117,7 @@ public enum BusMessage: Equatable, Sendable {
         case .calibrationResult: return .calibrationResult(try .decode(wire: payload))
         case .status: return .status(try .decode(wire: payload))
         case .control: return .control(try .decode(wire: payload))
+        case .turn: return .turn(try .decode(wire: payload))
         }
     }
 }
@@ -151,6 +157,7 @@ extension BusMessage: Codable {
             self = .calibrationResult(try container.decode(CalibrationResult.self, forKey: .payload))
         case .status: self = .status(try container.decode(StageStatus.self, forKey: .payload))
         case .control: self = .control(try container.decode(ControlEvent.self, forKey: .payload))
+        case .turn: self = .turn(try container.decode(TurnEvent.self, forKey: .payload))
         }
     }
 

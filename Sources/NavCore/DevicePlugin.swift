@@ -17,6 +17,9 @@ public protocol OutputDevice: Sendable {
     func stopAll() async throws
     /// Says or shows a short prompt ("Recalculating route").
     func announce(_ text: String) async throws
+    /// Renders a turn event in the device's own way: the band as pulse patterns by side and count, the speaker in
+    /// words (``TurnWords``), the console and the AR client as text.
+    func renderTurn(_ event: TurnEvent) async throws
     /// What the device did, in one line, for the status and the demo's summary.
     func summary() async -> String
     /// Sees the route, progress and position messages the sink receives (for devices that place things in
@@ -34,6 +37,8 @@ public enum SinkInput: Sendable {
     case target(GuidanceTarget)
     /// Progress along the route (for spoken events: rerouting, arrived).
     case progress(RouteProgress)
+    /// A turn event from the route controller, to render on the active device.
+    case turn(TurnEvent)
     /// A publisher went silent (the transport noticed its heartbeats stop).
     case publisherLost(stage: String)
     /// The route, or the walker's smoothed position: passed on to devices that place waypoints in space.

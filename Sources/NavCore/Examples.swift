@@ -64,6 +64,10 @@ extension BusMessage {
                 ControlEvent(
                     timeSeconds: time, command: .mark, text: "crossing Boulevard des Moulins", sender: "experimenter",
                     requestID: "5f1c2a9e", sentSeconds: time - 0.012, stopped: false)),
+            .turn(
+                TurnEvent(
+                    timeSeconds: time, routeID: 2, manoeuvre: 0, phase: .announce, turnDegrees: 54.2,
+                    junctionsBefore: 1, distanceMeters: 85.4, outgoingBearingDegrees: 169.9, street: "Rue Grimaldi")),
             .status(
                 StageStatus(
                     timeSeconds: time, stage: "source", health: .running, message: "sim running",

@@ -267,6 +267,32 @@ extension ControlEvent: WireCodable {
     }
 }
 
+extension TurnEvent: WireCodable {
+    public func encode(to writer: inout WireWriter) {
+        writer.write(self.timeSeconds)
+        writer.write(self.routeID)
+        writer.write(self.manoeuvre)
+        writer.write(self.phase)
+        writer.write(self.turnDegrees)
+        writer.write(self.junctionsBefore)
+        writer.write(self.distanceMeters)
+        writer.write(self.outgoingBearingDegrees)
+        writer.write(self.street)
+    }
+
+    public init(from reader: inout WireReader) throws(WireDecodingError) {
+        self.timeSeconds = try reader.readFinite("timeSeconds")
+        self.routeID = try reader.readUInt32()
+        self.manoeuvre = try reader.readUInt32()
+        self.phase = try reader.readEnum(TurnPhase.self, "phase")
+        self.turnDegrees = try reader.readFinite("turnDegrees")
+        self.junctionsBefore = try reader.readUInt32()
+        self.distanceMeters = try reader.readFinite("distanceMeters")
+        self.outgoingBearingDegrees = try reader.readFinite("outgoingBearingDegrees")
+        self.street = try reader.readString("street")
+    }
+}
+
 extension StageStatus: WireCodable {
     public func encode(to writer: inout WireWriter) {
         writer.write(self.timeSeconds)

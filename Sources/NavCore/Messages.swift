@@ -510,3 +510,56 @@ extension Coordinate {
         self.init(latitude: lat, longitude: lon)
     }
 }
+
+/// What a turn event says about a manoeuvre.
+public enum TurnPhase: UInt8, WireEnum {
+    /// Ahead: the manoeuvre's side and angle, and how many junctions the walker passes before it.
+    case announce = 0
+    /// At the manoeuvre's junction: turn now.
+    case now = 1
+    /// A junction the route passes through, where a branch could mislead: carry on along the route's way.
+    case straightOn = 2
+}
+
+/// A manoeuvre of the route at a junction of the walking network, as the route controller announces it: once the
+/// junction before is behind the walker, at the junction itself, and at junctions passed through where a branch could
+/// mislead. Turn decisions then rest on counting junctions and on the outgoing way's own direction, not on a metre of
+/// GPS.
+public struct TurnEvent: Codable, Equatable, Sendable {
+    /// Time of the fix this event is for [seconds since 1970-01-01T00:00:00Z, UTC].
+    public var timeSeconds: Double
+    /// The route this refers to.
+    public var routeID: UInt32
+    /// The manoeuvre's number on its route [0-based; a junction passed straight through counts none].
+    public var manoeuvre: UInt32
+    /// Announcement, now, or straight on.
+    public var phase: TurnPhase
+    /// The change of direction at the junction, from the way of arrival to the way the route takes [degrees,
+    /// −180...180, positive = right]; small for straight on.
+    public var turnDegrees: Double
+    /// Junctions the walker passes before the manoeuvre's [count; 0: the next junction is the one].
+    public var junctionsBefore: UInt32
+    /// From the walker's place on the route to the junction, along it [metres, ≥ 0].
+    public var distanceMeters: Double
+    /// The direction of the way the route takes at the junction, as the map gives it some metres along it
+    /// [degrees, true north, clockwise, 0..<360].
+    public var outgoingBearingDegrees: Double
+    /// The name of the street the route takes there; empty when the map has none.
+    public var street: String
+
+    /// Creates a turn event.
+    public init(
+        timeSeconds: Double, routeID: UInt32, manoeuvre: UInt32, phase: TurnPhase, turnDegrees: Double,
+        junctionsBefore: UInt32, distanceMeters: Double, outgoingBearingDegrees: Double, street: String = ""
+    ) {
+        self.timeSeconds = timeSeconds
+        self.routeID = routeID
+        self.manoeuvre = manoeuvre
+        self.phase = phase
+        self.turnDegrees = turnDegrees
+        self.junctionsBefore = junctionsBefore
+        self.distanceMeters = distanceMeters
+        self.outgoingBearingDegrees = outgoingBearingDegrees
+        self.street = street
+    }
+}

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 /// Turns a provider's plan into a ``Route``: waypoints where the route turns, with spoken instructions.
 public enum RouteBuilder {
     /// Builds the route. A waypoint sits at each vertex where the direction changes by more than
@@ -105,10 +108,25 @@ public struct RouteTracker: Sendable {
         case path
     }
 
+    /// How the walker is guided through junctions.
+    public enum GuidanceMode: String, Sendable, CaseIterable {
+        /// Turn events (``TurnEvent``) announce each manoeuvre and count the junctions before it; at a manoeuvre's
+        /// junction the bearing to steer is the outgoing way's own direction.
+        case events
+        /// The bearing to the target alone.
+        case bearing
+    }
+
     /// Thresholds, all configurable.
     public struct Options: Sendable, Equatable {
         /// The settings a route stage's `options` may give, each with its key, unit, default and range.
         public enum Setting {
+            /// The guidance mode, documented beside the numbers.
+            public static let guidance = SettingDoc(
+                key: "guidance", defaultText: "events", rangeText: "events, bearing",
+                summary:
+                    "events: turn events announce each manoeuvre at a junction of the offline router's walking graph (side, angle, the junctions before it), say now at it and straight on where a branch could mislead, and at the manoeuvre's junction the bearing to steer is the outgoing way's own direction; bearing: the guidance target alone (a lab compares the two); without a walking graph there are no events"
+            )
             public static let announceMeters = SettingSpec(
                 "announceMeters", unit: "m", default: 10.0, in: 0...50,
                 "within this of a sharp turn the target moves onto the next leg as far past the corner as the walker is before it (a cue of half the turn, on its side); 0 aims at the corner until the turn's waypoint completes"
@@ -194,6 +212,10 @@ public struct RouteTracker: Sendable {
 
             /// Every setting, in documentation order.
             public static let all: [SettingDoc] = [
+                guidance, TurnAnnouncer.Options.Setting.manoeuvreDegrees.doc,
+                TurnAnnouncer.Options.Setting.straightDegrees.doc, TurnAnnouncer.Options.Setting.marginFactor.doc,
+                TurnAnnouncer.Options.Setting.minimumMarginMeters.doc,
+                TurnAnnouncer.Options.Setting.announceJunctions.doc,
                 target, lookAheadMeters.doc, sharpTurnDegrees.doc, announceMeters.doc, turnZoneMeters.doc,
                 courseWeightMeters.doc, cornerLimitDegrees.doc, chordMeters.doc, crossTrackDeadbandMeters.doc,
                 junctionChord, branchMarginDegrees.doc, forkCueMeters.doc, chordClearanceDegrees.doc,
@@ -209,6 +231,10 @@ public struct RouteTracker: Sendable {
         public var waypointRadiusMeters = Setting.waypointRadiusMeters.defaultValue
         /// The destination is reached within this distance [metres].
         public var arrivalRadiusMeters = Setting.arrivalRadiusMeters.defaultValue
+        /// Turn events, or the bearing alone.
+        public var guidance = GuidanceMode.events
+        /// When and what turn events announce.
+        public var turns = TurnAnnouncer.Options()
         /// Where the guidance target goes.
         public var targetMode = TargetMode.path
         /// How far ahead along the route the look-ahead target is [metres].
@@ -290,6 +316,8 @@ public struct RouteTracker: Sendable {
         public var rerouteFrom: Coordinate?
         /// True on the fix that reached the destination.
         public var arrived = false
+        /// Turn events this fix caused (guidance by events).
+        public var turnEvents: [TurnEvent] = []
     }
 
     /// The options in use.
@@ -307,6 +335,8 @@ public struct RouteTracker: Sendable {
     /// there into the route's way unmistakably; and whether it is a fork (the route turns less than sharply, but not
     /// along the way that carries straight on).
     private var junctionsAlong: [(along: Double, aim: Double?, fork: Bool)] = []
+    /// The route's manoeuvres and their announcements (guidance by events, with the map's junctions).
+    public private(set) var announcer: TurnAnnouncer?
     private var nextWaypoint = 1
     private var lastAlong: Double?
     private var offRouteCount = 0
@@ -359,6 +389,14 @@ public struct RouteTracker: Sendable {
             let aim = Self.unmistakable(ways, way: leaving, marginDegrees: self.options.branchMarginDegrees)
             return (line.cumulativeMeters[index], aim, fork)
         }.sorted { $0.along < $1.along }
+        self.announcer =
+            self.options.guidance == .events && !junctions.isEmpty
+            ? TurnAnnouncer(routeID: route.routeID, line: line, junctions: junctions, options: self.options.turns) : nil
+        if getenv("HN_DEBUG") != nil, let announcer = self.announcer {  // DEBUG
+            for junction in announcer.junctions {
+                print("   J along=\(fixedDecimal(junction.along, digits: 1)) \(junction.coordinate.latitude),\(junction.coordinate.longitude) turn=\(fixedDecimal(junction.turnDegrees, digits: 0)) m=\(junction.manoeuvre.map { "\($0)" } ?? "-") mis=\(junction.misleading)")
+            }
+        }
         self.nextWaypoint = min(1, route.waypoints.count - 1)
         self.lastAlong = nil
         self.offRouteCount = 0
@@ -461,6 +499,27 @@ public struct RouteTracker: Sendable {
         update.progress.nextWaypointIndex = UInt32(min(self.nextWaypoint, route.waypoints.count - 1))
         update.progress = self.progress(fix, here, route)
         update.target = self.target(fix, steering, route, line)
+        if self.announcer != nil, here.distanceMeters <= threshold {
+            update.turnEvents = self.announcer!.update(
+                along: steering.distanceAlongMeters, accuracyMeters: fix.horizontalAccuracyMeters, time: time)
+            if let junction = self.announcer!.junction(
+                near: steering.distanceAlongMeters, accuracyMeters: fix.horizontalAccuracyMeters)
+            {
+                // At (or near) a manoeuvre's junction: the outgoing way's own direction, which position error does
+                // not move; walking, held within 105° of the route's direction there (a strong turn, never a
+                // turn-around before the corner).
+                var bearing = junction.outgoingBearingDegrees
+                if fix.speedMetersPerSecond >= self.options.wrongWaySpeed,
+                    let direction = line.point(atDistance: steering.distanceAlongMeters)?.bearingDegrees,
+                    steering.distanceAlongMeters < junction.along
+                {
+                    bearing = Self.held(
+                        bearing, within: 105, of: direction,
+                        toward: Angle.signedDifference(from: direction, to: bearing))
+                }
+                update.target.bearingDegrees = bearing
+            }
+        }
 
         // Off route, for several fixes in a row: ask for a reroute, unless one was asked for too recently or too near.
         self.offRouteCount = here.distanceMeters > threshold ? self.offRouteCount + 1 : 0

@@ -8,6 +8,9 @@ public struct WalkingGraph: Sendable {
     let edgeTargets: [Int32]
     let edgeLengths: [Double]
     let edgeNames: [Int32]
+    /// Whether the edge in each slot is a road (a street a walker crosses at a kerb) rather than a footway, path or
+    /// steps; all false when the map's ways were not classified.
+    let edgeRoads: [Bool]
     /// Distinct street names; index −1 is "no name".
     public let names: [String]
     /// Undirected segments (node a, node b, name) for snapping.
@@ -25,9 +28,17 @@ public struct WalkingGraph: Sendable {
     /// Number of undirected edges.
     public var edgeCount: Int { self.segments.count }
 
-    /// Builds a graph from its nodes, its edges (node indices and a name index, −1 for none), the names and what loading warned.
-    public init(nodes: [Coordinate], edges: [(a: Int32, b: Int32, name: Int32)], names: [String], warnings: [String]) {
+    /// Whether each of ``segments`` is a road rather than a footway, path or steps (empty: not known).
+    public let segmentRoads: [Bool]
+
+    /// Builds a graph from its nodes, its edges (node indices and a name index, −1 for none), the names and what loading
+    /// warned; `roads`, when given, says for each edge whether it is a road (else a footway, path or steps).
+    public init(
+        nodes: [Coordinate], edges: [(a: Int32, b: Int32, name: Int32)], names: [String], warnings: [String],
+        roads: [Bool] = []
+    ) {
         self.nodes = nodes
+        self.segmentRoads = roads.count == edges.count ? roads : []
         self.names = names
         self.warnings = warnings
         self.segments = edges
@@ -42,6 +53,7 @@ public struct WalkingGraph: Sendable {
         var targets = [Int32](repeating: 0, count: edges.count * 2)
         var lengths = [Double](repeating: 0, count: edges.count * 2)
         var edgeNames = [Int32](repeating: -1, count: edges.count * 2)
+        var edgeRoads = [Bool](repeating: false, count: edges.count * 2)
         var grid: [Int64: [Int32]] = [:]
         for (index, edge) in edges.enumerated() {
             let length = FlatProjection.distance(nodes[Int(edge.a)], nodes[Int(edge.b)])
@@ -50,6 +62,7 @@ public struct WalkingGraph: Sendable {
                 targets[slot] = to
                 lengths[slot] = length
                 edgeNames[slot] = edge.name
+                edgeRoads[slot] = self.segmentRoads.isEmpty ? false : self.segmentRoads[index]
                 fill[Int(from)] += 1
             }
             for cell in Self.cells(nodes[Int(edge.a)], nodes[Int(edge.b)]) {
@@ -63,6 +76,7 @@ public struct WalkingGraph: Sendable {
         self.edgeTargets = targets
         self.edgeLengths = lengths
         self.edgeNames = edgeNames
+        self.edgeRoads = edgeRoads
         self.grid = grid
     }
 
@@ -80,6 +94,26 @@ public struct WalkingGraph: Sendable {
             }
         }
         return result
+    }
+
+    /// The slot of the edge from `node` to its neighbour `next`, nil when they are not joined.
+    private func slot(from node: Int32, to next: Int32) -> Int? {
+        guard node >= 0, Int(node) < self.nodes.count else { return nil }
+        return (Int(self.edgeStart[Int(node)])..<Int(self.edgeStart[Int(node) + 1])).first {
+            self.edgeTargets[$0] == next
+        }
+    }
+
+    /// The street name of the way from `node` to its neighbour `next`, nil when it has none.
+    public func streetName(from node: Int32, to next: Int32) -> String? {
+        guard let slot = self.slot(from: node, to: next), self.edgeNames[slot] >= 0 else { return nil }
+        return self.names[Int(self.edgeNames[slot])]
+    }
+
+    /// Whether the way from `node` to its neighbour `next` is a road (false for a footway, path or steps, and when the
+    /// map's ways were not classified).
+    public func isRoad(from node: Int32, to next: Int32) -> Bool {
+        self.slot(from: node, to: next).map { self.edgeRoads[$0] } ?? false
     }
 
     /// Which of `points` (a route's geometry) are junctions of the network, where three or more ways meet: a node
@@ -120,10 +154,11 @@ public struct WalkingGraph: Sendable {
                 let neighbour = edge.a == node ? edge.b : edge.a
                 return ways.firstIndex { $0.node == neighbour }
             }
+            let leaving = index + 1 < points.count ? way(to: points[index + 1]) : nil
             return RouteJunction(
                 index: index, branchBearingsDegrees: bearings,
                 arrivingBranch: index > 0 ? way(to: points[index - 1]) : nil,
-                routeBranch: index + 1 < points.count ? way(to: points[index + 1]) : nil)
+                routeBranch: leaving, routeStreet: leaving.flatMap { self.streetName(from: node, to: ways[$0].node) })
         }
     }
 
@@ -417,12 +452,18 @@ public struct RouteJunction: Sendable, Equatable {
     public var arrivingBranch: Int?
     /// The way the route leaves by; nil at its end or when unknown.
     public var routeBranch: Int?
+    /// The street name of the way the route leaves by, when the map has one.
+    public var routeStreet: String?
 
     /// A junction at the route's point `index`, with the ways that leave it when they are known.
-    public init(index: Int, branchBearingsDegrees: [Double] = [], arrivingBranch: Int? = nil, routeBranch: Int? = nil) {
+    public init(
+        index: Int, branchBearingsDegrees: [Double] = [], arrivingBranch: Int? = nil, routeBranch: Int? = nil,
+        routeStreet: String? = nil
+    ) {
         self.index = index
         self.branchBearingsDegrees = branchBearingsDegrees
         self.arrivingBranch = arrivingBranch
         self.routeBranch = routeBranch
+        self.routeStreet = routeStreet
     }
 }

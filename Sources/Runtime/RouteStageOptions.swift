@@ -40,6 +40,16 @@ enum RouteStageOptions {
             rawValue: try settings.string(
                 Setting.target.key, default: Setting.target.defaultText,
                 oneOf: RouteTracker.TargetMode.allCases.map(\.rawValue)))!
+        tracker.guidance = RouteTracker.GuidanceMode(
+            rawValue: try settings.string(
+                Setting.guidance.key, default: Setting.guidance.defaultText,
+                oneOf: RouteTracker.GuidanceMode.allCases.map(\.rawValue)))!
+        typealias Turns = TurnAnnouncer.Options.Setting
+        tracker.turns.manoeuvreDegrees = try settings.value(Turns.manoeuvreDegrees)
+        tracker.turns.straightDegrees = try settings.value(Turns.straightDegrees)
+        tracker.turns.marginFactor = try settings.value(Turns.marginFactor)
+        tracker.turns.minimumMarginMeters = try settings.value(Turns.minimumMarginMeters)
+        tracker.turns.announceJunctions = try settings.value(Turns.announceJunctions)
         tracker.lookAheadMeters = try settings.value(Setting.lookAheadMeters)
         tracker.sharpTurnDegrees = try settings.value(Setting.sharpTurnDegrees)
         tracker.announceMeters = try settings.value(Setting.announceMeters)

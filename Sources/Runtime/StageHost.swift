@@ -170,6 +170,7 @@ public enum StageHost {
                     case let .attitude(attitude): return received.arrival(.attitude(attitude))
                     case let .target(target): return received.arrival(.target(target))
                     case let .progress(progress): return received.arrival(.progress(progress))
+                    case let .turn(event): return received.arrival(.turn(event))
                     case .route, .smoothed: return received.arrival(.context(received.message))
                     default: return nil
                     }

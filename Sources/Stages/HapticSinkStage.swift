@@ -149,6 +149,13 @@ where Input.Element == Arrival<SinkInput> {
 
     /// Control commands carried out [count].
     private var controls: UInt64 = 0
+    /// The turn events rendered lately (a repeat of one is not rendered again).
+    private var renderedTurns: [TurnEvent] = []
+    /// Turn events rendered, and those not rendered because the outputs were stopped or silent [count].
+    private var turnsRendered: UInt64 = 0
+    private var turnsWithheld: UInt64 = 0
+    /// Turn events dropped for their time [count].
+    private var turnsDropped: UInt64 = 0
 
     /// Creates the stage with devices in order of preference, on `time`: its monotonic clock is the one arrivals'
     /// receive times are on, its waits between checks are on the same clock, and its wall clock dates cues and
@@ -193,6 +200,9 @@ where Input.Element == Arrival<SinkInput> {
         if let active = self.active { counters.append(StatusCounter(name: "activeDevice", value: UInt64(active))) }
         counters.append(StatusCounter(name: "heading.inaccurate", value: self.inaccurateHeadings))
         counters.append(StatusCounter(name: "control.commands", value: self.controls))
+        counters.append(StatusCounter(name: "turns.rendered", value: self.turnsRendered))
+        counters.append(StatusCounter(name: "turns.withheld", value: self.turnsWithheld))
+        counters.append(StatusCounter(name: "turns.dropped", value: self.turnsDropped))
         counters.append(StatusCounter(name: "stopped", value: self.stop == nil ? 0 : 1))
         counters += self.trueNorth.statusCounters
         try? await self.reporter.publish(health, message, counters: counters, timeCheck: self.timeCheck)
@@ -302,6 +312,19 @@ where Input.Element == Arrival<SinkInput> {
                 if progress.state == .wrongWay { await self.announce("Wrong way. Turn around") }
                 self.lastState = progress.state
             }
+        case let .turn(event):
+            // Turn events are sparse (minutes apart), so the time guard's pace check does not fit them: each is dated
+            // with its fix and is acted on only when it is of the target's time line (a fix older than the target in
+            // hand by more than the staleness limit, or ahead of it by more than the ahead limit and one, is dropped).
+            let reference = self.target?.timeSeconds ?? event.timeSeconds
+            guard event.timeSeconds.isFinite, event.turnDegrees.isFinite,
+                event.timeSeconds >= reference - self.options.staleAfterSeconds,
+                event.timeSeconds <= reference + self.options.aheadLimitSeconds + self.options.staleAfterSeconds
+            else {
+                self.turnsDropped &+= 1
+                return
+            }
+            await self.renderTurn(event)
         case .attitude:
             break
         case let .context(message):
@@ -493,6 +516,27 @@ where Input.Element == Arrival<SinkInput> {
             await self.holdStop(self.devices[active])
         }
         try? await self.output.publish(.cue(cue))
+    }
+
+    /// Renders a turn event once (the route controller sends each a few times, for a sink that has just joined) on the
+    /// active device, and publishes it as rendered; never while stopped or while the fail-safe holds the outputs
+    /// silent (an event about a place the walker may no longer be at is not acted on late).
+    private func renderTurn(_ event: TurnEvent) async {
+        guard !self.renderedTurns.contains(event) else { return }
+        self.renderedTurns.append(event)
+        if self.renderedTurns.count > 16 { self.renderedTurns.removeFirst() }
+        guard self.stop == nil, !self.failSafe.isSilent else {
+            self.turnsWithheld &+= 1
+            return
+        }
+        self.turnsRendered &+= 1
+        if let active = self.active {
+            do { try await self.devices[active].renderTurn(event) } catch {
+                self.logger.warning("device \(self.devices[active].name) failed to render a turn event: \(error)")
+            }
+            await self.holdStop(self.devices[active])
+        }
+        try? await self.output.publish(.turn(event))
     }
 
     private func announce(_ text: String) async {

@@ -140,6 +140,10 @@ where Input.Element == Arrival<SmoothedFix> {
     private var lastAttempt = -Double.infinity
     private var arrivedReported = false
     private var lastTarget: GuidanceTarget?
+    /// The newest fix's turn events, sent again with the target's repeats.
+    private var lastTurnEvents: [TurnEvent] = []
+    /// Turn events published [count].
+    private var turnEvents = 0
     private var repeatsLeft = 0
     private var timeCheck: InputTimeCheck
     /// The newest fix: where the walker is, for checking late answers, and the time base of backoffs.
@@ -213,6 +217,7 @@ where Input.Element == Arrival<SmoothedFix> {
                 StatusCounter(name: "reroutes", value: UInt64(self.tracker.reroutes)),
                 StatusCounter(name: "provider_failures", value: UInt64(self.providerFailures)),
                 StatusCounter(name: "stale_answers", value: UInt64(self.staleAnswers)),
+                StatusCounter(name: "turn_events", value: UInt64(self.turnEvents)),
             ]
                 + (self.matcher == nil
                     ? []
@@ -318,8 +323,15 @@ where Input.Element == Arrival<SmoothedFix> {
                 "waypoint \(index) of route \(route.routeID) reached: \(route.waypoints[index].instruction)")
         }
         try await self.output.publish(.progress(update.progress))
+        // Turn events before the target they go with: a sink renders the announcement before the cue that follows it.
+        for event in update.turnEvents {
+            self.turnEvents += 1
+            try await self.output.publish(.turn(event))
+        }
         try await self.output.publish(.target(update.target))
         self.lastTarget = update.target
+        // A new event is sent again with the target's repeats (the sink renders each once).
+        if !update.turnEvents.isEmpty { self.lastTurnEvents = update.turnEvents }
         self.repeatsLeft = self.options.targetRepeats
         if update.arrived && !self.arrivedReported {
             self.arrivedReported = true
@@ -337,6 +349,9 @@ where Input.Element == Arrival<SmoothedFix> {
     private func repeatTarget() async throws {
         guard self.repeatsLeft > 0, let target = self.lastTarget else { return }
         self.repeatsLeft -= 1
+        for event in self.lastTurnEvents where event.routeID == target.routeID && target.timeSeconds - event.timeSeconds < 3 {
+            try await self.output.publish(.turn(event))
+        }
         try await self.output.publish(.target(target))
     }
 

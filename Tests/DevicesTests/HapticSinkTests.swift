@@ -53,10 +53,12 @@ actor RecordingDevice: OutputDevice {
     nonisolated let name: String
     var cues: [(ContinuousClock.Instant, HapticCue)] = []
     var stops = 0
+    var turns: [TurnEvent] = []
     init(name: String) { self.name = name }
     func render(_ cue: HapticCue) { self.cues.append((.now, cue)) }
     func stopAll() { self.stops += 1 }
     func announce(_ text: String) {}
+    func renderTurn(_ event: TurnEvent) { self.turns.append(event) }
     func observe(_ message: BusMessage) {}
     func run() {}
     func isAvailable() -> Bool { true }
@@ -231,6 +233,7 @@ struct SinkHarness {
             func render(_ cue: HapticCue) {}
             func stopAll() {}
             func announce(_ text: String) {}
+            func renderTurn(_ event: TurnEvent) {}
             func observe(_ message: BusMessage) {}
             func isAvailable() -> Bool { false }
             func run() {}

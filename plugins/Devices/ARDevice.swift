@@ -31,6 +31,8 @@ public actor ARDevice: OutputDevice {
     private var route: Route?
     private var nextIndex = 1
     private var cue = "silent"
+    /// The latest turn event in words, for the route it is of.
+    private var turn: (routeID: UInt32, text: String)?
     private var updates = 0
     private let logger: Logger
 
@@ -94,6 +96,8 @@ public actor ARDevice: OutputDevice {
         public var timeSeconds: Double
         public var routeID: UInt32
         public var cue: String
+        /// The latest turn event of this route in words ("Second left, in 30 metres"), when there is one.
+        public var turn: String?
         public var waypoints: [Waypoint]
 
         /// A waypoint east, north and up of the walker [m], its distance and bearing, and what to do there.
@@ -124,7 +128,9 @@ public actor ARDevice: OutputDevice {
                 distanceMeters: rounded(local.horizontalDistance), bearingDegrees: rounded(local.bearingDegrees),
                 instruction: waypoint.instruction, kind: waypoint.kind.name)
         }
-        return Placement(timeSeconds: fix.timeSeconds, routeID: route.routeID, cue: self.cue, waypoints: waypoints)
+        return Placement(
+            timeSeconds: fix.timeSeconds, routeID: route.routeID, cue: self.cue,
+            turn: self.turn.flatMap { $0.routeID == route.routeID ? $0.text : nil }, waypoints: waypoints)
     }
 
     private func publish(at fix: SmoothedFix) {
@@ -152,6 +158,11 @@ public actor ARDevice: OutputDevice {
     }
 
     public func announce(_ text: String) {}
+
+    /// Shown with the next placement update, as text.
+    public func renderTurn(_ event: TurnEvent) {
+        self.turn = (event.routeID, TurnWords.text(event))
+    }
 
     /// Nothing to keep alive.
     public func run() {}

@@ -193,6 +193,10 @@ public actor BandDevice: OutputDevice {
         self.send(.stopAll, [])
     }
 
+    public func renderTurn(_ event: TurnEvent) {
+        for (type, payload) in BandProtocol.frames(for: event) { self.send(type, payload) }
+    }
+
     /// A band cannot speak: a prompt is one tick, so that the wearer knows something was said elsewhere.
     public func announce(_ text: String) {
         self.send(.pulse, [BandProtocol.Pattern.tick.rawValue, 160, 1])

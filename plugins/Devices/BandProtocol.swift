@@ -59,6 +59,16 @@ public enum BandProtocol {
         case signalLost = 3
         /// A short tick: calibration feedback.
         case tick = 4
+        /// The left motor alone, one short pulse per repeat: a turn to the left announced, the count by pulses.
+        case countLeft = 5
+        /// The right motor alone, the same: a turn to the right announced.
+        case countRight = 6
+        /// The left motor alone, long-long: turn left now.
+        case nowLeft = 7
+        /// The right motor alone, long-long: turn right now.
+        case nowRight = 8
+        /// Both motors, short-short: straight on at this junction.
+        case straightOn = 9
     }
 
     /// One decoded frame.
@@ -154,6 +164,22 @@ public enum BandProtocol {
     public struct ProblemError: Error, Equatable, Sendable {
         /// What it was.
         public let problem: Problem
+    }
+
+    /// The frames that render a turn event, felt distinctly from a turn cue (a motor held at a level): an announcement
+    /// is short pulses on the turn's side, as many as the junction's place ahead (two for the second), *now* is
+    /// long-long on that side, and *straight on* short-short on both motors. The motors' set state is kept.
+    public static func frames(for event: TurnEvent) -> [(FrameType, [UInt8])] {
+        let left = event.turnDegrees < 0
+        switch event.phase {
+        case .announce:
+            let count = UInt8(min(9, Int(min(event.junctionsBefore, 8)) + 1))
+            return [(.pulse, [(left ? Pattern.countLeft : Pattern.countRight).rawValue, 200, count])]
+        case .now:
+            return [(.pulse, [(left ? Pattern.nowLeft : Pattern.nowRight).rawValue, 255, 1])]
+        case .straightOn:
+            return [(.pulse, [Pattern.straightOn.rawValue, 160, 1])]
+        }
     }
 
     /// The frames that render a cue: motors by side and intensity, patterns for the distinct cues.

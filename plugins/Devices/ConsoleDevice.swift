@@ -78,6 +78,10 @@ public actor ConsoleDevice: OutputDevice {
         self.say(text)
     }
 
+    public func renderTurn(_ event: TurnEvent) {
+        self.say("turn: " + TurnWords.text(event))
+    }
+
     public func observe(_ message: BusMessage) {}
 
     /// Nothing to keep alive.

@@ -31,6 +31,8 @@ public actor SpeakerDevice: OutputDevice {
     private var frames = 0
     private var sounds = 0
     private var prompts = 0
+    /// Turn events said [count].
+    private var turns = 0
     /// Stops so far: a prompt synthesised across a stop is not played.
     private var stops = 0
 
@@ -184,6 +186,12 @@ public actor SpeakerDevice: OutputDevice {
         self.player?.stopAll()
     }
 
+    /// Says the turn event in words ("Second left, in 30 metres"; "Turn left now").
+    public func renderTurn(_ event: TurnEvent) async {
+        self.turns += 1
+        await self.announce(TurnWords.text(event))
+    }
+
     /// Speaks through espeak-ng, mixed to both channels. The synthesis runs on its own thread, so that the
     /// cooperative pool (and the sink's other devices) never waits on the child process.
     public func announce(_ text: String) async {
@@ -236,7 +244,7 @@ public actor SpeakerDevice: OutputDevice {
 
     public func summary() -> String {
         let seconds = Double(self.frames) / Double(Self.sampleRate)
-        return "\(self.sounds) sound(s), \(self.prompts) spoken prompt(s), "
+        return "\(self.sounds) sound(s), \(self.prompts) spoken prompt(s) (\(self.turns) turn event(s)), "
             + fixedDecimal(seconds, digits: 1) + " s of audio"
             + (self.wavFile.map { " in \($0)" } ?? " through ALSA \(self.device ?? "default")")
     }

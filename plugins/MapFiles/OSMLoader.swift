@@ -37,6 +37,11 @@ public enum OSMLoader {
         "cycleway", "bridleway", "corridor", "platform", "unclassified", "tertiary", "tertiary_link",
         "secondary", "secondary_link", "primary", "primary_link", "road",
     ]
+    /// The walkable highways that are roads (a walker meets them at a kerb); the rest are footways, paths and steps.
+    static let roads: Set<String> = [
+        "living_street", "residential", "service", "unclassified", "tertiary", "tertiary_link", "secondary",
+        "secondary_link", "primary", "primary_link", "trunk", "trunk_link", "road",
+    ]
     /// Access values that close a way or node to walkers, and those that open it.
     static let closed: Set<String> = ["no", "private", "agricultural", "forestry", "delivery", "use_sidepath"]
     static let open: Set<String> = ["yes", "permissive", "designated", "destination", "customers", "public"]
@@ -96,7 +101,7 @@ public enum OSMLoader {
     final class Reader {
         let options: Options
         var coordinates: [Int64: Coordinate] = [:]
-        var ways: [(nodes: [Int64], name: String?)] = []
+        var ways: [(nodes: [Int64], name: String?, road: Bool)] = []
         /// Nodes a walker cannot pass.
         var barriers: Set<Int64> = []
         private var nodeID: Int64?
@@ -162,7 +167,7 @@ public enum OSMLoader {
         /// A way, kept when it is walkable.
         func addWay(_ nodes: [Int64], tags: [String: String]) {
             guard self.isWalkable(tags) else { return }
-            self.ways.append((nodes, tags["name"] ?? tags["ref"]))
+            self.ways.append((nodes, tags["name"] ?? tags["ref"], tags["highway"].map { OSMLoader.roads.contains($0) } ?? false))
         }
 
         /// Whether a node stops a walker: a blocking barrier, or closed by `foot` (else `access`).
@@ -207,6 +212,7 @@ public enum OSMLoader {
             var names: [String] = []
             var nameIndex: [String: Int32] = [:]
             var edges: [(a: Int32, b: Int32, name: Int32)] = []
+            var roads: [Bool] = []
             var dangling = 0, shortWays = 0
             for way in self.ways {
                 // Node ids along the way with their coordinates (dangling references dropped).
@@ -251,7 +257,10 @@ public enum OSMLoader {
                         names.append(text)
                     }
                 }
-                for (a, b) in pairs { edges.append((a, b, name)) }
+                for (a, b) in pairs {
+                    edges.append((a, b, name))
+                    roads.append(way.road)
+                }
             }
             var warnings = self.warnings
             if self.badNodes > 0 { warnings.append("\(file): \(self.badNodes) node(s) with bad coordinates skipped") }
@@ -259,7 +268,7 @@ public enum OSMLoader {
             if shortWays > 0 {
                 warnings.append("\(file): \(shortWays) walkable way(s) with fewer than two usable nodes skipped")
             }
-            return WalkingGraph(nodes: nodes, edges: edges, names: names, warnings: warnings)
+            return WalkingGraph(nodes: nodes, edges: edges, names: names, warnings: warnings, roads: roads)
         }
     }
 }

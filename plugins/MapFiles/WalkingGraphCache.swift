@@ -15,7 +15,7 @@ public enum WalkingGraphCache {
     }
 
     /// Bump when the graph or the walkability rules change, so that old caches are not trusted.
-    static let formatVersion: UInt32 = 2
+    static let formatVersion: UInt32 = 3
     private static let magic = Array("HNWG".utf8)
 
     /// The graph of `map`: from its cache when the cache matches, else from the map (then cached).
@@ -81,6 +81,9 @@ public enum WalkingGraphCache {
             i32(segment.b)
             i32(segment.name)
         }
+        // Road or not, one byte an edge (the map's classes, for junctions' kinds).
+        u64(UInt64(graph.segmentRoads.count))
+        bytes += graph.segmentRoads.map { $0 ? 1 : 0 }
         u64(UInt64(graph.names.count))
         for name in graph.names { string(name) }
         u64(UInt64(graph.warnings.count))
@@ -147,6 +150,9 @@ public enum WalkingGraphCache {
             guard let a = i32(), let b = i32(), let name = i32() else { return nil }
             segments.append((a, b, name))
         }
+        guard let roadCount = count(1), roadCount == 0 || roadCount == segmentCount else { return nil }
+        let roads = bytes[offset..<(offset + roadCount)].map { $0 != 0 }
+        offset += roadCount
         guard let nameCount = count(8) else { return nil }
         var names: [String] = []
         for _ in 0..<nameCount {
@@ -166,6 +172,6 @@ public enum WalkingGraphCache {
                     && Int($0.name) < nameCount
             }), nodes.allSatisfy({ $0.latitude.isFinite && $0.longitude.isFinite })
         else { return nil }
-        return WalkingGraph(nodes: nodes, edges: segments, names: names, warnings: warnings)
+        return WalkingGraph(nodes: nodes, edges: segments, names: names, warnings: warnings, roads: roads)
     }
 }

@@ -238,7 +238,7 @@ extension Eval {
                 seeds: (1...max(1, self.seeds)).map { UInt64($0) }, conditions: conditions, folder: folder)
             setup.sessionsFolder = self.sessions.map { Paths.absolute($0) }
             for name in self.participant where WalkerEvaluation.ParticipantKind(rawValue: name) == nil {
-                throw ValidationError("--participant: '\(name)' is neither 'open' nor 'network'")
+                throw ValidationError("--participant: '\(name)' is none of 'open', 'network', 'events'")
             }
             setup.participants = WalkerEvaluation.ParticipantKind.allCases.filter {
                 self.participant.contains($0.rawValue)

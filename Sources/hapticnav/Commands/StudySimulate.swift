@@ -49,7 +49,7 @@ extension StudyCommand {
                 throw ValidationError("--gps: a sigma in metres, with 'c' for correlated (5, 10, 5c)")
             }
             guard let kind = WalkerEvaluation.ParticipantKind(rawValue: self.participant) else {
-                throw ValidationError("--participant: 'open' or 'network'")
+                throw ValidationError("--participant: 'open', 'network' or 'events'")
             }
             let (study, schedule) = try loadStudy(self.folder)
             for id in self.only where !schedule.participants.contains(id) {

@@ -1,0 +1,54 @@
+/// Turn events in words, as the speaker says them and the console and the AR client show them: "Second left onto Rue
+/// Grimaldi, in 85 metres", "Turn left now", "Straight on".
+public enum TurnWords {
+    /// The side and sharpness of a turn: "left", "bear right", "sharp left"; "straight" within 20°.
+    public static func direction(_ turnDegrees: Double) -> String {
+        let side = turnDegrees > 0 ? "right" : "left"
+        switch abs(turnDegrees) {
+        case ..<20: return "straight"
+        case ..<45: return "bear \(side)"
+        case ..<135: return side
+        default: return "sharp \(side)"
+        }
+    }
+
+    /// "next", "second", "third", … for the junction that is `junctionsBefore + 1`-th ahead.
+    public static func ordinal(junctionsBefore: UInt32) -> String {
+        let words = ["next", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
+        let index = Int(junctionsBefore)
+        return index < words.count ? words[index] : "\(index + 1)th"
+    }
+
+    /// A distance as it is spoken: to the nearest 5 metres, at least 5 [metres].
+    public static func spokenMeters(_ meters: Double) -> Int {
+        guard meters.isFinite else { return 5 }
+        return max(5, Int((min(meters, 100_000) / 5).rounded()) * 5)
+    }
+
+    /// The event in words, a sentence fit to be spoken.
+    public static func text(_ event: TurnEvent) -> String {
+        let direction = self.direction(event.turnDegrees)
+        let onto = event.street.isEmpty ? "" : " onto \(event.street)"
+        switch event.phase {
+        case .announce:
+            let ordinal = self.ordinal(junctionsBefore: event.junctionsBefore)
+            let what =
+                direction == "left" || direction == "right"
+                ? "\(ordinal) \(direction)" : "\(ordinal) junction, \(direction == "straight" ? "straight on" : direction)"
+            return Self.capitalized(what) + onto + ", in \(self.spokenMeters(event.distanceMeters)) metres"
+        case .now:
+            switch direction {
+            case "straight": return "Straight on now" + onto
+            case "left", "right": return "Turn \(direction) now" + onto
+            default: return Self.capitalized(direction) + " now" + onto
+            }
+        case .straightOn:
+            return "Straight on" + (event.street.isEmpty ? "" : " along \(event.street)")
+        }
+    }
+
+    private static func capitalized(_ text: String) -> String {
+        guard let first = text.first else { return text }
+        return first.uppercased() + text.dropFirst()
+    }
+}
