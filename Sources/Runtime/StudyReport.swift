@@ -11,6 +11,10 @@ import SystemIO
 /// `hapticnav study report`: one tidy row per trial of the schedule (from its session and record), per-condition
 /// medians and quartiles, paired within-participant differences (Wilcoxon signed-rank, rank-biserial effect size),
 /// order effects, missing and aborted trials named; as CSV and as one self-contained HTML page.
+///
+/// Each participant walks each condition on another route (the schedule rotates the routes), so the paired tests
+/// take only figures normalised by the route, centred on their route's mean (the route as a factor): a raw time or
+/// count would measure the routes rather than the conditions.
 public enum StudyReport {
     /// One trial's row.
     public struct Row: Sendable, Equatable {
@@ -39,28 +43,71 @@ public enum StudyReport {
 
     /// A figure of a row, by column name.
     public struct Metric: Sendable {
+        /// The CSV column and the key of the figure in the report's tables.
         public var column: String
+        /// The figure's name on the page, with its unit.
         public var title: String
+        /// Normalised by the route (a ratio, a share of the walk or a rate), so comparable between routes: put to the
+        /// paired test. A raw time or count grows with the route and is shown per condition, not compared.
+        public var normalised: Bool
+        /// The figure of a trial's session; nil when it has none (no route, no time).
         public var value: @Sendable (SessionReport.Summary) -> Double?
+
+        init(
+            column: String, title: String, normalised: Bool = false,
+            value: @escaping @Sendable (SessionReport.Summary) -> Double?
+        ) {
+            self.column = column
+            self.title = title
+            self.normalised = normalised
+            self.value = value
+        }
     }
 
-    /// The figures compared between conditions.
+    /// Every figure of a trial, in the CSV's order: each raw one followed by its normalised one.
     public static let metrics: [Metric] = [
         Metric(column: "time_s", title: "Time [s]") { $0.durationSeconds },
-        Metric(column: "time_ratio", title: "Time against the route's walking time") { s in
+        Metric(column: "time_ratio", title: "Time against the route's walking time", normalised: true) { s in
             s.routeWalkingSeconds.flatMap { $0 > 0 ? s.durationSeconds / $0 : nil }
         },
-        Metric(column: "distance_ratio", title: "Distance against the route's length") { s in
+        Metric(column: "distance_ratio", title: "Distance against the route's length", normalised: true) { s in
             s.routeLengthMeters.flatMap { $0 > 0 ? s.distanceMeters / $0 : nil }
         },
         Metric(column: "off_course_s", title: "Time off course [s]") { $0.offCourseSeconds },
-        Metric(column: "turn_cues_per_min", title: "Turn cues a minute") { $0.cueOnsetsPerMinute },
+        Metric(column: "off_course_percent", title: "Time off course [% of the walk]", normalised: true) { s in
+            s.durationSeconds > 0 ? 100 * s.offCourseSeconds / s.durationSeconds : nil
+        },
+        Metric(column: "turn_cues_per_min", title: "Turn cues a minute", normalised: true) { $0.cueOnsetsPerMinute },
         Metric(column: "wrong_way_cues", title: "Wrong-way cues") { Double($0.wrongWayCues) },
+        Metric(column: "wrong_way_cues_per_100m", title: "Wrong-way cues per 100 m of route", normalised: true) {
+            Self.per100Meters($0.wrongWayCues, $0)
+        },
         Metric(column: "reroutes", title: "Reroutes") { Double($0.reroutes) },
+        Metric(column: "reroutes_per_100m", title: "Reroutes per 100 m of route", normalised: true) {
+            Self.per100Meters($0.reroutes, $0)
+        },
         Metric(column: "fail_safe_events", title: "Fail-safe events") { Double($0.failSafeEvents) },
+        Metric(column: "fail_safe_events_per_100m", title: "Fail-safe events per 100 m of route", normalised: true) {
+            Self.per100Meters($0.failSafeEvents, $0)
+        },
         Metric(column: "experimenter_stops", title: "Experimenter's stops") { Double($0.experimenterStops) },
         Metric(column: "device_switches", title: "Device switches") { Double($0.deviceSwitches) },
     ]
+
+    /// The figures the paired tests compare: the normalised ones.
+    public static let compared = Self.metrics.filter(\.normalised)
+
+    /// A count over the route's length [1/100 m]; nil without a route.
+    static func per100Meters(_ count: Int, _ summary: SessionReport.Summary) -> Double? {
+        summary.routeLengthMeters.flatMap { $0 > 0 ? 100 * Double(count) / $0 : nil }
+    }
+
+    /// What the paired comparisons compare, in one sentence (the page and the command's text say it).
+    public static var method: String {
+        let figures = self.compared.map { $0.title.prefix(1).lowercased() + $0.title.dropFirst() }
+        return "Conditions are compared on figures normalised by the route (\(figures.joined(separator: ", "))), "
+            + "centred on each route's mean (the route as a factor), paired within participant (Wilcoxon signed-rank)."
+    }
 
     /// Reads every trial of the schedule: its record and its session (a cut session reads to its last record).
     /// `read` reads a session folder (``SessionExport/read(_:)`` by default); a trial without parts has none.
@@ -118,18 +165,24 @@ public enum StudyReport {
         return rows
     }
 
-    /// The rows as CSV (one row per trial, `NA` where there is no value), for R or pandas as it is.
+    /// The rows as CSV (one row per trial, `NA` where there is no value), for R or pandas as it is: every figure, then
+    /// the values the paired tests compared (`<figure>_route_centred`, counted trials only).
     public static func csv(_ rows: [Row]) -> String {
         var header = ["participant", "trial", "order", "condition", "route", "status", "arrived"]
         header += self.metrics.map(\.column)
+        header += self.compared.map { $0.column + "_route_centred" }
         header += ["aborted", "condition_locked", "reason"]
         var lines = [header.joined(separator: ",")]
-        for row in rows {
+        let centred = self.routeCentred(rows).values
+        for (index, row) in rows.enumerated() {
             var fields = [row.participant, "\(row.trial)", row.order.map { "\($0)" } ?? "NA", row.condition, row.route]
             fields.append(row.status)
             fields.append(row.summary.map { $0.arrived ? "TRUE" : "FALSE" } ?? "NA")
             for metric in self.metrics {
                 fields.append(row.summary.flatMap(metric.value).map { self.number($0) } ?? "NA")
+            }
+            for metric in self.compared {
+                fields.append(centred[index]?[metric.column].map { self.number($0) } ?? "NA")
             }
             fields.append(row.status == "missing" ? "NA" : (row.aborted ? "TRUE" : "FALSE"))
             fields.append(row.status == "missing" ? "NA" : (row.conditionLocked ? "TRUE" : "FALSE"))
@@ -190,27 +243,81 @@ public enum StudyReport {
         }
     }
 
+    /// The values the paired tests compare: each counted trial's normalised figure minus the mean of that figure over
+    /// every counted trial on its route (all conditions), plus the mean over every counted trial.
+    public struct RouteCentred: Sendable {
+        /// Per row (its index in the rows given), per compared figure's column: the value put to the test.
+        public var values: [Int: [String: Double]]
+        /// Routes whose counted trials (those with the figure, for some compared figure) were all walked under one
+        /// condition: centring them would take the condition's effect away with the route's, so their trials keep
+        /// the normalised value.
+        public var singleConditionRoutes: [String]
+    }
+
+    /// The route as a factor: every compared figure centred on its route's mean (``RouteCentred``).
+    public static func routeCentred(_ rows: [Row]) -> RouteCentred {
+        var centred = RouteCentred(values: [:], singleConditionRoutes: [])
+        var single: Set<String> = []
+        for metric in self.compared {
+            let valued = rows.indices.compactMap { index -> (index: Int, value: Double)? in
+                guard rows[index].counts, let value = rows[index].summary.flatMap(metric.value), value.isFinite
+                else { return nil }
+                return (index, value)
+            }
+            guard !valued.isEmpty else { continue }
+            let grandMean = valued.map(\.value).reduce(0, +) / Double(valued.count)
+            for route in Set(valued.map { rows[$0.index].route }) {
+                let mine = valued.filter { rows[$0.index].route == route }
+                let routeMean = mine.map(\.value).reduce(0, +) / Double(mine.count)
+                let separable = Set(mine.map { rows[$0.index].condition }).count > 1
+                if !separable { single.insert(route) }
+                for (index, value) in mine {
+                    centred.values[index, default: [:]][metric.column] =
+                        separable ? value - routeMean + grandMean : value
+                }
+            }
+        }
+        centred.singleConditionRoutes = single.sorted()
+        return centred
+    }
+
+    /// The warning for routes walked under one condition only (``RouteCentred/singleConditionRoutes``); nil when
+    /// there is none.
+    public static func singleConditionWarning(_ routes: [String]) -> String? {
+        guard !routes.isEmpty else { return nil }
+        let named = routes.count == 1 ? "route \(routes[0]) was" : "routes \(routes.joined(separator: ", ")) were"
+        return "Warning: \(named) walked under one condition only in the whole study, so centring cannot separate the "
+            + "route from the condition there: those trials are compared on their normalised figures as they are."
+    }
+
     /// A paired comparison of two conditions on one figure.
     public struct Comparison: Sendable {
+        /// The condition whose values come first in each difference.
         public var first: String
+        /// The condition whose values are taken away.
         public var second: String
+        /// The compared figure's column (one of ``StudyReport/compared``).
         public var metric: String
-        /// Per participant with both: the mean of the first condition's trials minus the second's.
+        /// Per participant with both: the mean of the first condition's route-centred values minus the second's.
         public var differences: [(participant: String, difference: Double)]
+        /// The Wilcoxon signed-rank test on ``differences``.
         public var test: StudyStatistics.SignedRank
     }
 
+    /// Every pair of conditions on every compared figure, on the route-centred values (``routeCentred(_:)``), paired
+    /// within participant.
     public static func comparisons(_ rows: [Row], names: [String]) -> [Comparison] {
+        let centred = self.routeCentred(rows).values
         var comparisons: [Comparison] = []
         for (i, first) in names.enumerated() {
             for second in names.dropFirst(i + 1) {
-                for metric in self.metrics {
+                for metric in self.compared {
                     var differences: [(String, Double)] = []
                     for participant in Self.participants(rows) {
                         func mean(_ condition: String) -> Double? {
-                            let values = rows.filter {
-                                $0.participant == participant && $0.condition == condition && $0.counts
-                            }.compactMap { $0.summary.flatMap(metric.value) }
+                            let values = rows.indices.filter {
+                                rows[$0].participant == participant && rows[$0].condition == condition
+                            }.compactMap { centred[$0]?[metric.column] }
                             return values.isEmpty ? nil : values.reduce(0, +) / Double(values.count)
                         }
                         if let a = mean(first), let b = mean(second) { differences.append((participant, a - b)) }
@@ -237,6 +344,10 @@ public enum StudyReport {
         let names = schedule.conditions
         let summaries = self.conditions(rows, names: names)
         let comparisons = self.comparisons(rows, names: names)
+        let warning =
+            self.singleConditionWarning(self.routeCentred(rows).singleConditionRoutes).map {
+                "<p id=\"route-warning\"><strong>\(xmlEscaped($0))</strong></p>\n"
+            } ?? ""
         func cell(_ text: String) -> String { "<td>\(xmlEscaped(text))</td>" }
         func figure(_ value: (Double, Double, Double)?) -> String {
             guard let (median, q1, q3) = value else { return "–" }
@@ -253,7 +364,7 @@ public enum StudyReport {
                 + summaries.map { cell(figure($0.figures[metric.column])) }.joined() + "</tr>\n"
         }
         var pairTable =
-            "<tr><th>figure</th><th>conditions</th><th>pairs</th><th>median difference</th><th>W+ / W−</th><th>p (two-sided)</th><th>rank-biserial r</th></tr>\n"
+            "<tr><th>figure</th><th>conditions</th><th>pairs</th><th>median difference (route-centred)</th><th>W+ / W−</th><th>p (two-sided)</th><th>rank-biserial r</th></tr>\n"
         for comparison in comparisons {
             let title = self.metrics.first { $0.column == comparison.metric }?.title ?? comparison.metric
             let test = comparison.test
@@ -269,7 +380,7 @@ public enum StudyReport {
         let positions = (rows.compactMap(\.order).max() ?? 0)
         var orderTable =
             "<tr><th>figure</th>" + (0..<positions).map { "<th>trial walked \($0 + 1)</th>" }.joined() + "</tr>\n"
-        for metric in self.metrics.prefix(5) {
+        for metric in self.compared.prefix(5) {
             orderTable += "<tr>" + cell(metric.title)
             for position in 0..<positions {
                 let values = rows.filter { $0.order == position + 1 }.compactMap { $0.summary.flatMap(metric.value) }
@@ -278,13 +389,14 @@ public enum StudyReport {
             }
             orderTable += "</tr>\n"
         }
+        let timeRatio = self.metrics.first { $0.column == "time_ratio" }
         let trialsTable =
             "<tr><th>participant</th><th>trial</th><th>order</th><th>condition</th><th>route</th><th>status</th><th>arrived</th><th>time ratio</th><th>turn cues/min</th><th>reason</th></tr>\n"
             + rows.map { row in
                 "<tr>" + cell(row.participant) + cell("\(row.trial)") + cell(row.order.map { "\($0)" } ?? "–")
                     + cell(row.condition) + cell(row.route) + cell(row.status)
                     + cell(row.summary.map { $0.arrived ? "yes" : "no" } ?? "–")
-                    + cell(row.summary.flatMap(self.metrics[1].value).map { decimal($0, 2) } ?? "–")
+                    + cell(row.summary.flatMap { timeRatio?.value($0) }.map { decimal($0, 2) } ?? "–")
                     + cell(row.summary.map { decimal($0.cueOnsetsPerMinute, 1) } ?? "–") + cell(row.reason) + "</tr>"
             }.joined(separator: "\n")
         let notRun = rows.filter { $0.status != "completed" }
@@ -295,7 +407,7 @@ public enum StudyReport {
                 + notRun.map {
                     "<li>\(xmlEscaped("\($0.participant) trial \($0.trial) (\($0.condition) on \($0.route)): \($0.status), \($0.reason)"))</li>"
                 }.joined() + "</ul>"
-        let plots = self.metrics.prefix(5).map { self.plot($0, rows: rows, conditions: names) }.joined(separator: "\n")
+        let plots = self.compared.prefix(5).map { self.plot($0, rows: rows, conditions: names) }.joined(separator: "\n")
         let balance =
             schedule.isBalanced
             ? "balanced: each condition in each position \(schedule.positionCounts[0][0]) times, on each route \(schedule.routeCounts[0][0]) times"
@@ -318,11 +430,12 @@ public enum StudyReport {
             <table id="conditions">
             \(conditionTable)</table>
             <h2>Paired within participants</h2>
-            <p>Per participant, the first condition's value minus the second's; Wilcoxon signed-rank test (zero differences dropped; exact up to 25 pairs) and the matched-pairs rank-biserial correlation.</p>
+            <p id="method">\(xmlEscaped(self.method)) Each participant walked each condition on another route (the schedule rotates them), so raw times and counts, which grow with the route, are shown above but not compared.</p>
+            \(warning)<p>Per participant, the first condition's route-centred value minus the second's; Wilcoxon signed-rank test (zero differences dropped; exact up to 25 pairs) and the matched-pairs rank-biserial correlation.</p>
             <table id="pairs">
             \(pairTable)</table>
             <h2>Every trial</h2>
-            <p>Each dot is a trial; the bar is the condition's median; lines join each participant's conditions.</p>
+            <p>The normalised figures as walked, before centring. Each dot is a trial; the bar is the condition's median; lines join each participant's conditions.</p>
             \(plots)
             <h2>Tracks</h2>
             <p>Each route with every trial's smoothed track, coloured by condition, over the map's walkable ways.</p>

@@ -90,7 +90,9 @@ extension StudyCommand {
                 One row per trial of the schedule (its session's figures and its record: completed, aborted, \
                 missing), per condition the median and quartiles, paired within-participant differences with a \
                 Wilcoxon signed-rank test and the rank-biserial effect size, every trial plotted, order effects, and \
-                the missing and aborted trials named.
+                the missing and aborted trials named. Each condition is walked on another route, so the paired tests \
+                take the figures normalised by the route (ratios, a share of the walk, rates per minute or per \
+                100 m), centred on each route's mean (the route as a factor), not raw times or counts.
                 """)
 
         @Argument(help: "The study folder.")
@@ -132,7 +134,9 @@ extension StudyCommand {
             let completed = rows.filter { $0.status == "completed" }.count
             print("study '\(study.name)': \(completed) of \(rows.count) trials completed")
             let summaries = StudyReport.conditions(rows, names: schedule.conditions)
-            let shown = ["time_ratio", "distance_ratio", "off_course_s", "turn_cues_per_min", "reroutes"]
+            let shown = [
+                "time_ratio", "distance_ratio", "off_course_percent", "turn_cues_per_min", "reroutes_per_100m",
+            ]
             print(
                 "condition".padding(12) + "trials".padding(8) + "arrived".padding(9)
                     + shown.map { $0.padding(22) }.joined())
@@ -146,6 +150,10 @@ extension StudyCommand {
                 print(
                     summary.condition.padding(12) + "\(summary.trials)".padding(8) + "\(summary.arrived)".padding(9)
                         + figures.joined())
+            }
+            print(StudyReport.method)
+            if let warning = StudyReport.singleConditionWarning(StudyReport.routeCentred(rows).singleConditionRoutes) {
+                print(warning)
             }
             for comparison in StudyReport.comparisons(rows, names: schedule.conditions)
             where shown.contains(comparison.metric) {
