@@ -165,6 +165,11 @@ public struct NetworkParticipant: SimulatedParticipant {
         self.face(heading)
     }
 
+    /// DEBUG
+    public var debugEdge: String {
+        "edge \(self.from)->\(self.to) along \(fixedDecimal(self.along, digits: 1))/\(fixedDecimal(self.length, digits: 1)) deg(to)=\(self.graph.neighbours(of: self.to).count) phase=\(self.phase)"
+    }
+
     /// Turns to walk along the current way in the direction closest to `heading` (before the start).
     public mutating func face(_ heading: Double) {
         if Angle.separation(self.edgeBearing, heading) > 90 { self.reverse() }

@@ -28,7 +28,12 @@ public struct TurnAnnouncer: Sendable {
                 "guidance events: the walker's place along the route is taken as sure to within this many times the estimate's accuracy…"
             )
             public static let minimumMarginMeters = SettingSpec(
-                "minimumMarginMeters", unit: "m", default: 4.0, in: 0...50, "…and never closer than this")
+                "minimumMarginMeters", unit: "m", default: 8.0, in: 0...50,
+                "…and never closer than this, for counting junctions (an announcement, a straight on, now)")
+            public static let junctionZoneMeters = SettingSpec(
+                "junctionZoneMeters", unit: "m", default: 4.0, in: 0...50,
+                "guidance events: within this (or marginFactor × the estimate's accuracy) of a manoeuvre's junction along the route, the bearing to steer is the outgoing way's own direction"
+            )
             public static let announceJunctions = SettingSpec(
                 "announceJunctions", default: 3, in: 0...20,
                 "guidance events: a manoeuvre is announced once at most this many junctions lie before it")
@@ -42,6 +47,8 @@ public struct TurnAnnouncer: Sendable {
         public var marginFactor = Setting.marginFactor.defaultValue
         /// …and at least this [metres].
         public var minimumMarginMeters = Setting.minimumMarginMeters.defaultValue
+        /// Within this (or the factor × the accuracy) of a manoeuvre's junction, its outgoing way's direction [metres].
+        public var junctionZoneMeters = Setting.junctionZoneMeters.defaultValue
         /// Announce once at most this many junctions lie before the manoeuvre [count].
         public var announceJunctions = Setting.announceJunctions.defaultValue
 
@@ -167,10 +174,11 @@ public struct TurnAnnouncer: Sendable {
         return events
     }
 
-    /// The junction a walker placed `along` (give or take the margin) may be standing at or just past, and is to leave
-    /// by the route's way: the nearest manoeuvre or straight-on junction within the margin.
+    /// The junction a walker placed `along` may be standing at or just past, and is to leave by the route's way: the
+    /// nearest manoeuvre or straight-on junction within `junctionZoneMeters` (or the factor × the accuracy).
     public func junction(near along: Double, accuracyMeters: Double) -> Junction? {
-        let margin = self.options.marginMeters(accuracyMeters: accuracyMeters)
+        let accuracy = accuracyMeters.isFinite ? max(0, accuracyMeters) : 50
+        let margin = max(self.options.junctionZoneMeters, self.options.marginFactor * accuracy)
         return self.junctions.filter { ($0.manoeuvre != nil || $0.misleading) && abs($0.along - along) <= margin }
             .min { abs($0.along - along) < abs($1.along - along) }
     }

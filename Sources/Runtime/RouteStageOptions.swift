@@ -49,6 +49,7 @@ enum RouteStageOptions {
         tracker.turns.straightDegrees = try settings.value(Turns.straightDegrees)
         tracker.turns.marginFactor = try settings.value(Turns.marginFactor)
         tracker.turns.minimumMarginMeters = try settings.value(Turns.minimumMarginMeters)
+        tracker.turns.junctionZoneMeters = try settings.value(Turns.junctionZoneMeters)
         tracker.turns.announceJunctions = try settings.value(Turns.announceJunctions)
         tracker.lookAheadMeters = try settings.value(Setting.lookAheadMeters)
         tracker.sharpTurnDegrees = try settings.value(Setting.sharpTurnDegrees)
