@@ -88,6 +88,7 @@ CUE_KIND = ["silent", "turnLeft", "turnRight", "turnAround", "arrival", "signalL
 CALIBRATION_STEP = ["findNorth", "putAway", "move", "done", "aborted"]
 STAGE_HEALTH = ["starting", "running", "degraded", "stale", "endOfStream", "stopping", "failed"]
 CONTROL_COMMAND = ["stop", "resume", "mark"]
+TURN_PHASE = ["announce", "now", "straightOn"]
 
 
 def coordinate(r):
@@ -168,11 +169,17 @@ def control(r):
             "requestID": r.string(), "sentSeconds": r.f64(), "stopped": r.boolean()}
 
 
+def turn(r):
+    return {"timeSeconds": r.f64(), "routeID": r.u32(), "manoeuvre": r.u32(), "phase": r.enum(TURN_PHASE),
+            "turnDegrees": r.f64(), "junctionsBefore": r.u32(), "distanceMeters": r.f64(),
+            "outgoingBearingDegrees": r.f64(), "street": r.string()}
+
+
 # type id -> (topic, decoder)
 TYPES = {1: ("fix", fix), 2: ("heading", heading), 3: ("attitude", attitude), 4: ("smoothed", smoothed),
          5: ("route", route), 6: ("progress", progress), 7: ("target", target), 8: ("cue", cue),
          9: ("calstate", calibration_state), 10: ("calresult", calibration_result), 11: ("status", status),
-         12: ("control", control)}
+         12: ("control", control), 13: ("turn", turn)}
 
 
 def decode(frames):

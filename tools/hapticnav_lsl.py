@@ -29,7 +29,9 @@ Streams (irregular rate; the channel labels and units are in each stream's descr
     HapticNav fixes     (Position)        timeUnix, latitude, longitude, horizontalAccuracyMeters
     HapticNav smoothed  (Position)        timeUnix, latitude, longitude, horizontalAccuracyMeters, speedMetersPerSecond
     HapticNav markers   (Markers, string) one channel: "stop by NAME", "resume by NAME", "mark: TEXT",
-                        "reroute to route N by PROVIDER", "arrived on route N"
+                        "reroute to route N by PROVIDER", "arrived on route N", and each turn event once as
+                        "turn: " and its words ("turn: Second left onto Rue Grimaldi, in 85 metres", "turn: Turn
+                        left now", "turn: Straight on"), at the time of the fix it is for
 
 Needs pyzmq and pylsl (`pip install pyzmq pylsl`; pylsl's wheel bundles liblsl). Decodes with hapticnav_listen.py,
 the Python client of docs/PROTOCOL.md beside it; bad messages are counted and dropped.
@@ -64,9 +66,12 @@ STREAMS = {
 }
 MARKERS = ("HapticNav markers", "Markers")
 # Topics the markers come from, besides the numeric streams'.
-MARKER_TOPICS = ["control", "route", "progress"]
+MARKER_TOPICS = ["control", "route", "progress", "turn"]
 # Topics whose times are measurement times, on the clock of the stage that publishes fixes and headings.
-MEASURED = {"fix", "heading", "smoothed", "target", "progress", "route", "cue"}
+MEASURED = {"fix", "heading", "smoothed", "target", "progress", "route", "cue", "turn"}
+# Turn events remembered, so that each is marked once: the route stage repeats each, the sink republishes those it
+# rendered, and both copies are equal in every field (docs/PROTOCOL.md, TurnEvent).
+TURNS_REMEMBERED = 64
 
 
 def sample(topic, payload):
@@ -88,13 +93,62 @@ def sample(topic, payload):
             payload["speedMetersPerSecond"]]
 
 
+def turn_direction(turn_degrees):
+    """The side and sharpness of a turn: "left", "bear right", "sharp left"; "straight" within 20 degrees."""
+    side = "right" if turn_degrees > 0 else "left"
+    size = abs(turn_degrees)
+    if size < 20:
+        return "straight"
+    if size < 45:
+        return f"bear {side}"
+    if size < 135:
+        return side
+    return f"sharp {side}"
+
+
+def turn_ordinal(junctions_before):
+    """The ordinal of the junction that is junctions_before + 1 ahead: "next", "second", ..."""
+    words = ["next", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
+    return words[junctions_before] if junctions_before < len(words) else f"{junctions_before + 1}th"
+
+
+def spoken_meters(meters):
+    """A distance as it is spoken: to the nearest 5 metres (halves away from zero), at least 5."""
+    if not math.isfinite(meters):
+        return 5
+    return max(5, int(math.floor(min(meters, 100_000) / 5 + 0.5)) * 5)
+
+
+def turn_words(event):
+    """A decoded TurnEvent in words, as the speaker says them (Sources/NavCore/TurnWords.swift, which
+    LabStreamingLayerTests holds this against)."""
+    direction = turn_direction(event["turnDegrees"])
+    street = event["street"]
+    onto = f" onto {street}" if street else ""
+    if event["phase"] == "announce":
+        ordinal = turn_ordinal(event["junctionsBefore"])
+        if direction in ("left", "right"):
+            what = f"{ordinal} {direction}"
+        else:
+            what = f"{ordinal} junction, {'straight on' if direction == 'straight' else direction}"
+        return what[:1].upper() + what[1:] + onto + f", in {spoken_meters(event['distanceMeters'])} metres"
+    if event["phase"] == "now":
+        if direction == "straight":
+            return "Straight on now" + onto
+        if direction in ("left", "right"):
+            return f"Turn {direction} now" + onto
+        return direction[:1].upper() + direction[1:] + " now" + onto
+    return "Straight on" + (f" along {street}" if street else "")
+
+
 class Markers:
-    """Turns control, route and progress messages into marker strings: every stop, resume and mark; a reroute (a
-    route whose id differs from the one before it); the first arrival on each route."""
+    """Turns control, route, progress and turn messages into marker strings: every stop, resume and mark; a reroute (a
+    route whose id differs from the one before it); the first arrival on each route; each turn event once."""
 
     def __init__(self):
         self.route = None
         self.arrived = set()
+        self.turns = collections.deque(maxlen=TURNS_REMEMBERED)
 
     def text(self, topic, payload):
         if topic == "control":
@@ -110,6 +164,12 @@ class Markers:
         if topic == "progress" and payload["state"] == "arrived" and payload["routeID"] not in self.arrived:
             self.arrived.add(payload["routeID"])
             return f'arrived on route {payload["routeID"]}'
+        if topic == "turn":
+            key = tuple(sorted(payload.items()))
+            if key in self.turns:
+                return None
+            self.turns.append(key)
+            return f"turn: {turn_words(payload)}"
         return None
 
 

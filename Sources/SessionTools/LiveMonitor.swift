@@ -2,8 +2,9 @@ public import Bus
 public import NavCore
 
 /// `monitor --live`: what the bus says, as one screen redrawn in place: each stage's health, message rate, silence and
-/// status; the bus's losses; the walker's position, progress to the next waypoint, deviation, and the cue playing
-/// with the device playing it. A pure state machine: events in (with their receive time), lines out.
+/// status; the bus's losses; the walker's position, progress to the next waypoint, deviation, the cue playing with the
+/// device playing it, and the latest turn event in words. A pure state machine: events in (with their receive time),
+/// lines out.
 public struct LiveMonitor: Sendable {
     private struct StageView: Sendable {
         var health = "–"
@@ -19,6 +20,8 @@ public struct LiveMonitor: Sendable {
     private var smoothed: SmoothedFix?
     private var progress: RouteProgress?
     private var cue: HapticCue?
+    /// The latest turn event, and who sent it (the route stage, or the sink that rendered it).
+    private var turn: (event: TurnEvent, stage: String)?
     private var device: String?
     private var routes: [UInt32: Route] = [:]
     /// The outputs' stop in force, per sink: what its `control` message said (who and why), or, for a stop made
@@ -64,6 +67,7 @@ public struct LiveMonitor: Sendable {
             case let .progress(progress): self.progress = progress
             case let .route(route): self.routes[route.routeID] = route
             case let .cue(cue) where cue.kind != .calibration: self.cue = cue
+            case let .turn(event): self.turn = (event, name)
             case let .control(event) where event.command != .mark:
                 self.stops[name] =
                     event.stopped ? "by \(event.sender)" + (event.text.isEmpty ? "" : ": \(event.text)") : nil
@@ -125,6 +129,13 @@ public struct LiveMonitor: Sendable {
         } else {
             lines.append("deviation  –")
             lines.append("cue        –  on \(self.device ?? "–")")
+        }
+        if let (event, stage) = self.turn {
+            lines.append(
+                "turn       \(TurnWords.text(event))  (\(event.phase.name), route \(event.routeID) manoeuvre \(event.manoeuvre), from \(stage))"
+            )
+        } else {
+            lines.append("turn       –")
         }
         return lines
     }

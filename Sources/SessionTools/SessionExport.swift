@@ -9,8 +9,8 @@ import Parsers
 public import NavCore
 
 /// `hapticnav export`: a recording made by the `jsonl` recorder, as a map layer or a table: GeoJSON (the raw and the
-/// smoothed tracks, each route, the cues where they played), GPX (both tracks with their times, each route) or CSV
-/// (one row per fix, smoothed fix and cue).
+/// smoothed tracks, each route, the cues where they played, each turn event where the walker was when it was made),
+/// GPX (both tracks with their times, each route) or CSV (one row per fix, smoothed fix and cue).
 public enum SessionExport {
     /// What a recording holds that the exports use.
     public struct Session: Sendable {
@@ -136,6 +136,30 @@ public enum SessionExport {
                         "layer": "cue", "kind": .string(cue.kind.name), "intensity": .number(cue.intensity),
                         "timeSeconds": .number(cue.timeSeconds),
                     ],
+                    "geometry": ["type": "Point", "coordinates": [.number(at.longitude), .number(at.latitude)]],
+                ])
+        }
+        // Each turn event once, at the smoothed position of the fix it is for (the newest at or before its time).
+        for turn in SessionReport.turns(session) {
+            let time = turn.event.timeSeconds
+            var low = 0
+            var high = session.smoothed.count
+            while low < high {
+                let middle = (low + high) / 2
+                if session.smoothed[middle].timeSeconds <= time { low = middle + 1 } else { high = middle }
+            }
+            guard low > 0 else { continue }
+            let at = session.smoothed[low - 1]
+            var properties: [String: JSONValue] = [
+                "layer": "turn", "phase": .string(turn.event.phase.name), "words": .string(TurnWords.text(turn.event)),
+                "routeID": .number(Double(turn.event.routeID)), "manoeuvre": .number(Double(turn.event.manoeuvre)),
+                "junctionsBefore": .number(Double(turn.event.junctionsBefore)),
+                "distanceMeters": .number(turn.event.distanceMeters), "timeSeconds": .number(time),
+            ]
+            if let rendered = turn.rendered { properties["rendered"] = .bool(rendered) }
+            features.append(
+                [
+                    "type": "Feature", "properties": .object(properties),
                     "geometry": ["type": "Point", "coordinates": [.number(at.longitude), .number(at.latitude)]],
                 ])
         }

@@ -2,10 +2,68 @@ public import NavCore
 import Stages
 
 /// `hapticnav report`: one self-contained HTML page about a session, readable without a network: the summary (distance,
-/// time against the route's walking time, time off course, cues a minute, reroutes, fail-safe events), an SVG map of
-/// the routes with the raw and smoothed tracks, waypoints, reroutes and where the walker was off course, and a
-/// timeline of deviation, cue side and intensity, device switches and fail-safe events.
+/// time against the route's walking time, time off course, cues a minute, reroutes, fail-safe events, turn events), an
+/// SVG map of the routes with the raw and smoothed tracks, waypoints, reroutes and where the walker was off course, a
+/// timeline of deviation, cue side and intensity, device switches, fail-safe events and turn events, and the turn
+/// events in words.
 public enum SessionReport {
+    /// A turn event of the session, once however often it was sent (the route stage repeats each; a sink republishes
+    /// those it rendered, equal in every field).
+    public struct Turn: Sendable, Equatable {
+        /// The event.
+        public var event: TurnEvent
+        /// A haptic sink (a stage that sent cues) republished it, so rendered it; nil when the session holds no cues
+        /// from any stage, so cannot tell.
+        public var rendered: Bool?
+    }
+
+    /// A turn event's fields as a dictionary key: equal keys, equal events.
+    private struct TurnKey: Hashable {
+        var timeBits: UInt64
+        var routeID: UInt32
+        var manoeuvre: UInt32
+        var phase: UInt8
+        var turnBits: UInt64
+        var junctionsBefore: UInt32
+        var distanceBits: UInt64
+        var bearingBits: UInt64
+        var street: String
+
+        init(_ event: TurnEvent) {
+            self.timeBits = event.timeSeconds.bitPattern
+            self.routeID = event.routeID
+            self.manoeuvre = event.manoeuvre
+            self.phase = event.phase.rawValue
+            self.turnBits = event.turnDegrees.bitPattern
+            self.junctionsBefore = event.junctionsBefore
+            self.distanceBits = event.distanceMeters.bitPattern
+            self.bearingBits = event.outgoingBearingDegrees.bitPattern
+            self.street = event.street
+        }
+    }
+
+    /// The session's turn events in the order they were first recorded, each once, with whether a sink rendered it.
+    public static func turns(_ session: SessionExport.Session) -> [Turn] {
+        var sinks = Set<String>()
+        for record in session.records {
+            if case .cue = record.message { sinks.insert(record.stage) }
+        }
+        var turns: [Turn] = []
+        var index: [TurnKey: Int] = [:]
+        for record in session.records {
+            guard case let .turn(event) = record.message else { continue }
+            let key = TurnKey(event)
+            let fromSink = sinks.contains(record.stage)
+            if let at = index[key] {
+                if fromSink { turns[at].rendered = true }
+            } else {
+                index[key] = turns.count
+                turns.append(Turn(event: event, rendered: sinks.isEmpty ? nil : fromSink))
+            }
+        }
+        return turns
+    }
+
     /// The figures of a session.
     public struct Summary: Sendable, Equatable {
         /// Length of the smoothed track [metres].
@@ -36,6 +94,14 @@ public enum SessionReport {
         public var wrongWayCues = 0
         /// The experimenter's marks' texts, in order.
         public var marks: [String] = []
+        /// Turn events announcing a manoeuvre, each once however often it was sent [count].
+        public var turnAnnouncements = 0
+        /// Turn events saying *now* at a manoeuvre's junction [count].
+        public var turnNows = 0
+        /// Turn events saying *straight on* at a junction passed through [count].
+        public var turnStraightOns = 0
+        /// Turn events a haptic sink rendered [count]; nil when the session holds no sink's messages (no cues).
+        public var turnsRendered: Int?
 
         /// Turn-cue onsets a minute of walking [1/min].
         public var cueOnsetsPerMinute: Double {
@@ -105,6 +171,11 @@ public enum SessionReport {
         }
         // The first output choice is a start, not a switch.
         summary.deviceSwitches = max(0, summary.deviceSwitches - 1)
+        let turns = self.turns(session)
+        summary.turnAnnouncements = turns.filter { $0.event.phase == .announce }.count
+        summary.turnNows = turns.filter { $0.event.phase == .now }.count
+        summary.turnStraightOns = turns.filter { $0.event.phase == .straightOn }.count
+        if !session.cues.isEmpty { summary.turnsRendered = turns.filter { $0.rendered == true }.count }
         return summary
     }
 
@@ -137,6 +208,15 @@ public enum SessionReport {
             ("Arrived", summary.arrived ? "yes" : "no"),
             ("Experimenter's stops", "\(summary.experimenterStops)"),
         ]
+        let turnCount = summary.turnAnnouncements + summary.turnNows + summary.turnStraightOns
+        rows.append(
+            (
+                "Turn events",
+                turnCount == 0
+                    ? "none"
+                    : "\(summary.turnAnnouncements) announcement\(summary.turnAnnouncements == 1 ? "" : "s"), \(summary.turnNows) now, \(summary.turnStraightOns) straight on"
+                        + (summary.turnsRendered.map { "; \($0) of \(turnCount) rendered by the sink" } ?? "")
+            ))
         if !summary.marks.isEmpty {
             rows.append(("Marks", summary.marks.map { "“\($0)”" }.joined(separator: ", ")))
         }
@@ -166,8 +246,9 @@ public enum SessionReport {
             <div class="legend"><span><i style="background:#d6d6d6"></i>walkable ways</span><span><i style="background:#9aa"></i>route (earlier: dashed)</span><span><i style="background:#f29c38"></i>GPS fixes</span><span><i style="background:#1f5fbf"></i>smoothed track</span><span><i style="background:#e0301e"></i>off course</span><span><i style="background:#8e44ad"></i>reroute</span><span><i style="background:#222"></i>waypoint</span></div>
             \(map.svg)
             <h2>Timeline</h2>
-            <div class="legend"><span><i style="background:#1f5fbf"></i>deviation (°)</span><span><i style="background:#d9822b"></i>cue left (below) / right (above), height = intensity</span><span><i style="background:#8e44ad"></i>device switch</span><span><i style="background:#e0301e"></i>signal lost</span></div>
+            <div class="legend"><span><i style="background:#1f5fbf"></i>deviation (°)</span><span><i style="background:#d9822b"></i>cue left (below) / right (above), height = intensity</span><span><i style="background:#8e44ad"></i>device switch</span><span><i style="background:#e0301e"></i>signal lost</span><span><i style="background:#127a8a"></i>turn event: ▼ announced, line now, ○ straight on (faint: not rendered)</span></div>
             \(timeline)
+            \(self.turnList(session))
             </body></html>
 
             """
@@ -299,8 +380,35 @@ public enum SessionReport {
         }
     }
 
+    /// The turn events in words, with their time from the session's start; empty when there are none.
+    static func turnList(_ session: SessionExport.Session) -> String {
+        let turns = self.turns(session)
+        guard let first = turns.first else { return "" }
+        let start = session.fixes.first?.timeSeconds ?? session.smoothed.first?.timeSeconds ?? first.event.timeSeconds
+        let showRendered = turns.contains { $0.rendered != nil }
+        let rows = turns.map { turn in
+            let seconds = Int(max(0, turn.event.timeSeconds - start).rounded())
+            let time = "\(seconds / 60):" + (seconds % 60 < 10 ? "0" : "") + "\(seconds % 60)"
+            var cells = [
+                time, turn.event.phase.name, "\(turn.event.routeID)/\(turn.event.manoeuvre)",
+                TurnWords.text(turn.event),
+            ]
+            if showRendered { cells.append(turn.rendered == true ? "yes" : "no") }
+            return "<tr class=\"turn \(turn.event.phase.name)\">"
+                + cells.map { "<td>\(xmlEscaped($0))</td>" }.joined() + "</tr>"
+        }
+        let header = ["time", "event", "route/manoeuvre", "words"] + (showRendered ? ["rendered"] : [])
+        return """
+            <h2>Turn events</h2>
+            <table id="turns">
+            <tr>\(header.map { "<th>\($0)</th>" }.joined())</tr>
+            \(rows.joined(separator: "\n"))
+            </table>
+            """
+    }
+
     /// The timeline: deviation over time, cues as bars (left below the axis, right above, height the intensity),
-    /// device switches and signal-lost events as marked lines.
+    /// device switches and signal-lost events as marked lines, turn events as marks along the top.
     static func timeline(_ session: SessionExport.Session) -> String {
         let width = 900.0
         let height = 300.0
@@ -343,7 +451,10 @@ public enum SessionReport {
             default: break
             }
         }
-        let times = deviations.map(\.0) + cues.map(\.0) + switches.map(\.time) + lost + controls.map(\.time)
+        let turns = self.turns(session).filter { $0.event.timeSeconds.isFinite }
+        let times =
+            deviations.map(\.0) + cues.map(\.0) + switches.map(\.time) + lost + controls.map(\.time)
+            + turns.map(\.event.timeSeconds)
         let start = session.fixes.first?.timeSeconds ?? times.min() ?? 0
         let end = max(start + 1, session.fixes.last?.timeSeconds ?? 0, times.max() ?? 0)
         func x(_ time: Double) -> Double { left + (time - start) / (end - start) * (width - left - right) }
@@ -391,6 +502,27 @@ public enum SessionReport {
             }
         }
         shade(until: end)
+        // Turn events along the top, at the time of the fix each is for; faint when the sink did not render it.
+        for turn in turns {
+            let at = round2(x(turn.event.timeSeconds))
+            let opacity = turn.rendered == false ? "0.35" : "1"
+            let title =
+                "<title>\(xmlEscaped(TurnWords.text(turn.event)))\(turn.rendered == false ? " (not rendered)" : "")</title>"
+            switch turn.event.phase {
+            case .announce:
+                body.append(
+                    "<path class=\"turn announce\" d=\"M \(round2(at - 5)) \(top) L \(round2(at + 5)) \(top) L \(at) \(top + 9) Z\" fill=\"#127a8a\" fill-opacity=\"\(opacity)\">\(title)</path>"
+                )
+            case .now:
+                body.append(
+                    "<line class=\"turn now\" x1=\"\(at)\" y1=\"\(top)\" x2=\"\(at)\" y2=\"\(height - bottom)\" stroke=\"#127a8a\" stroke-width=\"2\" stroke-opacity=\"\(opacity)\">\(title)</line>"
+                )
+            case .straightOn:
+                body.append(
+                    "<circle class=\"turn straightOn\" cx=\"\(at)\" cy=\"\(top + 5)\" r=\"4\" fill=\"none\" stroke=\"#127a8a\" stroke-width=\"1.5\" stroke-opacity=\"\(opacity)\">\(title)</circle>"
+                )
+            }
+        }
         for time in lost {
             body.append(
                 "<line class=\"signal-lost\" x1=\"\(round2(x(time)))\" y1=\"\(top)\" x2=\"\(round2(x(time)))\" y2=\"\(height - bottom)\" stroke=\"#e0301e\" stroke-width=\"2\"><title>signal lost</title></line>"

@@ -117,8 +117,9 @@ extension ProcessSuites {
 
         /// An encrypted lab read with a reader's key, a heading stream, and markers, when the source's host has a
         /// wall clock 100 s ahead of the others' (never set): every sample still lands at its true time in LSL's clock.
-        /// Measurement times (headings, and cues, routes and progress dated with them) are on the source's clock; the
-        /// experimenter's commands on the sink's.
+        /// Measurement times (headings, and cues, routes, progress and turn events dated with them) are on the
+        /// source's clock; the experimenter's commands on the sink's. Each turn event, sent three times by the route
+        /// stage and once more by the sink that rendered it, is one marker in the speaker's words.
         @Test func headingsAndMarkersFromAnEncryptedLabWithClocksThatDisagree() async throws {
             let folder = try scratchFolder()
             let keys = "\(folder)/keys"
@@ -182,7 +183,8 @@ extension ProcessSuites {
                     markers = [s["values"][0] for s in got["HapticNav markers"]]
                     return (len(got["HapticNav headings"]) >= 20 and len(got["HapticNav cues"]) >= 20
                             and any(m.startswith("mark: ") for m in markers) and any(m.startswith("stop by") for m in markers)
-                            and any(m.startswith("reroute") for m in markers) and any(m.startswith("arrived") for m in markers))
+                            and any(m.startswith("reroute") for m in markers) and any(m.startswith("arrived") for m in markers)
+                            and sum(m.startswith("turn: ") for m in markers) >= 3)
                 while time.monotonic() < deadline and not enough():
                     for name, inlet in inlets.items():
                         sample, stamp = inlet.pull_sample(timeout=0.02)
@@ -197,9 +199,11 @@ extension ProcessSuites {
                 await eventually(within: 40) { inlet.stdout.contains("ready") || !isAlive(inlet.pid) },
                 "the inlets opened: \(inlet.stderr.suffix(400)) \(bridge.stderr.suffix(400))")
             // 20 rounds a second: a cue dated with the source's time; every half second an experimenter's command;
-            // route 1, a reroute to route 2, the arrival.
+            // route 1, a reroute to route 2, the arrival; every second a turn event (announce, now, straight on in
+            // turn), three times from the route stage and once from the sink, as a renderer republishes it.
             var sent = 0
             var commands = 0
+            var turns: [TurnEvent] = []
             while isAlive(inlet.pid), sent < 800 {
                 let now = Date().timeIntervalSince1970
                 let measured = now + 100
@@ -231,6 +235,18 @@ extension ProcessSuites {
                                 distanceRemainingMeters: 0, crossTrackMeters: 0, nextWaypointIndex: 0,
                                 bearingToNextDegrees: 0, distanceToNextMeters: 0, etaSeconds: nil,
                                 state: sent % 40 == 10 ? .onRoute : .arrived)))
+                }
+                if sent % 20 == 5 {
+                    let phase: TurnPhase = [.announce, .now, .straightOn][turns.count % 3]
+                    let event = TurnEvent(
+                        timeSeconds: measured, routeID: 2, manoeuvre: UInt32(turns.count / 3), phase: phase,
+                        turnDegrees: phase == .straightOn ? 4 : (turns.count % 2 == 0 ? -80 : 35),
+                        junctionsBefore: phase == .announce ? UInt32(turns.count % 4) : 0,
+                        distanceMeters: phase == .now ? 1.5 : 42.4, outgoingBearingDegrees: 170,
+                        street: "Rue \(turns.count)")
+                    turns.append(event)
+                    for _ in 0..<3 { try route.send(.turn(event)) }
+                    try sink.send(.turn(event))
                 }
                 sent += 1
                 try await Task.sleep(for: .milliseconds(50))
@@ -285,9 +301,82 @@ extension ProcessSuites {
                 #expect(abs(marker.stamp - (truth + marker.offset)) < 0.05, "the mark at its true time")
             }
             #expect(marks >= 1)
+            // Turn events: each one marker, in the words the speaker says, at its true time.
+            let turnTexts = Dictionary(
+                turns.map { ("turn: \(TurnWords.text($0))", $0) }, uniquingKeysWith: { a, _ in a })
+            #expect(turnTexts.count == turns.count, "every event's words differ")
+            let turnMarkers = markers.filter { ($0.values.first as? String)?.hasPrefix("turn: ") == true }
+            #expect(turnMarkers.count >= 3)
+            var turnsMarked: [String: Int] = [:]
+            for marker in turnMarkers {
+                let text = marker.values.first as? String ?? ""
+                turnsMarked[text, default: 0] += 1
+                let time = try #require(turnTexts[text]?.timeSeconds, "a marker for an event sent: \(text)")
+                #expect(abs(marker.stamp - (time - 100 + marker.offset)) < 0.05, "\(text) at its true time")
+            }
+            #expect(turnsMarked.values.allSatisfy { $0 == 1 }, "each event marked once: \(turnsMarked)")
+            #expect(Set(turnsMarked.keys.compactMap { turnTexts[$0]?.phase }) == [.announce, .now, .straightOn])
+            print(
+                "LSL turn markers: \(turnMarkers.count) for \(turns.count) events sent four times each, e.g. \(turnsMarked.keys.sorted().prefix(3))"
+            )
             print(
                 "LSL with the source's clock 100 s ahead: \(headings.count) headings (worst \(String(format: "%.4f", worstHeading)) s from the true time), \(cues.count) cues (worst \(String(format: "%.4f", worstCue)) s), markers \(Set(texts.map { $0.hasPrefix("mark:") ? "mark" : $0 }).sorted())"
             )
         }
+
+        /// The bridge's turn words (a Python port, so that its markers read as the speaker speaks) against
+        /// `TurnWords.text` for every phase, side and sharpness, counts past the tenth, streets and none, and distances
+        /// at the rounding's edges; each event goes to Python as its wire payload and is decoded by
+        /// `hapticnav_listen.py`.
+        @Test func theBridgesTurnWordsAreTheSpeakersWords() async throws {
+            let angles = [-179.0, -135, -134.9, -60, -45, -44.9, -20, -19.9, 0, 10, 20, 30, 45, 90, 134.9, 135, 180]
+            var events: [TurnEvent] = []
+            for phase in TurnPhase.allCases {
+                for turn in angles {
+                    for (index, junctions) in [0, 1, 2, 9, 10, 21].enumerated() {
+                        events.append(
+                            TurnEvent(
+                                timeSeconds: 1_767_225_600, routeID: 3, manoeuvre: UInt32(index), phase: phase,
+                                turnDegrees: turn, junctionsBefore: UInt32(junctions),
+                                distanceMeters: [0, 2.5, 7.5, 12.49, 87.5, 250_000][index], outgoingBearingDegrees: 12,
+                                street: index % 2 == 0 ? "" : "Rue Grimaldi"))
+                    }
+                }
+            }
+            let payloads = events.map { event in
+                var writer = WireWriter()
+                BusMessage.turn(event).encodePayload(to: &writer)
+                return writer.bytes.map { String(format: "%02x", $0) }.joined()
+            }
+            let script = """
+                import json, sys
+                sys.path.insert(0, sys.argv[1])
+                from hapticnav_listen import TYPES, Reader
+                from hapticnav_lsl import turn_words
+                topic, decoder = TYPES[13]
+                assert topic == "turn"
+                out = []
+                for line in open(sys.argv[2]).read().split():
+                    reader = Reader(bytes.fromhex(line))
+                    event = decoder(reader)
+                    reader.done()
+                    out.append(turn_words(event))
+                print(json.dumps(out))
+                """
+            let file = try scratchFolder() + "/turns.hex"
+            try payloads.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+            let python = try ChildProcess(
+                "/usr/bin/env", ["python3", "-c", script, repositoryRoot.appendingPathComponent("tools").path, file])
+            defer { python.ensureStopped() }
+            #expect(await python.wait(seconds: 30) == 0, "python: \(python.stderr.suffix(600))")
+            let words = try #require(
+                try JSONSerialization.jsonObject(with: Data(python.stdout.utf8)) as? [String])
+            #expect(words.count == events.count)
+            for (event, text) in zip(events, words) {
+                #expect(text == TurnWords.text(event), "\(event)")
+            }
+            print("turn words: Python and Swift agree on \(events.count) events, e.g. \(Set(words).sorted().prefix(4))")
+        }
+
     }
 }

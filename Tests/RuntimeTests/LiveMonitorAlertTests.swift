@@ -45,6 +45,25 @@ import Testing
         #expect(alert() == "")
     }
 
+    /// The live screen's last line is the latest turn event in words, with its phase, route, manoeuvre and sender.
+    @Test func theLatestTurnEventIsOnTheScreenInWords() throws {
+        var monitor = LiveMonitor(stages: ["haptic"])
+        func turnLine() -> String? {
+            monitor.render(now: 1, title: "t", counters: SubscriberCounters()).last
+        }
+        #expect(turnLine() == "turn       –")
+        let example = try #require(
+            BusMessage.examples.compactMap { message -> TurnEvent? in
+                if case let .turn(event) = message { return event }
+                return nil
+            }.first)
+        monitor.update(self.received(.turn(example)), now: 1)
+        #expect(
+            turnLine()
+                == "turn       Second right onto Rue Grimaldi, in 85 metres  (announce, route 2 manoeuvre 0, from haptic)"
+        )
+    }
+
     /// A monitor started after the stop learns it from the sink's status (its `stopped` counter), and a status that
     /// says guiding again clears it.
     @Test func aStopMadeBeforeTheMonitorStartedComesFromTheSinksStatus() {

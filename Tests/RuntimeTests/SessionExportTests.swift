@@ -119,6 +119,56 @@ import TestSupport
         #expect(output == "20 1767225600.0 43.730000 7.420000 25.0 1 1767225619.0 43.730222 [2] turnLeft,arrival 43")
     }
 
+    /// Turn events in the exports: in GeoJSON each once, where the walker was at the time of its fix, with its words
+    /// and whether the sink rendered it; in the MCAP export for Foxglove every one recorded, on `/turn` as the JSON
+    /// of docs/PROTOCOL.md, as Python's `mcap` reads it.
+    @Test func turnEventsAreExportedToGeoJSONAndToFoxglovesMCAP() throws {
+        let session = try SessionReportTests.session()
+        let object = try #require(
+            JSONSerialization.jsonObject(with: Data(SessionExport.renderText(session, format: "geojson").utf8))
+                as? [String: Any])
+        let features = try #require(object["features"] as? [[String: Any]])
+        let turns = features.filter { ($0["properties"] as? [String: Any])?["layer"] as? String == "turn" }
+        #expect(turns.count == SessionReportTests.turns.count)
+        for (feature, (second, event)) in zip(turns, SessionReportTests.turns) {
+            let properties = try #require(feature["properties"] as? [String: Any])
+            let point = try #require((feature["geometry"] as? [String: Any])?["coordinates"] as? [Double])
+            let walker = session.smoothed[second]
+            #expect(point == [walker.longitude, walker.latitude], "at the walker's smoothed place at \(second) s")
+            #expect(properties["phase"] as? String == event.phase.name)
+            var dated = event
+            dated.timeSeconds = walker.timeSeconds
+            #expect(properties["words"] as? String == TurnWords.text(dated))
+            #expect(properties["rendered"] as? Bool == (second != 55))
+        }
+
+        let file = try scratchFolder() + "/session.mcap"
+        try Data(SessionExport.render(session, format: "mcap")).write(to: URL(fileURLWithPath: file))
+        let script = """
+            import sys, json
+            from mcap.reader import make_reader
+            with open(sys.argv[1], "rb") as f:
+                turns = []
+                for schema, channel, message in make_reader(f).iter_messages(topics=["/turn"]):
+                    assert schema.name == "hapticnav.turn" and schema.encoding == "jsonschema", schema
+                    assert channel.message_encoding == "json"
+                    data = json.loads(message.data)
+                    turns.append("%s/%d/%s" % (data["phase"], data["junctionsBefore"], data["street"]))
+                print(" ".join(turns))
+            """
+        let output = try runPython(script, [file])
+        // Every copy recorded (the route stage's three and the sink's one), as Foxglove shows the bus.
+        let expected = SessionReportTests.turns.flatMap { second, event in
+            Array(
+                repeating: "\(event.phase.name)/\(event.junctionsBefore)/\(event.street)", count: second == 55 ? 3 : 4)
+        }
+        #expect(output == expected.joined(separator: " "))
+        // The live bridge advertises the same channel.
+        let channel = FoxgloveChannels.channel(.turn)
+        #expect(FoxgloveChannels.all.contains(channel))
+        #expect(channel.topic == "/turn" && channel.schemaName == "hapticnav.turn")
+    }
+
     @Test func somethingThatIsNoRecordingIsAClearError() throws {
         let file = try scratchFolder() + "/other.jsonl"
         try "{\"a\": 1}\n".write(toFile: file, atomically: true, encoding: .utf8)

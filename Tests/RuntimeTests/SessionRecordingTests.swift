@@ -201,6 +201,129 @@ import TestSupport
         }
     }
 
+    /// Turn events through the whole recording path (docs/RECORDING.md): published on a bus by the route stage and
+    /// republished by the sink, received as `hapticnav record` receives them (frames kept), written by the MCAP
+    /// recorder, read back equal with their frames, decoded from the file's bytes by Python (the `mcap` package and
+    /// `tools/hapticnav_listen.py`), and played again by `replay` (`--topics turn`) equal and in the recorded order.
+    @Test func turnEventsRoundTripThroughARecordedSessionAndItsReplay() async throws {
+        let folder = try scratchFolder()
+        let events = [
+            TurnEvent(
+                timeSeconds: 1_767_225_601.25, routeID: 4, manoeuvre: 2, phase: .announce, turnDegrees: -92.5,
+                junctionsBefore: 2, distanceMeters: 118.3, outgoingBearingDegrees: 351.5, street: "Rue Grimaldi"),
+            TurnEvent(
+                timeSeconds: 1_767_225_690.5, routeID: 4, manoeuvre: 2, phase: .now, turnDegrees: -92.5,
+                junctionsBefore: 0, distanceMeters: 0, outgoingBearingDegrees: 351.5),
+            TurnEvent(
+                timeSeconds: 1_767_225_720, routeID: 4, manoeuvre: 3, phase: .straightOn, turnDegrees: 7,
+                junctionsBefore: 1, distanceMeters: 40, outgoingBearingDegrees: 0.25,
+                street: "Boulevard des Moulins – côté mer"),
+        ]
+        let context = ZMQContext()
+        defer { context.terminate() }
+        var publisherOptions = PublisherOptions()
+        publisherOptions.lossless = true
+        let route = try BusPublisher(
+            context: context, bind: ["ipc://\(folder)/route.sock"], stage: "route", options: publisherOptions)
+        defer { route.close() }
+        let sink = try BusPublisher(
+            context: context, bind: ["ipc://\(folder)/haptic.sock"], stage: "haptic", options: publisherOptions)
+        defer { sink.close() }
+        let subscriber = try BusSubscriber(
+            context: context, connect: ["ipc://\(folder)/route.sock", "ipc://\(folder)/haptic.sock"],
+            options: SubscriberOptions().recording())
+        defer { subscriber.close() }
+        try SessionReplay.waitForSubscribers(1, on: route, seconds: 10)
+        try SessionReplay.waitForSubscribers(1, on: sink, seconds: 10)
+        for event in events {
+            try route.send(.turn(event))
+            try sink.send(.turn(event))
+        }
+        let recorder = try MCAPRecorder(options: .init(folder: "\(folder)/session"), logger: Logger(label: "test"))
+        let received =
+            await withDeadline(seconds: 20, onTimeout: { subscriber.close() }) { () -> [RecordedMessage]? in
+                var received: [RecordedMessage] = []
+                for await message in subscriber.messages {
+                    received.append(message.recorded)
+                    if received.count == 2 * events.count { break }
+                }
+                return received
+            } ?? []
+        #expect(received.count == 2 * events.count)
+        for record in received { try recorder.record(record) }
+        try await recorder.finish()
+
+        // Read back: every turn event, from both stages, with its frames as they came off the bus.
+        let (read, summary) = try SessionReader.records("\(folder)/session")
+        #expect(summary.badRecords == 0 && summary.cutFiles.isEmpty)
+        #expect(read.map(\.message) == received.map(\.message))
+        #expect(zip(read, received).allSatisfy { $0.stage == $1.stage && $0.frames == $1.frames && $0.frames != nil })
+        for stage in ["route", "haptic"] {
+            #expect(read.filter { $0.stage == stage }.map(\.message) == events.map { .turn($0) })
+        }
+
+        // Python: the channels' topics, and each payload decoded from the file's bytes as docs/RECORDING.md lays
+        // them out, by the listener written from docs/PROTOCOL.md.
+        let tools = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("tools").path
+        let script = """
+            import json, struct, sys
+            sys.path.insert(0, sys.argv[2])
+            from hapticnav_listen import TYPES, Reader
+            from mcap.reader import make_reader
+            out = []
+            with open(sys.argv[1], "rb") as f:
+                for schema, channel, message in make_reader(f).iter_messages(log_time_order=False):
+                    data = message.data
+                    header_length = struct.unpack("<H", data[8:10])[0]
+                    header, payload = data[10:10 + header_length], data[10 + header_length:]
+                    type_id = header[1]
+                    topic, decoder = TYPES[type_id]
+                    assert topic == channel.metadata["topic"] and channel.topic == "/%s/%s" % (channel.metadata["stage"], topic)
+                    reader = Reader(payload)
+                    decoded = decoder(reader)
+                    reader.done()
+                    out.append({"stage": channel.metadata["stage"], "topic": topic, "payload": decoded})
+            print(json.dumps(out))
+            """
+        let output = try runPython(script, ["\(folder)/session/part-0001.mcap", tools])
+        let decoded = try #require(JSONSerialization.jsonObject(with: Data(output.utf8)) as? [[String: Any]])
+        #expect(decoded.count == read.count)
+        let encoder = JSONEncoder()
+        for (python, record) in zip(decoded, read) {
+            let swift = try #require(
+                JSONSerialization.jsonObject(with: encoder.encode(record.message)) as? [String: Any])
+            #expect(python["stage"] as? String == record.stage && python["topic"] as? String == "turn")
+            #expect(
+                (python["payload"] as? NSDictionary) == (swift["payload"] as? NSDictionary),
+                "python decoded \(python) differently from Swift's \(swift)")
+        }
+
+        // Replay, only the turn topic, as fast as it goes: the recorded order, each from the replaying stage.
+        let replayPublisher = try BusPublisher(
+            context: context, bind: ["ipc://\(folder)/replay.sock"], stage: "replay", options: publisherOptions)
+        defer { replayPublisher.close() }
+        let replaySubscriber = try BusSubscriber(context: context, connect: ["ipc://\(folder)/replay.sock"])
+        defer { replaySubscriber.close() }
+        try SessionReplay.waitForSubscribers(1, on: replayPublisher, seconds: 10)
+        var options = SessionReplay.Options()
+        options.rate = 0
+        options.topics = [.turn]
+        let outcome = try SessionReplay.run(session: "\(folder)/session", publisher: replayPublisher, options: options)
+        #expect(outcome.published == read.count)
+        let replayed =
+            await withDeadline(seconds: 20, onTimeout: { replaySubscriber.close() }) { () -> [RecordedMessage]? in
+                var replayed: [RecordedMessage] = []
+                for await message in replaySubscriber.messages {
+                    replayed.append(message.recorded)
+                    if replayed.count == outcome.published { break }
+                }
+                return replayed
+            } ?? []
+        #expect(replayed.map(\.message) == read.map(\.message))
+        #expect(replayed.allSatisfy { $0.stage == "replay" })
+    }
+
     @Test func partsRotateBySizeAndTheFolderReadsAsOneSession() async throws {
         let folder = try scratchFolder()
         var options = MCAPRecorder.Options(folder: folder)

@@ -8,8 +8,28 @@ import Testing
 import TestSupport
 
 @Suite struct SessionReportTests {
+    /// The turn events of ``session()``, at the second each is for: sent three times each by the route stage
+    /// (`route`) and republished by the sink (`test`, the stage that sends the cues) except the one made while the
+    /// experimenter had stopped the outputs (50 s to 60 s).
+    static let turns: [(second: Int, event: TurnEvent)] = [
+        (40, Self.turn(.announce, manoeuvre: 0, degrees: -85, junctionsBefore: 1, meters: 84.6, "Rue Grimaldi")),
+        (55, Self.turn(.announce, manoeuvre: 0, degrees: -85, junctionsBefore: 0, meters: 31, "Rue Grimaldi")),
+        (62, Self.turn(.now, manoeuvre: 0, degrees: -85, junctionsBefore: 0, meters: 2, "Rue Grimaldi")),
+        (80, Self.turn(.straightOn, manoeuvre: 1, degrees: 6, junctionsBefore: 0, meters: 12, "Rue <Caroline>")),
+    ]
+
+    /// A turn event on route 1; ``session()`` dates it.
+    private static func turn(
+        _ phase: TurnPhase, manoeuvre: UInt32, degrees: Double, junctionsBefore: UInt32, meters: Double,
+        _ street: String
+    ) -> TurnEvent {
+        TurnEvent(
+            timeSeconds: 0, routeID: 1, manoeuvre: manoeuvre, phase: phase, turnDegrees: degrees,
+            junctionsBefore: junctionsBefore, distanceMeters: meters, outgoingBearingDegrees: 20, street: street)
+    }
+
     /// A session along the demo walk (a real Monaco route): a fix and a smoothed fix every second at 1.3 m/s, the
-    /// route, a reroute, 20 s off route, turn cues, a device switch and a signal-lost event.
+    /// route, a reroute, 20 s off route, turn cues, a device switch, a signal-lost event and turn events.
     static func session() throws -> SessionExport.Session {
         let data = try Data(
             contentsOf: repositoryRoot.appendingPathComponent("data/routes/monaco-demo-walk.geojson"))
@@ -20,10 +40,10 @@ import TestSupport
         let route = RouteBuilder.route(from: RoutePlan(points: points), routeID: 1, timeSeconds: 0, provider: "osm")
         let start = 1_767_225_600.0
         var records: [RecordedMessage] = []
-        func add(_ message: BusMessage, _ time: Double) {
+        func add(_ message: BusMessage, _ time: Double, stage: String = "test") {
             records.append(
                 RecordedMessage(
-                    receiveTimeSeconds: time, stage: "test", sequence: UInt64(records.count), message: message))
+                    receiveTimeSeconds: time, stage: stage, sequence: UInt64(records.count), message: message))
         }
         add(.route(route), start)
         add(
@@ -83,6 +103,12 @@ import TestSupport
             if second == 200 {
                 add(.cue(HapticCue(timeSeconds: time, kind: .signalLost, intensity: 1, deviationDegrees: 0)), time)
             }
+            for (at, turn) in Self.turns where at == second {
+                var event = turn
+                event.timeSeconds = time
+                for _ in 0..<3 { add(.turn(event), time, stage: "route") }
+                if !(50..<60).contains(second) { add(.turn(event), time + 0.01) }
+            }
         }
         let folder = try scratchFolder()
         var writer = SessionWriter(library: "test", metadata: [])
@@ -106,6 +132,48 @@ import TestSupport
         #expect(summary.deviceSwitches == 1)
         #expect(summary.arrived)
         #expect(summary.experimenterStops == 1 && summary.marks == ["kerb <here>"])
+        // Each turn event once, however often it was sent; the one made while stopped was not rendered.
+        #expect(summary.turnAnnouncements == 2 && summary.turnNows == 1 && summary.turnStraightOns == 1)
+        #expect(summary.turnsRendered == 3)
+    }
+
+    /// Turn events on the page: the summary's counts, a mark each on the timeline (the one not rendered faint), and
+    /// the list in words with their times from the start, each once.
+    @Test func theReportDrawsAndListsEachTurnEventOnceInWords() throws {
+        let session = try Self.session()
+        let turns = SessionReport.turns(session)
+        #expect(turns.map(\.event.phase) == Self.turns.map(\.event.phase))
+        #expect(turns.map(\.rendered) == [true, false, true, true])
+        let html = SessionReport.html(session, title: "turns")
+        #expect(
+            html.contains(
+                "<th>Turn events</th><td>2 announcements, 1 now, 1 straight on; 3 of 4 rendered by the sink</td>"))
+        func count(_ text: String) -> Int { html.components(separatedBy: text).count - 1 }
+        #expect(count("<path class=\"turn announce\"") == 2)
+        #expect(count("<line class=\"turn now\"") == 1)
+        #expect(count("<circle class=\"turn straightOn\"") == 1)
+        #expect(count("(not rendered)</title>") == 1)
+        #expect(count("<tr class=\"turn ") == 4)
+        #expect(
+            html.contains(
+                "<tr class=\"turn announce\"><td>0:40</td><td>announce</td><td>1/0</td><td>Second left onto Rue Grimaldi, in 85 metres</td><td>yes</td></tr>"
+            ))
+        #expect(
+            html.contains(
+                "<td>0:55</td><td>announce</td><td>1/0</td><td>Next left onto Rue Grimaldi, in 30 metres</td><td>no</td>"
+            ))
+        #expect(
+            html.contains("<td>1:02</td><td>now</td><td>1/0</td><td>Turn left now onto Rue Grimaldi</td><td>yes</td>"))
+        #expect(html.contains("<td>Straight on along Rue &lt;Caroline&gt;</td>"))
+    }
+
+    /// A session without turn events says so, and draws and lists none.
+    @Test func aSessionWithoutTurnEventsSaysNone() throws {
+        var session = try Self.session()
+        session.records.removeAll { $0.message.kind == .turn }
+        let html = SessionReport.html(session, title: "no turns")
+        #expect(html.contains("<th>Turn events</th><td>none</td>"))
+        #expect(!html.contains("class=\"turn ") && !html.contains("id=\"turns\""))
     }
 
     /// The SVG's smoothed track, taken back through the projection the page states, lies on the session's smoothed

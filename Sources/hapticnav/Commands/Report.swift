@@ -49,6 +49,7 @@ struct Report: ParsableCommand {
         print(
             "report: \(self.out): \(Int(summary.distanceMeters.rounded())) m walked in \(Int(summary.durationSeconds.rounded())) s; "
                 + "\(session.routes.count) route(s) (\(routes)); \(summary.turnCueOnsets) turn cue(s); "
+                + "\(summary.turnAnnouncements + summary.turnNows + summary.turnStraightOns) turn event(s); "
                 + "\(summary.failSafeEvents) fail-safe event(s); \(summary.arrived ? "arrived" : "did not arrive")"
                 + (ways.map { "; \($0.edgeCount) walkable way segments under the tracks" } ?? ""))
     }
