@@ -69,12 +69,7 @@ public struct NetworkParticipant: SimulatedParticipant {
         public var missPathPercent = 10.0
 
         /// The rules of the evaluation (issue 23: 20 m, 8 s, 45°, 60°, 2 s, 8 m).
-        public init() {
-            if let text = getenv("HN_MISS").map({ String(cString: $0) }), let value = Double(text) {  // DEBUG
-                self.missRoadPercent = value
-                self.missPathPercent = value
-            }
-        }
+        public init() {}
     }
 
     /// One junction passed: where, the way it came from and the branch it took, and the point `branchProbeMeters`
@@ -122,7 +117,8 @@ public struct NetworkParticipant: SimulatedParticipant {
     public private(set) var deadEnds = 0
     /// Following events: what it was told of the junctions ahead, each with the junctions still to pass before it, its
     /// angle [degrees, positive right], and whether it is a manoeuvre (else a straight on).
-    private var pending: [(routeID: UInt32, manoeuvre: UInt32, junctionsToGo: Int, turnDegrees: Double, turn: Bool)] = []
+    private var pending: [(routeID: UInt32, manoeuvre: UInt32, junctionsToGo: Int, turnDegrees: Double, turn: Bool)] =
+        []
     /// Following events: manoeuvres made (route id, number), so that a late announcement or *now* is not taken for the
     /// next.
     private var made: Set<UInt64> = []
@@ -163,11 +159,6 @@ public struct NetworkParticipant: SimulatedParticipant {
         self.bodyHeadingDegrees = 0
         self.bodyHeadingDegrees = self.edgeBearing
         self.face(heading)
-    }
-
-    /// DEBUG
-    public var debugEdge: String {
-        "edge \(self.from)->\(self.to) along \(fixedDecimal(self.along, digits: 1))/\(fixedDecimal(self.length, digits: 1)) deg(to)=\(self.graph.neighbours(of: self.to).count) phase=\(self.phase)"
     }
 
     /// Turns to walk along the current way in the direction closest to `heading` (before the start).
@@ -269,7 +260,8 @@ public struct NetworkParticipant: SimulatedParticipant {
             self.pending.removeAll { $0.turn && $0.manoeuvre == event.manoeuvre }
             self.pending.append((event.routeID, event.manoeuvre, count, event.turnDegrees, true))
         case .now:
-            guard !self.made.contains(key), !self.pending.contains(where: { $0.turn && $0.manoeuvre == event.manoeuvre })
+            guard !self.made.contains(key),
+                !self.pending.contains(where: { $0.turn && $0.manoeuvre == event.manoeuvre })
             else { return }
             let after = self.pending.filter { $0.turn && $0.manoeuvre < event.manoeuvre }.map(\.junctionsToGo).max()
             self.pending.append((event.routeID, event.manoeuvre, after.map { $0 + 1 } ?? 0, event.turnDegrees, true))
@@ -304,12 +296,6 @@ public struct NetworkParticipant: SimulatedParticipant {
             guard let straight = self.straightest() else { return nil }
             self.take(straight.node, lengthMeters: straight.lengthMeters, stopped: false)
             return true
-        }
-        if getenv("HN_DEBUG") != nil {  // DEBUG
-            let ways = self.branches(at: self.to, from: self.from).map {
-                "\(fixedDecimal(Angle.signedDifference(from: self.bodyHeadingDegrees, to: $0.bearing), digits: 0))\($0.node == self.from ? "(back)" : "")"
-            }
-            print("   junction: pending \(self.pending.map { "#\($0.manoeuvre)\($0.turn ? "T" : "S") togo=\($0.junctionsToGo) turn=\(fixedDecimal($0.turnDegrees, digits: 0))" }) ways \(ways)")
         }
         // This junction's: a manoeuvre before a straight on.
         let here = self.pending.filter { $0.junctionsToGo <= 0 }.sorted { $0.turn && !$1.turn }.first

@@ -769,8 +769,6 @@ public enum WalkerEvaluation {
         var step = 0
         var limit = Double.infinity
         var endedAt = 0.0
-        var debugChoices = 0
-        var debugLastFelt: CueKind = .silent
         while Double(step) * dt < limit {
             let t = Double(step) * dt
             let time = epoch + t
@@ -848,35 +846,16 @@ public enum WalkerEvaluation {
                 state.targets = state.targets.filter { $0.key > time - 5 }
                 state.smoothed = state.smoothed.filter { $0.key > time - 5 }
             }
-            if getenv("HN_DEBUG") != nil, felt == .turnAround, debugLastFelt != .turnAround, let line = currentLine {  // DEBUG
-                let truth = line.project(participant.position)
-                let (tgt, sm) = inbox.state.withLock { ($0.targets.max { $0.key < $1.key }?.value, $0.smoothed.max { $0.key < $1.key }?.value) }
-                let est = sm.flatMap { line.project(Coordinate(latitude: $0.latitude, longitude: $0.longitude)) }
-                print("  t=\(fixedDecimal(t, digits: 1)) TURNAROUND true along=\(fixedDecimal(truth?.distanceAlongMeters ?? -1, digits: 1)) off=\(fixedDecimal(truth?.distanceMeters ?? -1, digits: 1)) est along=\(fixedDecimal(est?.distanceAlongMeters ?? -1, digits: 1)) acc=\(fixedDecimal(sm?.horizontalAccuracyMeters ?? -1, digits: 1)) target=\(fixedDecimal(tgt?.bearingDegrees ?? -1, digits: 0)) body=\(fixedDecimal(participant.bodyHeadingDegrees, digits: 0)) speed=\(fixedDecimal(participant.speedMetersPerSecond, digits: 1)) pos=\(participant.position.latitude),\(participant.position.longitude) \((participant as? NetworkParticipant)?.debugEdge ?? "")")
-            }
-            debugLastFelt = felt
             tally.felt(felt)
             if felt == .arrival {
                 tally.arrived(at: participant.position, destination: pair.destination)
                 endedAt = t
                 break
             }
-            if getenv("HN_DEBUG") != nil {  // DEBUG
-                for event in heard {
-                    print("  t=\(fixedDecimal(t, digits: 1)) heard \(BusMessage.turn(event).summary)")
-                }
-            }
             for event in heard { participant.hear(event) }
             tally.heard(heard)
             participant.step(feeling: felt, at: t, dt: dt)
             if let walker = participant as? NetworkParticipant {
-                if getenv("HN_DEBUG") != nil, walker.choices.count > debugChoices {  // DEBUG
-                    for choice in walker.choices[debugChoices...] {
-                        let kept = currentLine.flatMap { Self.keptToRoute(choice, line: $0) }
-                        print("  t=\(fixedDecimal(t, digits: 1)) junction \(choice.junction.latitude),\(choice.junction.longitude) stopped=\(choice.stopped) kept=\(kept.map { "\($0)" } ?? "-") felt=\(felt)")
-                    }
-                    debugChoices = walker.choices.count
-                }
                 tally.judge(walker.choices, against: currentLine, at: t)
             }
             if participant.started, let line = currentLine { tally.track(participant.position, on: line) }

@@ -41,7 +41,8 @@ extension BusMessage {
             let text = event.text.isEmpty ? "" : " \"\(event.text)\""
             return "\(event.command)\(text) by \(event.sender) (\(event.stopped ? "outputs stopped" : "outputs live"))"
         case let .turn(event):
-            return "\(event.phase) manoeuvre #\(event.manoeuvre) turn=\(f(event.turnDegrees))° after \(event.junctionsBefore) junction(s) in \(f(event.distanceMeters))m way=\(f(event.outgoingBearingDegrees))°\(event.street.isEmpty ? "" : " onto \"\(event.street)\"") \"\(TurnWords.text(event))\""
+            return
+                "\(event.phase) manoeuvre #\(event.manoeuvre) turn=\(f(event.turnDegrees))° after \(event.junctionsBefore) junction(s) in \(f(event.distanceMeters))m way=\(f(event.outgoingBearingDegrees))°\(event.street.isEmpty ? "" : " onto \"\(event.street)\"") \"\(TurnWords.text(event))\""
         case let .status(status):
             let counters = status.counters.map { "\($0.name)=\($0.value)" }.joined(separator: " ")
             return "\(status.health) \"\(status.message)\"\(counters.isEmpty ? "" : " " + counters)"

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 /// Turns a provider's plan into a ``Route``: waypoints where the route turns, with spoken instructions.
 public enum RouteBuilder {
     /// Builds the route. A waypoint sits at each vertex where the direction changes by more than
@@ -214,7 +211,8 @@ public struct RouteTracker: Sendable {
             public static let all: [SettingDoc] = [
                 guidance, TurnAnnouncer.Options.Setting.manoeuvreDegrees.doc,
                 TurnAnnouncer.Options.Setting.straightDegrees.doc, TurnAnnouncer.Options.Setting.marginFactor.doc,
-                TurnAnnouncer.Options.Setting.minimumMarginMeters.doc, TurnAnnouncer.Options.Setting.junctionZoneMeters.doc,
+                TurnAnnouncer.Options.Setting.minimumMarginMeters.doc,
+                TurnAnnouncer.Options.Setting.junctionZoneMeters.doc,
                 TurnAnnouncer.Options.Setting.announceJunctions.doc,
                 target, lookAheadMeters.doc, sharpTurnDegrees.doc, announceMeters.doc, turnZoneMeters.doc,
                 courseWeightMeters.doc, cornerLimitDegrees.doc, chordMeters.doc, crossTrackDeadbandMeters.doc,
@@ -394,11 +392,6 @@ public struct RouteTracker: Sendable {
         self.announcer =
             self.options.guidance == .events && !junctions.isEmpty
             ? TurnAnnouncer(routeID: route.routeID, line: line, junctions: junctions, options: self.options.turns) : nil
-        if getenv("HN_DEBUG") != nil, let announcer = self.announcer {  // DEBUG
-            for junction in announcer.junctions {
-                print("   J along=\(fixedDecimal(junction.along, digits: 1)) \(junction.coordinate.latitude),\(junction.coordinate.longitude) turn=\(fixedDecimal(junction.turnDegrees, digits: 0)) m=\(junction.manoeuvre.map { "\($0)" } ?? "-") mis=\(junction.misleading)")
-            }
-        }
         self.nextWaypoint = min(1, route.waypoints.count - 1)
         self.lastAlong = nil
         self.offRouteCount = 0

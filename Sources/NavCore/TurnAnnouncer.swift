@@ -116,7 +116,9 @@ public struct TurnAnnouncer: Sendable {
             if let leaving = junction.routeBranch, ways.indices.contains(leaving) {
                 outgoing = ways[leaving]
                 let straight =
-                    junction.arrivingBranch.flatMap { ways.indices.contains($0) ? Angle.normalized(ways[$0] + 180) : nil }
+                    junction.arrivingBranch.flatMap {
+                        ways.indices.contains($0) ? Angle.normalized(ways[$0] + 180) : nil
+                    }
                     ?? arrival
                 turn = Angle.signedDifference(from: straight, to: outgoing)
                 let others = ways.indices.filter { $0 != leaving && $0 != junction.arrivingBranch }

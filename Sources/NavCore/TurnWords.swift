@@ -34,7 +34,8 @@ public enum TurnWords {
             let ordinal = self.ordinal(junctionsBefore: event.junctionsBefore)
             let what =
                 direction == "left" || direction == "right"
-                ? "\(ordinal) \(direction)" : "\(ordinal) junction, \(direction == "straight" ? "straight on" : direction)"
+                ? "\(ordinal) \(direction)"
+                : "\(ordinal) junction, \(direction == "straight" ? "straight on" : direction)"
             return Self.capitalized(what) + onto + ", in \(self.spokenMeters(event.distanceMeters)) metres"
         case .now:
             switch direction {

@@ -349,7 +349,8 @@ where Input.Element == Arrival<SmoothedFix> {
     private func repeatTarget() async throws {
         guard self.repeatsLeft > 0, let target = self.lastTarget else { return }
         self.repeatsLeft -= 1
-        for event in self.lastTurnEvents where event.routeID == target.routeID && target.timeSeconds - event.timeSeconds < 3 {
+        for event in self.lastTurnEvents
+        where event.routeID == target.routeID && target.timeSeconds - event.timeSeconds < 3 {
             try await self.output.publish(.turn(event))
         }
         try await self.output.publish(.target(target))

@@ -224,6 +224,56 @@ struct SinkHarness {
         band.emulator.stop()
     }
 
+    /// A turn event "second right" plays on the band as two short pulses of the right motor's pattern (not a motor
+    /// held at a level, as a turn cue is), once however often the route controller repeats it; one dated far from the
+    /// target in hand is dropped; and on the speaker it is said in words.
+    @Test func aTurnEventPlaysOnTheBandAsItsSidesPulsesAndOnTheSpeakerInWords() async throws {
+        let band = try EmulatedBand(pty: false)
+        let device = BandDevice(address: band.address, logger: Logger(label: "test"))
+        let sink = SinkHarness(devices: [device])
+        #expect(await eventually(within: 60) { await device.isAvailable() }, "the band connected")
+        try await sink.hold(heading: 0, seconds: 0.5)
+        func turn(_ time: Double) -> TurnEvent {
+            TurnEvent(
+                timeSeconds: time, routeID: 1, manoeuvre: 2, phase: .announce, turnDegrees: 85, junctionsBefore: 1,
+                distanceMeters: 42, outgoingBearingDegrees: 90, street: "Rue Grimaldi")
+        }
+        let now = Date().timeIntervalSince1970
+        let event = turn(now)
+        for _ in 0..<3 {
+            sink.continuation.yield(
+                Arrival(
+                    .turn(event), sender: "route", receivedSeconds: StageTime.system.monotonicSeconds(),
+                    sentSeconds: now))
+        }
+        sink.continuation.yield(
+            Arrival(
+                .turn(turn(now - 60)), sender: "route", receivedSeconds: StageTime.system.monotonicSeconds(),
+                sentSeconds: now))
+        let countRight = Int(BandProtocol.Pattern.countRight.rawValue)
+        func pulses() -> [[Int]] { band.frames.filter { $0.type == "pulse" }.map(\.payload) }
+        #expect(await eventually(within: 20) { pulses().contains([countRight, 200, 2]) }, "\(pulses())")
+        try await sink.hold(heading: 0, seconds: 0.5)
+        #expect(pulses().filter { $0 == [countRight, 200, 2] }.count == 1, "rendered once: \(pulses())")
+        #expect(await sink.output.messages.filter { if case .turn = $0 { true } else { false } } == [.turn(event)])
+        try await sink.finish()
+
+        let wav = try scratchFolder() + "/turn.wav"
+        let speaker = SpeakerDevice(wavFile: wav, logger: Logger(label: "test"))
+        let spoken = SinkHarness(devices: [speaker])
+        try await spoken.hold(heading: 0, seconds: 0.3)
+        let later = Date().timeIntervalSince1970
+        spoken.continuation.yield(
+            Arrival(
+                .turn(turn(later)), sender: "route", receivedSeconds: StageTime.system.monotonicSeconds(),
+                sentSeconds: later))
+        let said = await eventually(within: 20) { await speaker.summary().contains("(1 turn event(s))") }
+        #expect(said, "the speaker said the turn event")
+        try await spoken.finish()
+        let energy = try channelEnergy(wav)
+        #expect(energy.frames > SpeakerDevice.sampleRate, "a second of speech or more: \(energy.frames) frames")
+    }
+
     /// Under the condition lock, a device that never becomes available (a band that does not connect) stops every
     /// output after the grace, as a lost one does: the fallback never plays and the stop says why.
     @Test func underTheConditionLockADeviceThatNeverComesStopsEverythingAfterTheGrace() async throws {

@@ -6,7 +6,7 @@ import TestSupport
 import Testing
 
 /// Energy per channel of a 16-bit stereo WAV file.
-private func channelEnergy(_ file: String) throws -> (left: Double, right: Double, frames: Int) {
+func channelEnergy(_ file: String) throws -> (left: Double, right: Double, frames: Int) {
     let data = try Data(contentsOf: URL(fileURLWithPath: file))
     #expect(data.count >= 44 && String(decoding: data[0..<4], as: UTF8.self) == "RIFF")
     var left = 0.0, right = 0.0, frames = 0

@@ -57,6 +57,32 @@ extension ProcessSuites {
             #expect(report.stdout.contains("arrived"), "\(report.stdout)")
         }
 
+        /// Participants who act on turn events, each stage its own process: every walk hears the route controller's
+        /// announcements as the sink rendered them, walks its route to the arrival, and takes the turns it was told.
+        @Test func eventFollowingParticipantsThroughTheRealProcessesHearTheTurnsAndArrive() async throws {
+            let run = try ChildProcess(
+                try hapticnavExecutable(),
+                [
+                    "eval", "walkers", "--config", repositoryRoot.appendingPathComponent("configs/demo.json5").path,
+                    "--pairs", repositoryRoot.appendingPathComponent("data/routing/monaco-pedestrian-routes.json").path,
+                    "--routes", "3", "--seeds", "1", "--noise", "5", "--participant", "events", "--processes", "--json",
+                ])
+            #expect(await run.wait(seconds: 400) == 0, "\(run.stderr.suffix(2000))")
+            let object = try #require(
+                JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stdout.prefix(500))"
+            )
+            let walks = try #require(object["walks"] as? [[String: Any]])
+            #expect(walks.count == 3)
+            for walk in walks {
+                #expect(walk["participant"] as? String == "events")
+                #expect((walk["turnEvents"] as? Int ?? 0) >= 2, "announcements and nows felt: \(walk)")
+                #expect(walk["arrived"] as? Bool == true, "\(walk)")
+                #expect(walk["timeouts"] as? Int == 0)
+                let junctions = walk["junctionsOnRoute"] as? Int ?? 0
+                #expect(junctions > 0 && (walk["wrongBranches"] as? Int ?? 99) * 4 <= junctions, "\(walk)")
+            }
+        }
+
         /// Stages composed in the evaluating process (the default) and a process per stage (`--processes`) give the
         /// same walks, figure for figure; only the measured latency of a cue differs.
         @Test func stagesComposedInOneProcessGiveTheSameWalksAsAProcessEach() async throws {
@@ -68,7 +94,7 @@ extension ProcessSuites {
                         repositoryRoot.appendingPathComponent("configs/demo.json5").path, "--pairs",
                         repositoryRoot.appendingPathComponent("data/routing/monaco-pedestrian-routes.json").path,
                         "--routes", "2", "--seeds", "1", "--noise", "5c", "--participant", "open", "--participant",
-                        "network", "--json",
+                        "network", "--participant", "events", "--json",
                     ] + extra)
                 #expect(await run.wait(seconds: 300) == 0, "\(run.stderr.suffix(2000))")
                 let object = try #require(
@@ -82,7 +108,7 @@ extension ProcessSuites {
             }
             let composed = try await walks([])
             let processes = try await walks(["--processes"])
-            #expect(composed.count == 4)
+            #expect(composed.count == 6)
             #expect(composed.count == processes.count)
             for (one, other) in zip(composed, processes) {
                 let (a, b) = try (

@@ -437,6 +437,7 @@ extension RouteTracker.Options {
             -> Double
         {
             var options = RouteTracker.Options()
+            options.guidance = .bearing  // the bearing alone (turn events have tests of their own)
             options.junctionChord = junctionChord
             options.chordMeters = 8
             var tracker = RouteTracker(options: options)
@@ -481,6 +482,7 @@ extension RouteTracker.Options {
             throws -> Double
         {
             var options = RouteTracker.Options()
+            options.guidance = .bearing  // the bearing alone (turn events have tests of their own)
             options.forkCueMeters = forkCueMeters
             options.branchMarginDegrees = margin
             var tracker = RouteTracker(options: options)
@@ -527,6 +529,7 @@ extension RouteTracker.Options {
             at along: Double, speed: Double = 0, clearance: Double, ways: [Double] = [330, 65, 235, 150]
         ) throws -> Double {
             var options = RouteTracker.Options()
+            options.guidance = .bearing  // the bearing alone (turn events have tests of their own)
             options.chordMeters = 10
             options.chordClearanceDegrees = clearance
             var tracker = RouteTracker(options: options)
@@ -569,6 +572,7 @@ extension RouteTracker.Options {
         let corner = route.points[1]
         func bearingEightMetresBeforeTheSecondCorner(biasSeconds: Double) throws -> Double {
             var options = RouteTracker.Options()
+            options.guidance = .bearing  // the bearing alone (turn events have tests of their own)
             options.routeBiasSeconds = biasSeconds
             options.chordMeters = 8
             var tracker = RouteTracker(options: options)

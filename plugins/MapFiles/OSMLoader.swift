@@ -167,7 +167,8 @@ public enum OSMLoader {
         /// A way, kept when it is walkable.
         func addWay(_ nodes: [Int64], tags: [String: String]) {
             guard self.isWalkable(tags) else { return }
-            self.ways.append((nodes, tags["name"] ?? tags["ref"], tags["highway"].map { OSMLoader.roads.contains($0) } ?? false))
+            self.ways.append(
+                (nodes, tags["name"] ?? tags["ref"], tags["highway"].map { OSMLoader.roads.contains($0) } ?? false))
         }
 
         /// Whether a node stops a walker: a blocking barrier, or closed by `foot` (else `access`).
