@@ -335,8 +335,6 @@ public struct RouteTracker: Sendable {
     private var junctionsAlong: [(along: Double, aim: Double?, fork: Bool)] = []
     /// The route's manoeuvres and their announcements (guidance by events, with the map's junctions).
     public private(set) var announcer: TurnAnnouncer?
-    /// Guidance by events: the bearing last given on the route, for a walker who stops between junctions.
-    private var eventsBearing: (routeID: UInt32, bearing: Double)?
     private var nextWaypoint = 1
     private var lastAlong: Double?
     private var offRouteCount = 0
@@ -498,9 +496,8 @@ public struct RouteTracker: Sendable {
             update.turnEvents = self.announcer!.update(
                 along: steering.distanceAlongMeters, accuracyMeters: fix.horizontalAccuracyMeters, time: time)
             if self.state == .onRoute {
-                let bearing = self.eventsBearing(fix, steering, line)
-                self.eventsBearing = (route.routeID, bearing)
-                update.target.bearingDegrees = bearing
+                update.target.bearingDegrees = self.eventsBearing(
+                    fix, steering, line, otherwise: update.target.bearingDegrees)
             }
         }
 
@@ -563,41 +560,25 @@ public struct RouteTracker: Sendable {
         return update
     }
 
-    /// Guidance by events: the bearing to steer where turns are made by the events. At (or near) a manoeuvre's junction,
-    /// the outgoing way's own direction, which position error does not move (walking toward it, held within 105° of
-    /// the route's direction: a strong turn, never a turn-around before the corner). Between junctions the walker is
-    /// on a way and turns only where told: of the route's directions where the estimate's error may place the walker,
-    /// the one nearest the walker's course, so that no cue says to leave a way the walker may rightly be on (a corner
-    /// the estimate lags or leads no longer cues a turn, nor a turn-around); standing, the route's direction there.
-    private func eventsBearing(_ fix: SmoothedFix, _ here: PolylineProjection, _ line: Polyline) -> Double {
-        guard let announcer = self.announcer else { return 0 }
+    /// Guidance by events: at (or near) a manoeuvre's or a straight on's junction, the bearing to steer is the
+    /// outgoing way's own direction, which position error does not move (walking toward it, held within 105° of the
+    /// route's direction: a strong turn, never a turn-around before the corner); elsewhere path following's bearing
+    /// (`bearing`), unchanged. (Measured and not kept: between junctions, the route's direction nearest the walker's
+    /// course where the estimate may place them; open-space walkers then drifted off the route.)
+    private func eventsBearing(
+        _ fix: SmoothedFix, _ here: PolylineProjection, _ line: Polyline, otherwise bearing: Double
+    ) -> Double {
         let along = here.distanceAlongMeters
-        let direction = line.point(atDistance: along)?.bearingDegrees ?? 0
-        let moving = fix.speedMetersPerSecond >= self.options.wrongWaySpeed
-        if let junction = announcer.junction(near: along, accuracyMeters: fix.horizontalAccuracyMeters) {
-            guard moving, along < junction.along else { return junction.outgoingBearingDegrees }
-            return Self.held(
-                junction.outgoingBearingDegrees, within: 105, of: direction,
-                toward: Angle.signedDifference(from: direction, to: junction.outgoingBearingDegrees))
+        guard let junction = self.announcer?.junction(near: along, accuracyMeters: fix.horizontalAccuracyMeters) else {
+            return bearing
         }
-        guard moving, let course = fix.courseDegrees else {
-            // Standing between junctions (a pause, a turn-around): the direction last given, not one the estimate's
-            // drift across a bend may turn about.
-            return self.eventsBearing.flatMap { $0.routeID == announcer.routeID ? $0.bearing : nil } ?? direction
+        let direction = line.point(atDistance: along)?.bearingDegrees ?? junction.outgoingBearingDegrees
+        guard fix.speedMetersPerSecond >= self.options.wrongWaySpeed, along < junction.along else {
+            return junction.outgoingBearingDegrees
         }
-        let margin = max(
-            announcer.options.junctionZoneMeters, announcer.options.marginFactor * fix.horizontalAccuracyMeters)
-        var best = direction
-        var offset = -margin
-        while offset <= margin {
-            if let point = line.point(atDistance: min(line.lengthMeters, max(0, along + offset))),
-                Angle.separation(point.bearingDegrees, course) < Angle.separation(best, course)
-            {
-                best = point.bearingDegrees
-            }
-            offset += 1
-        }
-        return best
+        return Self.held(
+            junction.outgoingBearingDegrees, within: 105, of: direction,
+            toward: Angle.signedDifference(from: direction, to: junction.outgoingBearingDegrees))
     }
 
     /// The route as a measurement: the GPS error (a first-order process, σ 5 m, time constant `routeBiasSeconds`)

@@ -556,14 +556,22 @@ extension RouteTracker.Options {
         // still walks west.
         let route = self.route(legs: [(270, 30), (180, 3), (130, 40)])
         let fork = RouteJunction(index: 2, branchBearingsDegrees: [0, 200, 130], arrivingBranch: 0, routeBranch: 2)
-        var tracker = RouteTracker()
-        tracker.setRoute(route, junctions: [fork])
-        _ = tracker.update(with: self.fix(self.start, course: 270, time: 0))
-        let before = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 270, distanceMeters: 29).coordinate
-        let update = tracker.update(with: self.fix(before, course: 270, time: 1))
-        let answer = try #require(update)
-        // The route's way lies 140° from the walker's direction, a turn-around: held at 90°, to its side (left).
-        #expect(abs(self.relativeTarget(answer.target, course: 270) + 90) < 1, "\(answer.target.bearingDegrees)")
+        for mode in RouteTracker.GuidanceMode.allCases {
+            var options = RouteTracker.Options()
+            options.guidance = mode
+            var tracker = RouteTracker(options: options)
+            tracker.setRoute(route, junctions: [fork])
+            _ = tracker.update(with: self.fix(self.start, course: 270, time: 0))
+            let before = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 270, distanceMeters: 29).coordinate
+            let update = tracker.update(with: self.fix(before, course: 270, time: 1))
+            let answer = try #require(update)
+            // The route's way lies 140° from the walker's direction, a turn-around: held at 90° (bearing alone; by
+            // events, the outgoing way's own direction held at 105°), to its side (left).
+            let held = mode == .bearing ? 90.0 : 105.0
+            #expect(
+                abs(self.relativeTarget(answer.target, course: 270) + held) < 1,
+                "\(mode): \(answer.target.bearingDegrees)")
+        }
     }
 
     @Test func theErrorSeenAcrossOneLegIsTakenOffAlongTheNextWithTheRouteAsAMeasurement() throws {
