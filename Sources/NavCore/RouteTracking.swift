@@ -120,9 +120,9 @@ public struct RouteTracker: Sendable {
         public enum Setting {
             /// The guidance mode, documented beside the numbers.
             public static let guidance = SettingDoc(
-                key: "guidance", defaultText: "events", rangeText: "events, bearing",
+                key: "guidance", defaultText: "bearing", rangeText: "bearing, events",
                 summary:
-                    "events: turn events announce each manoeuvre at a junction of the offline router's walking graph (side, angle, the junctions before it), say now at it and straight on where a branch could mislead, and at the manoeuvre's junction the bearing to steer is the outgoing way's own direction; bearing: the guidance target alone (a lab compares the two); without a walking graph there are no events"
+                    "bearing: the guidance target alone; events: turn events announce each manoeuvre at a junction of the offline router's walking graph (side, angle, the junctions before it), say now at it and straight on where a branch could mislead, and at the manoeuvre's junction the bearing to steer is the outgoing way's own direction, elsewhere as with bearing (a lab compares the two; without a walking graph there are no events)"
             )
             public static let announceMeters = SettingSpec(
                 "announceMeters", unit: "m", default: 10.0, in: 0...50,
@@ -229,8 +229,8 @@ public struct RouteTracker: Sendable {
         public var waypointRadiusMeters = Setting.waypointRadiusMeters.defaultValue
         /// The destination is reached within this distance [metres].
         public var arrivalRadiusMeters = Setting.arrivalRadiusMeters.defaultValue
-        /// Turn events, or the bearing alone.
-        public var guidance = GuidanceMode.events
+        /// The bearing alone, or turn events too (measured not yet better at junctions: README, "Turn events").
+        public var guidance = GuidanceMode.bearing
         /// When and what turn events announce.
         public var turns = TurnAnnouncer.Options()
         /// Where the guidance target goes.

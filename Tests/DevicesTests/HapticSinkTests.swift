@@ -274,6 +274,40 @@ struct SinkHarness {
         #expect(energy.frames > SpeakerDevice.sampleRate, "a second of speech or more: \(energy.frames) frames")
     }
 
+    /// While the experimenter's stop holds, a turn event is not rendered (nor afterwards: it was about then); after the
+    /// resume the next one is.
+    @Test func aTurnEventIsNotRenderedWhileTheOutputsAreStopped() async throws {
+        let device = RecordingDevice(name: "recording")
+        let sink = SinkHarness(devices: [device])
+        try await sink.hold(heading: 0, seconds: 0.3)
+        func send(_ manoeuvre: UInt32) {
+            let now = Date().timeIntervalSince1970
+            sink.continuation.yield(
+                Arrival(
+                    .turn(
+                        TurnEvent(
+                            timeSeconds: now, routeID: 1, manoeuvre: manoeuvre, phase: .now, turnDegrees: -90,
+                            junctionsBefore: 0, distanceMeters: 2, outgoingBearingDegrees: 270)),
+                    sender: "route", receivedSeconds: StageTime.system.monotonicSeconds(), sentSeconds: now))
+        }
+        _ = await sink.stage.control(
+            ControlRequest(command: .stop, requestID: "s", sentSeconds: Date().timeIntervalSince1970),
+            sender: "experimenter")
+        send(0)
+        try await sink.hold(heading: 0, seconds: 0.3)
+        #expect(await device.turns.isEmpty, "nothing rendered while stopped")
+        _ = await sink.stage.control(
+            ControlRequest(command: .resume, requestID: "r", sentSeconds: Date().timeIntervalSince1970),
+            sender: "experimenter")
+        try await sink.hold(heading: 0, seconds: 0.3)
+        send(1)
+        #expect(await eventually(within: 10) { await device.turns.map(\.manoeuvre) == [1] })
+        try await sink.finish()
+        let statuses = await sink.output.messages.compactMap { if case let .status(s) = $0 { s } else { nil } }
+        let withheld = statuses.last?.counters.first { $0.name == "turns.withheld" }?.value
+        #expect(withheld == 1, "counted: \(String(describing: withheld))")
+    }
+
     /// Under the condition lock, a device that never becomes available (a band that does not connect) stops every
     /// output after the grace, as a lost one does: the fallback never plays and the stop says why.
     @Test func underTheConditionLockADeviceThatNeverComesStopsEverythingAfterTheGrace() async throws {

@@ -66,6 +66,7 @@ extension ProcessSuites {
                     "eval", "walkers", "--config", repositoryRoot.appendingPathComponent("configs/demo.json5").path,
                     "--pairs", repositoryRoot.appendingPathComponent("data/routing/monaco-pedestrian-routes.json").path,
                     "--routes", "3", "--seeds", "1", "--noise", "5", "--participant", "events", "--processes", "--json",
+                    "--set", "stages.route.options.guidance=events",
                 ])
             #expect(await run.wait(seconds: 400) == 0, "\(run.stderr.suffix(2000))")
             let object = try #require(
@@ -94,7 +95,7 @@ extension ProcessSuites {
                         repositoryRoot.appendingPathComponent("configs/demo.json5").path, "--pairs",
                         repositoryRoot.appendingPathComponent("data/routing/monaco-pedestrian-routes.json").path,
                         "--routes", "2", "--seeds", "1", "--noise", "5c", "--participant", "open", "--participant",
-                        "network", "--participant", "events", "--json",
+                        "network", "--participant", "events", "--set", "stages.route.options.guidance=events", "--json",
                     ] + extra)
                 #expect(await run.wait(seconds: 300) == 0, "\(run.stderr.suffix(2000))")
                 let object = try #require(
