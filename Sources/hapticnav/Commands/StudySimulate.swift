@@ -32,7 +32,10 @@ extension StudyCommand {
         @Option(help: "The GPS error: a sigma in metres, 'c' for correlated over 30 s (5, 10, 5c).")
         var gps = "5"
 
-        @Option(help: "Who walks: 'open' (wherever they face) or 'network' (held to the walkable ways).")
+        @Option(
+            help:
+                "Who walks: 'open' (wherever they face), 'network' (held to the walkable ways, by the cues) or 'events' (held to the ways, acting on turn events)."
+        )
         var participant = "open"
 
         @Option(help: "The seed the participants' traits and walks are drawn from.")
