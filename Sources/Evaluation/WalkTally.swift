@@ -13,10 +13,8 @@ struct WalkTally {
     private var judgedChoices = 0
     private var junctionsOnRoute = 0
     private var wrongJunctions: [WalkerEvaluation.WrongJunction] = []
-    /// Turn events felt, by phase [count].
-    private var announcements = 0
-    private var nows = 0
-    private var straightOns = 0
+    /// Turn events felt [count].
+    private var turnEvents = 0
     private var arrivedNear = false
     private var arrivedFar = false
 
@@ -30,13 +28,7 @@ struct WalkTally {
 
     /// Turn events felt (as the sink rendered them).
     mutating func heard(_ events: [TurnEvent]) {
-        for event in events {
-            switch event.phase {
-            case .announce: self.announcements += 1
-            case .now: self.nows += 1
-            case .straightOn: self.straightOns += 1
-            }
-        }
+        self.turnEvents += events.count
     }
 
     /// A smoothed fix against where the walker truly was.
@@ -92,7 +84,7 @@ struct WalkTally {
         walk.junctionsOnRoute = self.junctionsOnRoute
         walk.wrongBranches = self.wrongJunctions.count
         walk.wrongJunctions = self.wrongJunctions
-        walk.turnEvents = self.announcements + self.nows + self.straightOns
+        walk.turnEvents = self.turnEvents
         return walk
     }
 }

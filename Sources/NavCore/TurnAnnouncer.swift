@@ -55,10 +55,19 @@ public struct TurnAnnouncer: Sendable {
         /// The defaults.
         public init() {}
 
-        /// The margin on the walker's place for an estimate of this accuracy [metres].
+        /// The margin on the walker's place for counting junctions, for an estimate of this accuracy [metres].
         public func marginMeters(accuracyMeters: Double) -> Double {
+            self.margin(atLeast: self.minimumMarginMeters, accuracyMeters: accuracyMeters)
+        }
+
+        /// The zone around a junction where the outgoing way's direction is steered, for this accuracy [metres].
+        public func zoneMeters(accuracyMeters: Double) -> Double {
+            self.margin(atLeast: self.junctionZoneMeters, accuracyMeters: accuracyMeters)
+        }
+
+        private func margin(atLeast minimum: Double, accuracyMeters: Double) -> Double {
             let accuracy = accuracyMeters.isFinite ? max(0, accuracyMeters) : 50
-            return max(self.minimumMarginMeters, self.marginFactor * accuracy)
+            return max(minimum, self.marginFactor * accuracy)
         }
     }
 
@@ -179,8 +188,7 @@ public struct TurnAnnouncer: Sendable {
     /// The junction a walker placed `along` may be standing at or just past, and is to leave by the route's way: the
     /// nearest manoeuvre or straight-on junction within `junctionZoneMeters` (or the factor × the accuracy).
     public func junction(near along: Double, accuracyMeters: Double) -> Junction? {
-        let accuracy = accuracyMeters.isFinite ? max(0, accuracyMeters) : 50
-        let margin = max(self.options.junctionZoneMeters, self.options.marginFactor * accuracy)
+        let margin = self.options.zoneMeters(accuracyMeters: accuracyMeters)
         return self.junctions.filter { ($0.manoeuvre != nil || $0.misleading) && abs($0.along - along) <= margin }
             .min { abs($0.along - along) < abs($1.along - along) }
     }

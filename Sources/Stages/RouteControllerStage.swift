@@ -140,7 +140,7 @@ where Input.Element == Arrival<SmoothedFix> {
     private var lastAttempt = -Double.infinity
     private var arrivedReported = false
     private var lastTarget: GuidanceTarget?
-    /// The newest fix's turn events, sent again with the target's repeats.
+    /// The newest fix's turn events, sent again with its target's repeats.
     private var lastTurnEvents: [TurnEvent] = []
     /// Turn events published [count].
     private var turnEvents = 0
@@ -330,8 +330,8 @@ where Input.Element == Arrival<SmoothedFix> {
         }
         try await self.output.publish(.target(update.target))
         self.lastTarget = update.target
-        // A new event is sent again with the target's repeats (the sink renders each once).
-        if !update.turnEvents.isEmpty { self.lastTurnEvents = update.turnEvents }
+        // The fix's events are sent again with its target's repeats (the sink renders each once).
+        self.lastTurnEvents = update.turnEvents
         self.repeatsLeft = self.options.targetRepeats
         if update.arrived && !self.arrivedReported {
             self.arrivedReported = true
@@ -349,10 +349,7 @@ where Input.Element == Arrival<SmoothedFix> {
     private func repeatTarget() async throws {
         guard self.repeatsLeft > 0, let target = self.lastTarget else { return }
         self.repeatsLeft -= 1
-        for event in self.lastTurnEvents
-        where event.routeID == target.routeID && target.timeSeconds - event.timeSeconds < 3 {
-            try await self.output.publish(.turn(event))
-        }
+        for event in self.lastTurnEvents { try await self.output.publish(.turn(event)) }
         try await self.output.publish(.target(target))
     }
 
