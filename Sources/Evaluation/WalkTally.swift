@@ -8,6 +8,9 @@ struct WalkTally {
     private var wrongWayCues = 0
     private var worstOffMeters = 0.0
     private var squaredErrors: [Double] = []
+    /// The route controller's place against the walker's, along the route and across it [metres].
+    private var alongErrors: [Double] = []
+    private var placeErrors: [Double] = []
     /// From each heading sent to its cue's arrival [ms].
     var latenciesMilliseconds: [Double] = []
     private var judgedChoices = 0
@@ -35,6 +38,18 @@ struct WalkTally {
     mutating func estimated(_ fix: SmoothedFix, truth: Coordinate) {
         let error = FlatProjection.distance(truth, Coordinate(latitude: fix.latitude, longitude: fix.longitude))
         self.squaredErrors.append(error * error)
+    }
+
+    /// The route controller's progress (where it places the walker on the route in force, `line`) against where the
+    /// walker truly was: the error along the route, and the whole error (along and across).
+    mutating func placed(_ progress: RouteProgress, truth: Coordinate, on line: Polyline) {
+        let along = progress.distanceAlongMeters
+        guard let projection = line.project(truth, alongRange: (along - 50)...(along + 50)) ?? line.project(truth)
+        else { return }
+        let alongError = along - projection.distanceAlongMeters
+        let acrossError = progress.crossTrackMeters - projection.crossTrackMeters
+        self.alongErrors.append(alongError)
+        self.placeErrors.append((alongError * alongError + acrossError * acrossError).squareRoot())
     }
 
     /// Where the walker is, against the route in force.
@@ -85,6 +100,8 @@ struct WalkTally {
         walk.wrongBranches = self.wrongJunctions.count
         walk.wrongJunctions = self.wrongJunctions
         walk.turnEvents = self.turnEvents
+        walk.alongErrorsMeters = self.alongErrors.map { ($0 * 100).rounded() / 100 }
+        walk.placeErrorsMeters = self.placeErrors.map { ($0 * 100).rounded() / 100 }
         return walk
     }
 }

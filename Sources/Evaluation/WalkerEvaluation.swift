@@ -217,6 +217,10 @@ public enum WalkerEvaluation {
         public var routeSeconds: Double
         /// Root mean square of the smoothed position's error [metres].
         public var smoothedRMSMeters: Double
+        /// At each fix on the route in force, the route controller's place (its progress) less the walker's, along
+        /// the route (positive ahead), and its whole error along and across [metres].
+        public var alongErrorsMeters: [Double] = []
+        public var placeErrorsMeters: [Double] = []
         /// Heading to cue through the processes, per heading [milliseconds].
         public var latenciesMilliseconds: [Double]
         /// Answers that did not come within the wait [count].
@@ -260,6 +264,12 @@ public enum WalkerEvaluation {
         /// Of the junctions passed on the route, the share where the right branch was taken [percent].
         public var junctionsRightPercent = 100.0
         public var junctionStopsPerWalk = 0.0
+        /// The route controller's place: its error along the route, RMS and 95th percentile of its size, and its
+        /// whole error's RMS [metres].
+        public var alongMeanMeters = Double.nan
+        public var alongRMSMeters = Double.nan
+        public var alongP95Meters = Double.nan
+        public var placeRMSMeters = Double.nan
     }
 
     public struct Failure: Error, CustomStringConvertible {
@@ -454,7 +464,16 @@ public enum WalkerEvaluation {
             junctionsRightPercent: 100
                 * (1 - Double(walks.map(\.wrongBranches).reduce(0, +))
                     / Double(max(1, walks.map(\.junctionsOnRoute).reduce(0, +)))),
-            junctionStopsPerWalk: Double(walks.map(\.junctionStops).reduce(0, +)) / count)
+            junctionStopsPerWalk: Double(walks.map(\.junctionStops).reduce(0, +)) / count,
+            alongMeanMeters: walks.flatMap(\.alongErrorsMeters).reduce(0, +)
+                / Double(max(1, walks.map(\.alongErrorsMeters.count).reduce(0, +))),
+            alongRMSMeters: Self.rms(walks.flatMap(\.alongErrorsMeters)),
+            alongP95Meters: percentile(walks.flatMap(\.alongErrorsMeters).map(abs).sorted(), 0.95),
+            placeRMSMeters: Self.rms(walks.flatMap(\.placeErrorsMeters)))
+    }
+
+    static func rms(_ values: [Double]) -> Double {
+        values.isEmpty ? .nan : (values.map { $0 * $0 }.reduce(0, +) / Double(values.count)).squareRoot()
     }
 
     /// The table the command prints.
@@ -464,7 +483,7 @@ public enum WalkerEvaluation {
         let width = labels.isEmpty ? 0 : max(9, labels.map(\.count).max()!) + 2
         var lines = [
             (width > 0 ? "settings".padded(to: width) : "")
-                + "participant  condition   walks  arrived  false arr.  on route  wrong branches/walk  junctions right  stops/walk  turn cues/min  time ×route  reroutes/walk  wrong-way/walk  smoothed RMS  cue latency p50/p99"
+                + "participant  condition   walks  arrived  false arr.  on route  wrong branches/walk  junctions right  stops/walk  turn cues/min  time ×route  reroutes/walk  wrong-way/walk  smoothed RMS  place RMS  along mean, RMS/p95  cue latency p50/p99"
         ]
         for s in summaries {
             let network = s.participant.onNetwork
@@ -480,9 +499,12 @@ public enum WalkerEvaluation {
                             s.junctionStopsPerWalk)
                         : "                  —                —           —")
                     + String(
-                        cFormat: "  %13.1f  %11.2f  %13.2f  %14.2f  %10.1f m  %7.2f / %.2f ms",
+                        cFormat:
+                            "  %13.1f  %11.2f  %13.2f  %14.2f  %10.1f m  %7.1f m  %+5.1f, %4.1f / %4.1f m  %7.2f / %.2f ms",
                         s.turnOnsetsPerMinute, s.medianTimeRatio, s.reroutesPerWalk,
-                        s.wrongWayCuesPerWalk, s.smoothedRMSMeters, s.cueLatencyP50Milliseconds,
+                        s.wrongWayCuesPerWalk, s.smoothedRMSMeters, s.placeRMSMeters, s.alongMeanMeters,
+                        s.alongRMSMeters,
+                        s.alongP95Meters, s.cueLatencyP50Milliseconds,
                         s.cueLatencyP99Milliseconds)
                     + (s.timeouts > 0 ? "  (\(s.timeouts) answers timed out)" : "")
                     + (s.restarts > 0 ? "  (\(s.restarts) walks started again)" : ""))
@@ -499,6 +521,7 @@ public enum WalkerEvaluation {
             var cueArrivals: [Double: Double] = [:]
             var targets: [Double: GuidanceTarget] = [:]
             var smoothed: [Double: SmoothedFix] = [:]
+            var progress: [Double: RouteProgress] = [:]
             var routes: [UInt32: Route] = [:]
             /// The route controller's turn events by their fix's time, to relay to the sink.
             var turns: [Double: [TurnEvent]] = [:]
@@ -622,7 +645,7 @@ public enum WalkerEvaluation {
             configFile: configFile, executable: setup.executable, hub: hub)
         defer { stages.stop() }
         let inputs = [template.smoother, template.route, template.haptic].map(endpoint)
-        let topics = SubscriberOptions(topics: ["smoothed", "target", "route", "cue", "turn"])
+        let topics = SubscriberOptions(topics: ["smoothed", "target", "route", "cue", "turn", "progress"])
         let subscriber =
             try hub.map { BusSubscriber(hub: $0, connect: inputs, options: topics) }
             ?? BusSubscriber(context: context, connect: inputs, options: topics)
@@ -640,6 +663,7 @@ public enum WalkerEvaluation {
                             state.cueArrivals[cue.timeSeconds] = SystemClock.monotonicSeconds()
                         case let .target(target): state.targets[target.timeSeconds] = target
                         case let .smoothed(fix): state.smoothed[fix.timeSeconds] = fix
+                        case let .progress(progress): state.progress[progress.timeSeconds] = progress
                         case let .route(route): state.routes[route.routeID] = route
                         case let .turn(event) where received.header.stage == template.haptic:
                             state.rendered.append(event)
@@ -796,13 +820,17 @@ public enum WalkerEvaluation {
                     timeouts += 1
                     try Self.checkAnswering(timeouts)
                 }
-                let (target, smoothed, routes, turns) = inbox.state.withLock {
-                    ($0.targets[time], $0.smoothed[time], $0.routes, $0.turns[time] ?? [])
+                let (target, smoothed, routes, turns, progress) = inbox.state.withLock {
+                    ($0.targets[time], $0.smoothed[time], $0.routes, $0.turns[time] ?? [], $0.progress[time])
                 }
                 // The fix's turn events before its target, as the route controller sent them.
                 for event in turns { try await source.publish(.turn(event)) }
                 if let target { try await source.publish(.target(target)) }
                 if let smoothed { tally.estimated(smoothed, truth: participant.position) }
+                // Published before the target: here with it.
+                if let progress, progress.routeID == currentRouteID, participant.started, let line = currentLine {
+                    tally.placed(progress, truth: participant.position, on: line)
+                }
                 if let target, target.routeID != currentRouteID, let route = routes[target.routeID] {
                     currentRouteID = target.routeID
                     currentLine = Polyline(route.points)
@@ -845,6 +873,7 @@ public enum WalkerEvaluation {
                 state.turns = state.turns.filter { $0.key > time - 5 }
                 state.targets = state.targets.filter { $0.key > time - 5 }
                 state.smoothed = state.smoothed.filter { $0.key > time - 5 }
+                state.progress = state.progress.filter { $0.key > time - 5 }
             }
             tally.felt(felt)
             if felt == .arrival {

@@ -134,11 +134,11 @@ public enum PluginRegistry {
             ).1
         case .route:
             let (options, fallbacks) = try RouteStageOptions.parse(stage.options)
-            if options.matchWays, stage.plugin != OSMRouteProvider.id,
+            if options.place != .smoothed, stage.plugin != OSMRouteProvider.id,
                 !fallbacks.contains(where: { $0.plugin == OSMRouteProvider.id })
             {
                 throw ConfigError.invalidValue(
-                    path: "stages.\(stage.name).options.matchWays",
+                    path: "stages.\(stage.name).options.place",
                     expected: "an `osm` router (the ways to place the walker on) as the plugin or a fallback",
                     found: ([stage.plugin] + fallbacks.map(\.plugin)).joined(separator: ", "))
             }

@@ -72,7 +72,17 @@ enum RouteStageOptions {
         tracker.rerouteMinimumSeconds = try settings.value(Setting.rerouteMinimumSeconds)
         tracker.rerouteMinimumMeters = try settings.value(Setting.rerouteMinimumMeters)
         options.tracker = tracker
-        options.matchWays = try settings.bool(RouteControllerOptions.Setting.matchWays.key, default: false)
+        options.place = RouteControllerOptions.Place(
+            rawValue: try settings.string(
+                RouteControllerOptions.Setting.place.key, default: RouteControllerOptions.Setting.place.defaultText,
+                oneOf: RouteControllerOptions.Place.allCases.map(\.rawValue)))!
+        typealias Place = NetworkPlace.Options.Setting
+        options.network.particles = Int(try settings.value(Place.particles))
+        options.network.biasSigmaMeters = try settings.value(Place.biasSigmaMeters)
+        options.network.biasTimeConstantSeconds = try settings.value(Place.biasTimeConstantSeconds)
+        options.network.noiseSigmaMeters = try settings.value(Place.noiseSigmaMeters)
+        options.network.courseSigmaDegrees = try settings.value(Place.courseSigmaDegrees)
+        options.network.gateSigmas = try settings.value(Place.gateSigmas)
         options.turnThresholdDegrees = try settings.value(RouteControllerOptions.Setting.turnThresholdDegrees)
         options.republishSeconds = try settings.value(RouteControllerOptions.Setting.republishSeconds)
         options.providerTimeoutSeconds = try settings.value(RouteControllerOptions.Setting.providerTimeoutSeconds)

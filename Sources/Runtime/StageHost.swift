@@ -146,12 +146,12 @@ public enum StageHost {
             let providers = try PluginRegistry.makeRouters(stage, logger: logger)
             var options = try RouteStageOptions.parse(stage.options).0
             // The offline router's walking graph, when there is one: the route's junctions are found on it, and
-            // with `matchWays` the walker is placed on its ways.
+            // with `place` ways or network the walker is placed on its ways.
             options.graph = providers.lazy.compactMap { ($0 as? OSMRouteProvider)?.graph }.first
-            if options.matchWays {
+            if options.place != .smoothed {
                 guard let graph = options.graph else {
                     throw ConfigError.invalidValue(
-                        path: "stages.\(stage.name).options.matchWays", expected: "an `osm` router among the providers",
+                        path: "stages.\(stage.name).options.place", expected: "an `osm` router among the providers",
                         found: providers.map(\.name).joined(separator: ", "))
                 }
                 options.ways = graph

@@ -17,10 +17,10 @@ public struct RouteControllerOptions: Sendable {
         public static let republishSeconds = SettingSpec(
             "republishSeconds", unit: "s", default: 5.0, in: 0.5...3600,
             "the route is published again this often (fix time), for late joiners")
-        public static let matchWays = SettingDoc(
-            key: "matchWays", defaultText: "false", rangeText: "true, false",
+        public static let place = SettingDoc(
+            key: "place", defaultText: "smoothed", rangeText: "smoothed, ways, network",
             summary:
-                "place the walker on the walkable ways of the offline router's map (an online hidden-Markov matcher over its walking graph) before following the route; needs an `osm` router among the providers"
+                "where the walker is taken to be: the smoothed fix as it is; `ways`, placed on the walkable ways of the offline router's map by an online hidden-Markov matcher; `network`, by a particle filter over its walking graph that learns the fix's correlated error and recognises turns from the course (the smoothed fix where it is not sure); the last two need an `osm` router among the providers"
         )
         public static let providerTimeoutSeconds = SettingSpec(
             "providerTimeoutSeconds", unit: "s", default: 10.0, in: 0.1...600,
@@ -43,7 +43,9 @@ public struct RouteControllerOptions: Sendable {
         /// Every setting of a route stage's `options`, the tracker's among them, in documentation order.
         public static let all: [SettingDoc] =
             [destination] + RouteTracker.Options.Setting.all + [
-                matchWays, turnThresholdDegrees.doc, republishSeconds.doc, fallback, providerTimeoutSeconds.doc,
+                place
+            ] + NetworkPlace.Options.Setting.all + [
+                turnThresholdDegrees.doc, republishSeconds.doc, fallback, providerTimeoutSeconds.doc,
                 providerBackoffSeconds.doc, providerBackoffMaxSeconds.doc,
             ]
     }
@@ -54,14 +56,26 @@ public struct RouteControllerOptions: Sendable {
     public var republishSeconds = Setting.republishSeconds.defaultValue
     /// After a failed first route, try again this often, in fix time [seconds].
     public var retrySeconds = 5.0
-    /// The walking graph to place the walker on before tracking the route (``WaysMatcher``); nil to track the
-    /// smoothed position as it is.
+    /// Where the walker is taken to be.
+    public enum Place: String, Sendable, CaseIterable {
+        /// The smoothed fix as it is.
+        case smoothed
+        /// The smoothed fix placed on the nearest likely way (``WaysMatcher``).
+        case ways
+        /// The place on the network (``NetworkPlace``), where it is sure; the smoothed fix elsewhere.
+        case network
+    }
+
+    /// The walking graph to place the walker on before tracking the route (by ``place``); nil to track the smoothed
+    /// position as it is.
     public var ways: WalkingGraph?
     /// The walking graph of the map, when the host has one (its `osm` router's): the route's junctions are found
     /// on it, for the tracker's `junctionChord`.
     public var graph: WalkingGraph?
-    /// Whether `matchWays` was asked for (the host gives ``ways`` from its `osm` router).
-    public var matchWays = false
+    /// How the walker is placed (the host gives ``ways`` from its `osm` router for `ways` and `network`).
+    public var place = Place.smoothed
+    /// The network place's settings.
+    public var network = NetworkPlace.Options()
     /// A provider's answer, its own retries included, is awaited this long before the next is asked
     /// [seconds, wall clock].
     public var providerTimeoutSeconds = Setting.providerTimeoutSeconds.defaultValue
@@ -128,6 +142,10 @@ where Input.Element == Arrival<SmoothedFix> {
     private let logger: Logger
     private var tracker: RouteTracker
     private var matcher: WaysMatcher?
+    private var network: NetworkPlace?
+    /// Fixes the network place was sure of, and fixes tracked as they were [count].
+    private var placedSure = 0
+    private var placedUnsure = 0
     private var lastMatchTime: Double?
     /// The route's line, for the matcher's test of being on it (made once per route).
     private var line: (routeID: UInt32, line: Polyline)?
@@ -183,7 +201,13 @@ where Input.Element == Arrival<SmoothedFix> {
         self.timeCheck = InputTimeCheck(
             owner: "route '\(name)'", options: .init(latenessLimitSeconds: nil), logger: logger)
         self.tracker = RouteTracker(options: options.tracker)
-        self.matcher = options.ways.map { WaysMatcher(graph: $0) }
+        if let graph = options.ways {
+            switch options.place {
+            case .ways: self.matcher = WaysMatcher(graph: graph)
+            case .network: self.network = NetworkPlace(graph: graph, options: options.network)
+            case .smoothed: break
+            }
+        }
         self.schedule = ProviderSchedule(names: providers.map(\.name), options: options.providerBackoff)
         (self.requests, self.requestSink) = AsyncStream.makeStream(
             of: Request.self, bufferingPolicy: .bufferingNewest(1))
@@ -224,6 +248,13 @@ where Input.Element == Arrival<SmoothedFix> {
                     : [
                         StatusCounter(name: "ways.matched", value: UInt64(self.matched)),
                         StatusCounter(name: "ways.unmatched", value: UInt64(self.unmatched)),
+                    ])
+                + (self.network == nil
+                    ? []
+                    : [
+                        StatusCounter(name: "place.sure", value: UInt64(self.placedSure)),
+                        StatusCounter(name: "place.unsure", value: UInt64(self.placedUnsure)),
+                        StatusCounter(name: "place.starts", value: UInt64(self.network!.starts)),
                     ]),
             timeCheck: self.timeCheck)
     }
@@ -309,6 +340,20 @@ where Input.Element == Arrival<SmoothedFix> {
                 self.matched += 1
             } else {
                 self.unmatched += 1
+            }
+        } else if self.network != nil {
+            let estimate = self.network!.update(
+                timeSeconds: fix.timeSeconds, position: here, accuracyMeters: fix.horizontalAccuracyMeters,
+                speedMetersPerSecond: fix.speedMetersPerSecond, courseDegrees: fix.courseDegrees, restart: fix.reset)
+            if let estimate, estimate.sure, let route = self.tracker.route {
+                tracked.latitude = estimate.point.latitude
+                tracked.longitude = estimate.point.longitude
+                // Sure of a way that is not the route's: off the route, however near that way runs.
+                let onRouteWay = (self.routeLine(route).project(estimate.point)?.distanceMeters ?? .infinity) <= 2
+                if !onRouteWay { offRouteMeters = 2 }
+                self.placedSure += 1
+            } else {
+                self.placedUnsure += 1
             }
         }
         guard let update = self.tracker.update(with: tracked, offRouteMeters: offRouteMeters),

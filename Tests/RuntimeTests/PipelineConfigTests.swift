@@ -195,10 +195,10 @@ import TestSupport
     /// Matching to the ways needs the offline router's graph: a route stage with no `osm` provider is refused.
     @Test func matchingToTheWaysWithoutAnOSMRouterIsRefused() {
         let stage = self.routeStage(fallback: "[]").replacingOccurrences(
-            of: "fallback: []", with: "fallback: [], matchWays: true")
+            of: "fallback: []", with: "fallback: [], place: \"network\"")
         #expect {
             try self.parse("{ stages: { \(stage) } }")
-        } throws: { "\($0)".contains("stages.route.options.matchWays") }
+        } throws: { "\($0)".contains("stages.route.options.place") }
     }
 
     /// Writes `text` as a config file and loads it as `config check` does.

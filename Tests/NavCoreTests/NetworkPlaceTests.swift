@@ -1,0 +1,196 @@
+import Foundation
+import NavCore
+import Testing
+
+/// A city grid of streets 60 m apart (nodes every 10 m, as a map's ways bend), and a walker who goes along a street,
+/// turns at a junction, and on; their fixes with GPS error through the smoother, as the route stage has them.
+struct GridWalk {
+    let plane = FlatProjection(origin: Coordinate(latitude: 43.73, longitude: 7.42))
+    let graph: WalkingGraph
+    /// The walker's path: corners in metres (east, north).
+    let corners: [(Double, Double)] = [(0, 120), (180, 120), (180, 240), (300, 240), (300, 60), (120, 60)]
+
+    init() {
+        var nodes: [Coordinate] = []
+        var index: [String: Int32] = [:]
+        func node(_ east: Int, _ north: Int) -> Int32 {
+            if let known = index["\(east),\(north)"] { return known }
+            nodes.append(
+                FlatProjection(origin: Coordinate(latitude: 43.73, longitude: 7.42)).unproject(
+                    ENU(east: Double(east), north: Double(north))))
+            index["\(east),\(north)"] = Int32(nodes.count - 1)
+            return Int32(nodes.count - 1)
+        }
+        var edges: [(a: Int32, b: Int32, name: Int32)] = []
+        for line in 0...6 {
+            for step in 0..<36 {
+                // Streets running east (name = line) and north (name = 7 + line), every 60 m.
+                edges.append((node(step * 10, line * 60), node(step * 10 + 10, line * 60), Int32(line)))
+                edges.append((node(line * 60, step * 10), node(line * 60, step * 10 + 10), Int32(7 + line)))
+            }
+        }
+        self.graph = WalkingGraph(
+            nodes: nodes, edges: edges, names: (0..<14).map { "street \($0)" }, warnings: [])
+    }
+
+    /// The path's length, and the point `s` metres along it with its direction [degrees].
+    var length: Double {
+        zip(self.corners, self.corners.dropFirst()).map { hypot($1.0 - $0.0, $1.1 - $0.1) }.reduce(0, +)
+    }
+
+    func point(_ s: Double) -> (east: Double, north: Double, bearing: Double) {
+        var left = s
+        for (a, b) in zip(self.corners, self.corners.dropFirst()) {
+            let leg = hypot(b.0 - a.0, b.1 - a.1)
+            let bearing = Angle.normalized(atan2(b.0 - a.0, b.1 - a.1) * 180 / .pi)
+            if left <= leg {
+                return (a.0 + (b.0 - a.0) * left / leg, a.1 + (b.1 - a.1) * left / leg, bearing)
+            }
+            left -= leg
+        }
+        let last = self.corners[self.corners.count - 1]
+        return (last.0, last.1, 0)
+    }
+
+    /// Walks the path at 1.3 m/s with a stop of 4 s at each corner; GPS error of `sigma` per axis (correlated over
+    /// `tau` seconds, white when nil), Doppler velocity ±0.3 m/s, through the smoother; each fix's truth (metres
+    /// along the path), the smoothed fix and the place.
+    func walk(
+        sigma: Double, tau: Double?, seed: UInt64, options: NetworkPlace.Options = .init(),
+        report: (NetworkPlace) -> Void = { _ in }
+    ) -> [(truth: Double, smoothed: SmoothedFix, place: NetworkPlace.Estimate?)] {
+        var random = SeededGenerator(seed: seed)
+        var smootherOptions = KalmanSmoother.Options()
+        smootherOptions.velocityNoise = 0.2
+        var smoother = KalmanSmoother(options: smootherOptions)
+        var place = NetworkPlace(graph: self.graph, options: options, seed: seed)
+        var errorEast = random.gaussian(standardDeviation: sigma)
+        var errorNorth = random.gaussian(standardDeviation: sigma)
+        var s = 0.0
+        var pause = 0.0
+        var results: [(truth: Double, smoothed: SmoothedFix, place: NetworkPlace.Estimate?)] = []
+        let cornersAt = zip(self.corners, self.corners.dropFirst()).reduce(into: [0.0]) {
+            $0.append($0.last! + hypot($1.1.0 - $1.0.0, $1.1.1 - $1.0.1))
+        }
+        for second in 0..<2000 {
+            if let tau {
+                let a = exp(-1 / tau)
+                errorEast = a * errorEast + random.gaussian(standardDeviation: sigma * (1 - a * a).squareRoot())
+                errorNorth = a * errorNorth + random.gaussian(standardDeviation: sigma * (1 - a * a).squareRoot())
+            } else if second > 0 {
+                errorEast = random.gaussian(standardDeviation: sigma)
+                errorNorth = random.gaussian(standardDeviation: sigma)
+            }
+            let here = self.point(s)
+            let speed = pause > 0 ? 0.0 : 1.3
+            let radians = here.bearing * .pi / 180
+            let velocityEast = speed * sin(radians) + random.gaussian(standardDeviation: 0.3)
+            let velocityNorth = speed * cos(radians) + random.gaussian(standardDeviation: 0.3)
+            let measured = hypot(velocityEast, velocityNorth)
+            let fix = LocationFix(
+                timeSeconds: 1_000 + Double(second),
+                latitude: 0, longitude: 0, horizontalAccuracyMeters: max(1, sigma), speedMetersPerSecond: measured,
+                courseDegrees: measured >= 0.5 ? Angle.normalized(atan2(velocityEast, velocityNorth) * 180 / .pi) : nil)
+            let position = self.plane.unproject(ENU(east: here.east + errorEast, north: here.north + errorNorth))
+            var located = fix
+            located.latitude = position.latitude
+            located.longitude = position.longitude
+            guard case let .success(smoothed) = smoother.update(with: located) else { continue }
+            let estimate = place.update(
+                timeSeconds: smoothed.timeSeconds,
+                position: Coordinate(latitude: smoothed.latitude, longitude: smoothed.longitude),
+                accuracyMeters: smoothed.horizontalAccuracyMeters, speedMetersPerSecond: smoothed.speedMetersPerSecond,
+                courseDegrees: smoothed.courseDegrees, restart: smoothed.reset)
+            results.append((s, smoothed, estimate))
+            if pause > 0 {
+                pause -= 1
+            } else {
+                let next = s + 1.3
+                if let corner = cornersAt.first(where: { $0 > s && $0 <= next }) {
+                    s = corner
+                    pause = 4
+                } else {
+                    s = next
+                }
+            }
+            if second % 100 == 0 { report(place) }
+            if s >= self.length - 0.01 { break }
+        }
+        return results
+    }
+
+    /// The error along the path of a point near `truth` metres along it: the nearest point of the path within 30 m
+    /// of the truth's place along it.
+    func alongError(_ point: Coordinate, truth: Double) -> Double {
+        let local = self.plane.project(point)
+        var best = (distance: Double.infinity, along: truth)
+        for candidate in stride(from: max(0, truth - 30), through: min(self.length, truth + 30), by: 0.1) {
+            let p = self.point(candidate)
+            let d = hypot(p.east - local.east, p.north - local.north)
+            if d < best.distance { best = (d, candidate) }
+        }
+        return best.along - truth
+    }
+}
+
+@Suite struct NetworkPlaceTests {
+    static func rms(_ values: [Double]) -> Double {
+        (values.map { $0 * $0 }.reduce(0, +) / Double(max(1, values.count))).squareRoot()
+    }
+
+    /// On a grid of streets, the walker pausing at each corner before they turn: with GPS error correlated over 30 s
+    /// (σ 5 m) the place on the network is on the walker's street almost always and far nearer the walker than the
+    /// smoothed fix (which the error carries across the street); with white error, on their street and no farther
+    /// from them than the smoothed fix (which has little error to remove).
+    @Test(arguments: [(5.0, 30.0 as Double?, 0.6), (5.0, nil, 1.0)])
+    func theWalkersStreetAndPlaceAlongItUnderGPSError(sigma: Double, tau: Double?, ratio: Double) throws {
+        let grid = GridWalk()
+        var placeErrors: [Double] = [], smoothedErrors: [Double] = []
+        var rightWay = 0, sure = 0, fixes = 0
+        for seed in 1...4 as ClosedRange<UInt64> {
+            for step in grid.walk(sigma: sigma, tau: tau, seed: seed) {
+                fixes += 1
+                let truth = grid.point(step.truth)
+                let smoothed = Coordinate(latitude: step.smoothed.latitude, longitude: step.smoothed.longitude)
+                let local = grid.plane.project(smoothed)
+                smoothedErrors.append(hypot(local.east - truth.east, local.north - truth.north))
+                guard let place = step.place, place.sure else { continue }
+                sure += 1
+                let p = grid.plane.project(place.point)
+                placeErrors.append(hypot(p.east - truth.east, p.north - truth.north))
+                // On the walker's street: within a metre of the path (at a corner, either street).
+                if grid.alongError(place.point, truth: step.truth).magnitude < 30,
+                    hypot(p.east - truth.east, p.north - truth.north) < 8
+                        && (abs(p.east - truth.east) < 1 || abs(p.north - truth.north) < 1)
+                {
+                    rightWay += 1
+                }
+            }
+        }
+        let placeRMS = Self.rms(placeErrors), smoothedRMS = Self.rms(smoothedErrors)
+        print(
+            "σ \(sigma) \(tau.map { "corr \($0) s" } ?? "white"): place RMS \(placeRMS) m, smoothed \(smoothedRMS) m; sure \(sure) of \(fixes), right way \(rightWay)"
+        )
+        #expect(Double(sure) >= 0.9 * Double(fixes))
+        #expect(Double(rightWay) >= 0.95 * Double(sure))
+        #expect(placeRMS < ratio * smoothedRMS)
+    }
+
+    /// No way within reach: the filter does not know; back within reach, it places the walker again.
+    @Test func farFromEveryWayItSaysItDoesNotKnow() {
+        let grid = GridWalk()
+        var place = NetworkPlace(graph: grid.graph)
+        let far = grid.plane.unproject(ENU(east: 5_000, north: 5_000))
+        #expect(
+            place.update(
+                timeSeconds: 0, position: far, accuracyMeters: 5, speedMetersPerSecond: 0, courseDegrees: nil) == nil)
+        let near = grid.plane.unproject(ENU(east: 32, north: 61))
+        let estimate = place.update(
+            timeSeconds: 1, position: near, accuracyMeters: 5, speedMetersPerSecond: 1.3, courseDegrees: 90)
+        #expect(estimate != nil)
+        #expect(
+            place.update(
+                timeSeconds: .nan, position: near, accuracyMeters: 5, speedMetersPerSecond: 1.3, courseDegrees: 90)
+                == nil)
+    }
+}
