@@ -422,8 +422,13 @@ public struct RouteTracker: Sendable {
 
     /// Takes one smoothed fix; nil until there is a route. `offRouteMeters`, when given, is the distance from the route
     /// beyond which this fix is off it, instead of the options' (a walker matched to a way that is not the route's is
-    /// off it however near that way runs).
-    public mutating func update(with fix: SmoothedFix, offRouteMeters: Double? = nil) -> Update? {
+    /// off it however near that way runs). `arrivalWitness`, when the fix's place is an estimate of another kind (on
+    /// the ways), is the position as measured: the destination is reached only when it too is within the arrival
+    /// radius and twice the fix's accuracy of it (a walker placed on a way near the destination, who is not there,
+    /// is not told they have arrived).
+    public mutating func update(
+        with fix: SmoothedFix, offRouteMeters: Double? = nil, arrivalWitness: Coordinate? = nil
+    ) -> Update? {
         guard let route = self.route, let line = self.polyline, !route.waypoints.isEmpty else { return nil }
         let walker = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
         let time = fix.timeSeconds
@@ -478,7 +483,12 @@ public struct RouteTracker: Sendable {
                 ? onRoute && here.distanceAlongMeters >= route.lengthMeters - 0.5
                     && distance <= radius + 2 * fix.horizontalAccuracyMeters
                 : onRoute && here.distanceAlongMeters > waypoint.distanceAlongMeters + 2
-            guard distance <= radius || passed else { break }
+            let witnessed =
+                !isArrival
+                || arrivalWitness.map {
+                    FlatProjection.distance($0, waypoint.coordinate) <= radius + 2 * fix.horizontalAccuracyMeters
+                } ?? true
+            guard (distance <= radius || passed) && witnessed else { break }
             update.completedWaypoints.append(self.nextWaypoint)
             self.nextWaypoint += 1
             if isArrival {

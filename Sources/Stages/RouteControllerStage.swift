@@ -356,7 +356,9 @@ where Input.Element == Arrival<SmoothedFix> {
                 self.placedUnsure += 1
             }
         }
-        guard let update = self.tracker.update(with: tracked, offRouteMeters: offRouteMeters),
+        guard
+            let update = self.tracker.update(
+                with: tracked, offRouteMeters: offRouteMeters, arrivalWitness: self.network == nil ? nil : here),
             let route = self.tracker.route
         else { return }
         if fix.timeSeconds - self.lastPublished >= self.options.republishSeconds {

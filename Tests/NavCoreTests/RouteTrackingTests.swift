@@ -216,6 +216,32 @@ struct ScriptedWalk {
         #expect(back?.arrived == true)
     }
 
+    /// A place on the ways at the destination does not arrive while the fix as measured (the witness) is farther from
+    /// it than the radius and twice the accuracy: a walker off the ways, placed on one near the destination.
+    @Test func anEstimatedPlaceArrivesOnlyWithItsWitness() throws {
+        var tracker = RouteTracker()
+        tracker.setRoute(self.route(from: self.east))
+        func at(_ north: Double) -> Coordinate {
+            Geodesic.wgs84.direct(from: self.east, azimuthDegrees: 0, distanceMeters: north).coordinate
+        }
+        func fix(north: Double, time: Double) -> SmoothedFix {
+            SmoothedFix(
+                timeSeconds: time, latitude: at(north).latitude, longitude: at(north).longitude,
+                horizontalAccuracyMeters: 2, speedMetersPerSecond: 1.3, courseDegrees: 0, reset: false)
+        }
+        for (index, north) in stride(from: 0.0, through: 140, by: 10).enumerated() {
+            _ = tracker.update(with: fix(north: north, time: Double(index)), arrivalWitness: at(north))
+        }
+        let witnessFar = Geodesic.wgs84.direct(from: at(150), azimuthDegrees: 90, distanceMeters: 12).coordinate
+        let farAnswer = tracker.update(with: fix(north: 150, time: 20), arrivalWitness: witnessFar)
+        let far = try #require(farAnswer)
+        #expect(!far.arrived)
+        let witnessNear = Geodesic.wgs84.direct(from: at(150), azimuthDegrees: 90, distanceMeters: 5).coordinate
+        let nearAnswer = tracker.update(with: fix(north: 150, time: 21), arrivalWitness: witnessNear)
+        let near = try #require(nearAnswer)
+        #expect(near.arrived)
+    }
+
     @Test func waypointModeAimsAtTheNextWaypoint() {
         var options = RouteTracker.Options()
         options.targetMode = .waypoint
