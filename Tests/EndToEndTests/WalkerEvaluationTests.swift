@@ -84,6 +84,40 @@ extension ProcessSuites {
             }
         }
 
+        /// The place on the network (`place: network`) through the real processes, GPS error correlated over 30 s:
+        /// network participants arrive on every route, never falsely, and the route controller places them along the
+        /// route far nearer where they are than from the smoothed fix (the same walks' error, `place: smoothed`).
+        @Test func theNetworkPlaceThroughTheRealProcessesPlacesWalkersAlongTheRoute() async throws {
+            let run = try ChildProcess(
+                try hapticnavExecutable(),
+                [
+                    "eval", "walkers", "--config", repositoryRoot.appendingPathComponent("configs/demo.json5").path,
+                    "--pairs", repositoryRoot.appendingPathComponent("data/routing/monaco-pedestrian-routes.json").path,
+                    "--routes", "3", "--seeds", "1", "--noise", "5c", "--participant", "network", "--processes",
+                    "--json", "--set", "stages.route.options.place=smoothed,network",
+                ])
+            #expect(await run.wait(seconds: 400) == 0, "\(run.stderr.suffix(2000))")
+            let object = try #require(
+                JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stdout.prefix(500))"
+            )
+            let walks = try #require(object["walks"] as? [[String: Any]])
+            #expect(walks.count == 6)
+            func rms(_ setting: String) -> Double {
+                let errors = walks.filter { ($0["settings"] as? String)?.contains(setting) == true }
+                    .flatMap { $0["alongErrorsMeters"] as? [Double] ?? [] }
+                return (errors.map { $0 * $0 }.reduce(0, +) / Double(max(1, errors.count))).squareRoot()
+            }
+            for walk in walks where (walk["settings"] as? String)?.contains("network") == true {
+                #expect(walk["arrived"] as? Bool == true, "\(walk)")
+                #expect(walk["falseArrival"] as? Bool == false)
+                #expect(walk["timeouts"] as? Int == 0)
+            }
+            let smoothed = rms("place=smoothed"), network = rms("place=network")
+            #expect(
+                network > 0 && network < 0.7 * smoothed, "along the route: network \(network) m, smoothed \(smoothed) m"
+            )
+        }
+
         /// Stages composed in the evaluating process (the default) and a process per stage (`--processes`) give the
         /// same walks, figure for figure; only the measured latency of a cue differs.
         @Test func stagesComposedInOneProcessGiveTheSameWalksAsAProcessEach() async throws {

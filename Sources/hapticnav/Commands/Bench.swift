@@ -20,7 +20,9 @@ import Runtime
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmarks that print their figures.",
-        subcommands: [BusBench.self, RoutesBench.self, PipelineBench.self, ReplayBench.self, WalkersBench.self])
+        subcommands: [
+            BusBench.self, RoutesBench.self, PipelineBench.self, ReplayBench.self, WalkersBench.self, PlaceBench.self,
+        ])
 
     struct PipelineBench: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
