@@ -175,11 +175,15 @@ def turn(r):
             "outgoingBearingDegrees": r.f64(), "street": r.string()}
 
 
+def step(r):
+    return {"timeSeconds": r.f64(), "count": r.u32(), "cadenceHz": r.f64()}
+
+
 # type id -> (topic, decoder)
 TYPES = {1: ("fix", fix), 2: ("heading", heading), 3: ("attitude", attitude), 4: ("smoothed", smoothed),
          5: ("route", route), 6: ("progress", progress), 7: ("target", target), 8: ("cue", cue),
          9: ("calstate", calibration_state), 10: ("calresult", calibration_result), 11: ("status", status),
-         12: ("control", control), 13: ("turn", turn)}
+         12: ("control", control), 13: ("turn", turn), 14: ("step", step)}
 
 
 def decode(frames):

@@ -13,6 +13,7 @@ public enum BusMessage: Equatable, Sendable {
     case status(StageStatus)
     case control(ControlEvent)
     case turn(TurnEvent)
+    case step(StepCount)
 
     /// The schema version this build writes and reads.
     public static let schemaVersion: UInt8 = 1
@@ -32,6 +33,7 @@ public enum BusMessage: Equatable, Sendable {
         case status = 11
         case control = 12
         case turn = 13
+        case step = 14
 
         /// The ZeroMQ topic the message is published under. No topic is a prefix of another.
         public var topic: String {
@@ -49,6 +51,7 @@ public enum BusMessage: Equatable, Sendable {
             case .status: return "status"
             case .control: return "control"
             case .turn: return "turn"
+            case .step: return "step"
             }
         }
 
@@ -75,6 +78,7 @@ public enum BusMessage: Equatable, Sendable {
         case .status: return .status
         case .control: return .control
         case .turn: return .turn
+        case .step: return .step
         }
     }
 
@@ -94,6 +98,7 @@ public enum BusMessage: Equatable, Sendable {
         case let .status(value): return value
         case let .control(value): return value
         case let .turn(value): return value
+        case let .step(value): return value
         }
     }
 
@@ -118,6 +123,7 @@ public enum BusMessage: Equatable, Sendable {
         case .status: return .status(try .decode(wire: payload))
         case .control: return .control(try .decode(wire: payload))
         case .turn: return .turn(try .decode(wire: payload))
+        case .step: return .step(try .decode(wire: payload))
         }
     }
 }
@@ -158,6 +164,7 @@ extension BusMessage: Codable {
         case .status: self = .status(try container.decode(StageStatus.self, forKey: .payload))
         case .control: self = .control(try container.decode(ControlEvent.self, forKey: .payload))
         case .turn: self = .turn(try container.decode(TurnEvent.self, forKey: .payload))
+        case .step: self = .step(try container.decode(StepCount.self, forKey: .payload))
         }
     }
 

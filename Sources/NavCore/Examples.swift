@@ -68,6 +68,7 @@ extension BusMessage {
                 TurnEvent(
                     timeSeconds: time, routeID: 2, manoeuvre: 0, phase: .announce, turnDegrees: 54.2,
                     junctionsBefore: 1, distanceMeters: 85.4, outgoingBearingDegrees: 169.9, street: "Rue Grimaldi")),
+            .step(StepCount(timeSeconds: time, count: 168, cadenceHz: 1.85)),
             .status(
                 StageStatus(
                     timeSeconds: time, stage: "source", health: .running, message: "sim running",

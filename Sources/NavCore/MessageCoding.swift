@@ -293,6 +293,23 @@ extension TurnEvent: WireCodable {
     }
 }
 
+extension StepCount: WireCodable {
+    public func encode(to writer: inout WireWriter) {
+        writer.write(self.timeSeconds)
+        writer.write(self.count)
+        writer.write(self.cadenceHz)
+    }
+
+    public init(from reader: inout WireReader) throws(WireDecodingError) {
+        self.timeSeconds = try reader.readFinite("timeSeconds")
+        self.count = try reader.readUInt32()
+        self.cadenceHz = try reader.readFinite("cadenceHz")
+        guard self.cadenceHz >= 0 else {
+            throw .invalidValue(field: "cadenceHz", detail: "\(self.cadenceHz) is negative")
+        }
+    }
+}
+
 extension StageStatus: WireCodable {
     public func encode(to writer: inout WireWriter) {
         writer.write(self.timeSeconds)

@@ -43,6 +43,8 @@ extension BusMessage {
         case let .turn(event):
             return
                 "\(event.phase) manoeuvre #\(event.manoeuvre) turn=\(f(event.turnDegrees))° after \(event.junctionsBefore) junction(s) in \(f(event.distanceMeters))m way=\(f(event.outgoingBearingDegrees))°\(event.street.isEmpty ? "" : " onto \"\(event.street)\"") \"\(TurnWords.text(event))\""
+        case let .step(step):
+            return "step #\(step.count) cadence=\(f(step.cadenceHz, 2)) Hz"
         case let .status(status):
             let counters = status.counters.map { "\($0.name)=\($0.value)" }.joined(separator: " ")
             return "\(status.health) \"\(status.message)\"\(counters.isEmpty ? "" : " " + counters)"

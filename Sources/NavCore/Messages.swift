@@ -563,3 +563,22 @@ public struct TurnEvent: Codable, Equatable, Sendable {
         self.street = street
     }
 }
+
+/// Steps the phone's wearer has taken, as the location source's step detector counts them on the accelerometer (or
+/// the phone's own pedometer): sent at each step. How far a step goes is left to whoever reads it (the route stage
+/// learns it from the GPS speed): it differs from walker to walker and with pace.
+public struct StepCount: Codable, Equatable, Sendable {
+    /// Time of the step [seconds since 1970-01-01T00:00:00Z, UTC].
+    public var timeSeconds: Double
+    /// Steps since the source started [count]; a source that starts again starts from 0.
+    public var count: UInt32
+    /// Steps a second over the last few seconds [Hz, ≥ 0].
+    public var cadenceHz: Double
+
+    /// Creates a step count.
+    public init(timeSeconds: Double, count: UInt32, cadenceHz: Double) {
+        self.timeSeconds = timeSeconds
+        self.count = count
+        self.cadenceHz = cadenceHz
+    }
+}

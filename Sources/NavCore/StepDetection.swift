@@ -68,3 +68,73 @@ public struct StepDetection: Sendable {
         return speeds
     }
 }
+
+/// Steps as the accelerometer's samples arrive: the same detector as ``StepDetection`` run over the last few seconds,
+/// each step told once, `settleSeconds` after it (when the second around it is known). A gap in the samples (the
+/// phone's stream paused) starts the window again; the count goes on.
+public struct StepCounter: Sendable {
+    public let detection: StepDetection
+    /// A step is told once this long has passed after it [seconds] (the detector's local mean looks half a second
+    /// ahead).
+    public let settleSeconds = 0.6
+    /// Samples are looked at this far back [seconds].
+    private let windowSeconds = 3.0
+    /// The detector runs at most this often [seconds of sample time].
+    private let everySeconds = 0.1
+    private var samples: [(timeSeconds: Double, magnitude: Double)] = []
+    private var lastStep = -Double.infinity
+    /// Steps up to this time have been told [seconds].
+    private var toldThrough = -Double.infinity
+    private var lastRun = -Double.infinity
+    private var recent: [Double] = []
+    /// Steps since the counter started [count].
+    public private(set) var count: UInt32 = 0
+    /// Samples out of time order, or not finite, dropped [count].
+    public private(set) var dropped = 0
+
+    public init(detection: StepDetection = StepDetection()) {
+        self.detection = detection
+    }
+
+    /// Takes one sample (the acceleration's magnitude, gravity's reaction included [m/s²]); the steps now told.
+    public mutating func add(timeSeconds: Double, magnitude: Double) -> [StepCount] {
+        guard timeSeconds.isFinite, magnitude.isFinite else {
+            self.dropped += 1
+            return []
+        }
+        if let last = self.samples.last {
+            guard timeSeconds > last.timeSeconds else {
+                self.dropped += 1
+                return []
+            }
+            if timeSeconds - last.timeSeconds > 1 {
+                // A gap: what lies before it is no part of the next second's mean.
+                self.samples.removeAll()
+                self.toldThrough = last.timeSeconds
+            }
+        }
+        self.samples.append((timeSeconds, magnitude))
+        let first = self.samples.firstIndex { $0.timeSeconds >= timeSeconds - self.windowSeconds } ?? 0
+        if first > 0 { self.samples.removeFirst(first) }
+        guard timeSeconds - self.lastRun >= self.everySeconds else { return [] }
+        self.lastRun = timeSeconds
+        let through = timeSeconds - self.settleSeconds
+        // Not before the window's first second is known either (its mean would look back beyond the window).
+        let from = max(self.toldThrough, self.samples[0].timeSeconds + self.settleSeconds)
+        guard through > from else { return [] }
+        var told: [StepCount] = []
+        for step in self.detection.steps(self.samples) where step > from && step <= through {
+            guard step - self.lastStep >= self.detection.options.minimumStepSeconds else { continue }
+            self.lastStep = step
+            self.count &+= 1
+            self.recent.append(step)
+            self.recent.removeAll { $0 <= step - self.detection.options.cadenceWindowSeconds }
+            told.append(
+                StepCount(
+                    timeSeconds: step, count: self.count,
+                    cadenceHz: Double(self.recent.count) / self.detection.options.cadenceWindowSeconds))
+        }
+        self.toldThrough = through
+        return told
+    }
+}

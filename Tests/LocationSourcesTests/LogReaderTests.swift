@@ -343,3 +343,32 @@ private actor MessageBox {
         #expect(detection.steps([]).isEmpty)
     }
 }
+
+@Suite struct StepCounterTests {
+    /// The real hallway loop streamed sample by sample: the steps the whole recording's detector finds, each told once,
+    /// in order, at most `settleSeconds` late; a gap in the stream or a sample out of order loses none of the count.
+    @Test func streamedSampleBySampleTheLoopGivesItsSteps() throws {
+        let folder = repositoryRoot.appendingPathComponent("data/walks/phyphox-indoor-loop-116m").path
+        let batch = try SensorLog.phyphoxSteps(folder: folder, startTime: 0)
+        let text = try String(contentsOfFile: folder + "/Accelerometer.csv", encoding: .utf8)
+        var counter = StepCounter()
+        var told: [StepCount] = []
+        for line in text.split(separator: "\n").dropFirst() {
+            let values = line.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+            guard values.count >= 4 else { continue }
+            let magnitude = (values[1] * values[1] + values[2] * values[2] + values[3] * values[3]).squareRoot()
+            told += counter.add(timeSeconds: values[0], magnitude: magnitude)
+        }
+        // The recording's documentation: 168 steps over 116 m.
+        #expect(abs(told.count - 168) <= 3, "\(told.count) steps")
+        #expect(abs(told.count - batch.count) <= 1, "\(told.count) streamed, \(batch.count) from the whole recording")
+        #expect(told.map(\.count) == (1...UInt32(told.count)).map { $0 })
+        #expect(zip(told, told.dropFirst()).allSatisfy { $1.timeSeconds - $0.timeSeconds >= 0.3 })
+        let walking = told.filter { $0.timeSeconds > 10 && $0.timeSeconds < 90 }.map(\.cadenceHz).sorted()
+        #expect(walking[walking.count / 2] > 1.2 && walking[walking.count / 2] < 2.5, "cadence \(walking)")
+        // Out of order, or not finite: dropped and counted.
+        #expect(counter.add(timeSeconds: 1, magnitude: 9.8).isEmpty)
+        #expect(counter.add(timeSeconds: .nan, magnitude: 9.8).isEmpty)
+        #expect(counter.dropped == 2)
+    }
+}

@@ -127,6 +127,18 @@ private func phyphox(_ url: String, timeout: Double = 0.5) throws -> PhyphoxSour
         #expect(differences.count * 10 >= headings.count * 9, "\(differences.count) of \(headings.count) compared")
         let median = differences.sorted()[differences.count / 2]
         #expect(median < 3, "median difference from the file reader's headings \(median)°")
+        // The wearer's steps, counted on the accelerometer as it streams: the recording's 168 (its documentation), once
+        // the whole recording is read (the last fix comes some seconds before its end).
+        func stepsSoFar() -> [StepCount] {
+            collected.all.compactMap {
+                if case let .step(step) = $0 { return step }
+                return nil
+            }
+        }
+        _ = await eventually(within: 30) { stepsSoFar().count >= 165 }
+        let steps = stepsSoFar()
+        #expect(abs(steps.count - 168) <= 3, "\(steps.count) steps")
+        #expect(steps.last.map { Int($0.count) } == steps.count)
         let counters = await source.statusCounters()
         #expect(counters.first { $0.name == "phyphox.polls" }!.value > 20)
         let condition = await source.condition()

@@ -33,6 +33,9 @@ public struct PhoneMotion: Sendable {
     /// Intervals up to this one have been sent or given up.
     private var doneThrough = Int.min
     private var trueNorth = TrueNorth()
+    /// Steps from the accelerometer's magnitude, and those told but not yet drained.
+    private var stepCounter = StepCounter()
+    private var steps: [StepCount] = []
     /// The compass check against the model (once a position is known).
     public private(set) var compass = CompassCheck()
     /// Samples not taken: not finite, or older than an interval already sent [count].
@@ -50,6 +53,12 @@ public struct PhoneMotion: Sendable {
 
     /// Takes an accelerometer sample (gravity's reaction included: what the phone reads at rest points up).
     public mutating func accelerometer(_ sample: Sample) {
+        // Steps have their own window: a sample too late for its heading's interval still counts for them.
+        if sample.isFinite {
+            self.steps += self.stepCounter.add(
+                timeSeconds: sample.timeSeconds,
+                magnitude: (sample.x * sample.x + sample.y * sample.y + sample.z * sample.z).squareRoot())
+        }
         guard let bin = self.admit(sample) else { return }
         let s = self.accelerometer[bin] ?? (0, 0, 0, 0)
         self.accelerometer[bin] = (s.x + sample.x, s.y + sample.y, s.z + sample.z, s.n + 1)
@@ -82,8 +91,14 @@ public struct PhoneMotion: Sendable {
         self.trueNorth.observe(.fix(fix))
     }
 
-    /// The heading and attitude of every interval both streams have moved past, oldest first.
+    /// The heading and attitude of every interval both streams have moved past, oldest first; then the steps
+    /// counted since the last drain.
     public mutating func drain() -> [BusMessage] {
+        defer { self.steps.removeAll() }
+        return self.headings() + self.steps.map { .step($0) }
+    }
+
+    private mutating func headings() -> [BusMessage] {
         // Int.min: a stream that has sent nothing yet (subtracting from it saturates, never wraps).
         let through = min(self.latestAccelerometerBin, self.latestMagnetometerBin).subtractingSaturated(1)
         // A stream that stopped: what the other holds is given up after two seconds, so nothing grows without bound.
@@ -134,6 +149,7 @@ public struct PhoneMotion: Sendable {
         [
             StatusCounter(name: "motion.droppedSamples", value: self.droppedSamples),
             StatusCounter(name: "motion.intervalsWithoutHeading", value: self.intervalsWithoutHeading),
+            StatusCounter(name: "motion.steps", value: UInt64(self.stepCounter.count)),
         ] + self.compass.statusCounters
     }
 }
