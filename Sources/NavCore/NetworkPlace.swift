@@ -67,6 +67,13 @@ public struct NetworkPlace: Sendable {
         /// The bias's σ is learnt from the fixes' distance across the way the walker is on, over this long
         /// [seconds] (a street canyon's error is larger than an open street's).
         public var learnSeconds = 60.0
+        /// Steps: the length is learnt while the speed is at least `stepLearnSpeed` [m/s], each fix's share fading
+        /// over `stepLearnSeconds` [seconds], and used once `minimumLearntSteps` are learnt from; steps none of which
+        /// came for `stepsStaleSeconds` [seconds] are not relied on while the speed says the walker moves.
+        public var stepLearnSpeed = 0.8
+        public var stepLearnSeconds = 120.0
+        public var minimumLearntSteps = 20.0
+        public var stepsStaleSeconds = 3.0
         /// The chance that a particle turns back between two positions, walking and standing.
         public var turnBackWalking = 0.01
         public var turnBackStanding = 0.05
@@ -137,6 +144,48 @@ public struct NetworkPlace: Sendable {
     private var acrossLagged: Double?
     private var lastAcross: (timeSeconds: Double, meters: Double)?
     private var random: SeededGenerator
+    /// The wearer's steps since the last position, the newest step's time, and the step length as learnt from the
+    /// speed: the distance the speed says was walked over the steps taken meanwhile, while walking, each fix's share
+    /// fading over `stepLearnSeconds` [metres, count].
+    private var pendingSteps = 0
+    private var lastStepTime: Double?
+    private var learntMeters = 0.0
+    private var learntSteps = 0.0
+    /// Steps heard [count].
+    public private(set) var stepsHeard = 0
+
+    /// The step length learnt so far [metres]; nil before `minimumLearntSteps` steps' worth.
+    public var stepLengthMeters: Double? {
+        guard self.learntSteps >= self.options.minimumLearntSteps else { return nil }
+        return min(1.2, max(0.3, self.learntMeters / self.learntSteps))
+    }
+
+    /// Takes one of the wearer's steps (from the phone's step detector).
+    public mutating func step(_ step: StepCount) {
+        guard step.timeSeconds.isFinite else { return }
+        if let last = self.lastStepTime, step.timeSeconds <= last { return }
+        self.lastStepTime = step.timeSeconds
+        self.pendingSteps += 1
+        self.stepsHeard += 1
+    }
+
+    /// How far the walker went in `dt` before the position at `time`: nothing while the steps say they stand, else
+    /// the speed's. Learns the step length as it goes.
+    private mutating func walked(speed: Double, course: Double?, dt: Double, time: Double) -> Double {
+        defer { self.pendingSteps = 0 }
+        let stepsFlow = self.lastStepTime.map { time - $0 <= self.options.stepsStaleSeconds } ?? false
+        if course != nil, speed >= self.options.stepLearnSpeed, self.pendingSteps > 0, stepsFlow {
+            let keep = _exp(-max(0, dt) / self.options.stepLearnSeconds)
+            self.learntMeters = keep * self.learntMeters + speed * dt
+            self.learntSteps = keep * self.learntSteps + Double(self.pendingSteps)
+        }
+        // Steps heard, and none since the last fix while they still flow: the walker stands (the smoothed speed lags a
+        // stop by seconds). Otherwise the speed, which the receiver's Doppler velocity measures better than a step
+        // length learnt from it (measured: the cadence times the learnt length placed the walker a little worse).
+        if self.lastStepTime != nil, self.pendingSteps == 0, stepsFlow { return 0 }
+        return speed * dt
+    }
+
     /// Starts (the first, and each one after the filter lost the walker) [count].
     public private(set) var starts = 0
 
@@ -197,7 +246,8 @@ public struct NetworkPlace: Sendable {
             return self.estimate(accuracy: accuracy)
         }
         self.lastTime = timeSeconds
-        self.move(speed: speed, course: course, dt: dt!)
+        let meters = self.walked(speed: speed, course: course, dt: dt!, time: timeSeconds)
+        self.move(meters: meters, course: course, dt: dt!)
         let unexplained = self.weigh(position: position, accuracy: accuracy, course: course, dt: dt!)
         // Lost: no particle explains the fix, or the bias the particles need to is more than GPS error can be (the
         // walker has left the ways: an open square, a car park).
@@ -308,8 +358,7 @@ public struct NetworkPlace: Sendable {
 
     /// Each particle walks the distance the speed says (with its error) along its way, taking a branch at each
     /// junction; now and then it turns back.
-    private mutating func move(speed: Double, course: Double?, dt: Double) {
-        let meters = speed * dt
+    private mutating func move(meters: Double, course: Double?, dt: Double) {
         let turnBack = course == nil ? self.options.turnBackStanding : self.options.turnBackWalking
         for index in self.particles.indices {
             var particle = self.particles[index]

@@ -424,8 +424,8 @@ public struct RouteTracker: Sendable {
     /// beyond which this fix is off it, instead of the options' (a walker matched to a way that is not the route's is
     /// off it however near that way runs). `arrivalWitness`, when the fix's place is an estimate of another kind (on
     /// the ways), is the position as measured: the destination is reached only when it too is within the arrival
-    /// radius and twice the fix's accuracy of it (a walker placed on a way near the destination, who is not there,
-    /// is not told they have arrived).
+    /// radius and the fix's accuracy of it (a walker placed on a way near the destination, who is not there, is not
+    /// told they have arrived).
     public mutating func update(
         with fix: SmoothedFix, offRouteMeters: Double? = nil, arrivalWitness: Coordinate? = nil
     ) -> Update? {
@@ -486,7 +486,7 @@ public struct RouteTracker: Sendable {
             let witnessed =
                 !isArrival
                 || arrivalWitness.map {
-                    FlatProjection.distance($0, waypoint.coordinate) <= radius + 2 * fix.horizontalAccuracyMeters
+                    FlatProjection.distance($0, waypoint.coordinate) <= radius + fix.horizontalAccuracyMeters
                 } ?? true
             guard (distance <= radius || passed) && witnessed else { break }
             update.completedWaypoints.append(self.nextWaypoint)

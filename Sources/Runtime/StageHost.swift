@@ -139,9 +139,12 @@ public enum StageHost {
         case .route:
             guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
-            let fixes = subscriber.messages.compactMap { received -> Arrival<SmoothedFix>? in
-                if case let .smoothed(fix) = received.message { return received.arrival(fix) }
-                return nil
+            let fixes = subscriber.messages.compactMap { received -> Arrival<RouteInput>? in
+                switch received.message {
+                case let .smoothed(fix): return received.arrival(.fix(fix))
+                case let .step(step): return received.arrival(.step(step))
+                default: return nil
+                }
             }
             let providers = try PluginRegistry.makeRouters(stage, logger: logger)
             var options = try RouteStageOptions.parse(stage.options).0

@@ -97,7 +97,21 @@ public struct RouteControllerOptions: Sendable {
     }
 }
 
-/// The route controller ("Group 1"): smoothed fixes in; route, progress and guidance target out.
+/// What a route controller reads: smoothed fixes, and the wearer's steps (for the network place).
+public enum RouteInput: Sendable {
+    case fix(SmoothedFix)
+    case step(StepCount)
+}
+
+extension Arrival where Value == SmoothedFix {
+    /// The same arrival as a route controller's input.
+    public var routeInput: Arrival<RouteInput> {
+        Arrival<RouteInput>(
+            .fix(self.value), sender: self.sender, receivedSeconds: self.receivedSeconds, sentSeconds: self.sentSeconds)
+    }
+}
+
+/// The route controller ("Group 1"): smoothed fixes (and steps) in; route, progress and guidance target out.
 ///
 /// Routes from the first good fix to the destination, republishes the route periodically so that a late
 /// joiner catches up, tracks progress and waypoints, and reroutes when the walker leaves the route.
@@ -109,7 +123,7 @@ public struct RouteControllerOptions: Sendable {
 /// is asked first again (``ProviderSchedule``). An answer is checked against where the walker is by then before it
 /// is followed. When every provider fails, the last good route stays in use and the status says so.
 public actor RouteControllerStage<Input: AsyncSequence & Sendable, Output: MessagePublisher>: Service
-where Input.Element == Arrival<SmoothedFix> {
+where Input.Element == Arrival<RouteInput> {
     /// One route asked for.
     struct Request: Sendable {
         /// The first route, or a reroute.
@@ -267,7 +281,20 @@ where Input.Element == Arrival<SmoothedFix> {
                     // Not the input's `cancelOnGracefulShutdown()`: that sequence reads its base in a task of its own,
                     // which leaves the thread its reader prefers (a composed stage's hub) for every message.
                     try await cancelWhenGracefulShutdown {
-                        for try await arrival in self.input { try await self.handle(arrival) }
+                        for try await arrival in self.input {
+                            switch arrival.value {
+                            case let .fix(fix):
+                                try await self.handle(
+                                    Arrival(
+                                        fix, sender: arrival.sender, receivedSeconds: arrival.receivedSeconds,
+                                        sentSeconds: arrival.sentSeconds))
+                            case let .step(step):
+                                await self.handle(
+                                    step: Arrival(
+                                        step, sender: arrival.sender, receivedSeconds: arrival.receivedSeconds,
+                                        sentSeconds: arrival.sentSeconds))
+                            }
+                        }
                     }
                 }
                 group.addTask {
@@ -287,6 +314,16 @@ where Input.Element == Arrival<SmoothedFix> {
                 group.cancelAll()
             }
         } catch is CancellationError {}
+    }
+
+    /// Handles one of the wearer's steps: the network place moves with them (dropped, and counted, when its time is
+    /// not of its stream's time line).
+    public func handle(step arrival: Arrival<StepCount>) {
+        guard self.network != nil else { return }
+        switch self.timeCheck.admit(arrival, topic: "step", measurementSeconds: arrival.value.timeSeconds) {
+        case .accept, .rebase: self.network!.step(arrival.value)
+        case .drop: return
+        }
     }
 
     /// Handles one smoothed fix (exposed for in-process composition and tests): its time is checked first

@@ -57,7 +57,7 @@ struct GridWalk {
     /// along the path), the smoothed fix and the place.
     func walk(
         sigma: Double, tau: Double?, seed: UInt64, options: NetworkPlace.Options = .init(),
-        report: (NetworkPlace) -> Void = { _ in }
+        stepLength: Double? = nil, report: (NetworkPlace) -> Void = { _ in }
     ) -> [(truth: Double, smoothed: SmoothedFix, place: NetworkPlace.Estimate?)] {
         var random = SeededGenerator(seed: seed)
         var smootherOptions = KalmanSmoother.Options()
@@ -68,6 +68,8 @@ struct GridWalk {
         var errorNorth = random.gaussian(standardDeviation: sigma)
         var s = 0.0
         var pause = 0.0
+        var stepPhase = 0.0
+        var stepCount: UInt32 = 0
         var results: [(truth: Double, smoothed: SmoothedFix, place: NetworkPlace.Estimate?)] = []
         let cornersAt = zip(self.corners, self.corners.dropFirst()).reduce(into: [0.0]) {
             $0.append($0.last! + hypot($1.1.0 - $1.0.0, $1.1.1 - $1.0.1))
@@ -92,6 +94,19 @@ struct GridWalk {
                 latitude: 0, longitude: 0, horizontalAccuracyMeters: max(1, sigma), speedMetersPerSecond: measured,
                 courseDegrees: measured >= 0.5 ? Angle.normalized(atan2(velocityEast, velocityNorth) * 180 / .pi) : nil)
             let position = self.plane.unproject(ENU(east: here.east + errorEast, north: here.north + errorNorth))
+            // The wearer's steps over the second before this fix (none while they pause).
+            if let stepLength, second > 0, pause <= 0 || pause == 4 {
+                let before = stepPhase
+                stepPhase += 1.3 / stepLength
+                for index in Int(before.rounded(.down))
+                    + 1...max(Int(before.rounded(.down)), Int(stepPhase.rounded(.down)))
+                {
+                    guard Double(index) <= stepPhase else { break }
+                    stepCount += 1
+                    let at = 1_000 + Double(second) - 1 + (Double(index) - before) / (stepPhase - before)
+                    place.step(StepCount(timeSeconds: at, count: stepCount, cadenceHz: 1.3 / stepLength))
+                }
+            }
             var located = fix
             located.latitude = position.latitude
             located.longitude = position.longitude
@@ -113,7 +128,7 @@ struct GridWalk {
                     s = next
                 }
             }
-            if second % 100 == 0 { report(place) }
+            if second % 100 == 0 || s >= self.length - 1.3 { report(place) }
             if s >= self.length - 0.01 { break }
         }
         return results
@@ -174,6 +189,33 @@ struct GridWalk {
         #expect(Double(sure) >= 0.9 * Double(fixes))
         #expect(Double(rightWay) >= 0.95 * Double(sure))
         #expect(placeRMS < ratio * smoothedRMS)
+    }
+
+    /// With the wearer's steps, the step length is learnt from the speed (within 5 % of the walker's own), and the
+    /// place, which stands still while no step comes, is about as near the walker as from the speed alone.
+    @Test func theStepLengthIsLearntAndAStandingWalkerStaysPut() {
+        let grid = GridWalk()
+        for length in [0.62, 0.78] {
+            var learnt: Double?
+            let withSteps = grid.walk(
+                sigma: 5, tau: 30, seed: 3, stepLength: length, report: { learnt = $0.stepLengthMeters })
+            let without = grid.walk(sigma: 5, tau: 30, seed: 3)
+            func rms(_ steps: [(truth: Double, smoothed: SmoothedFix, place: NetworkPlace.Estimate?)]) -> Double {
+                Self.rms(
+                    steps.compactMap { step in
+                        step.place.map { place in
+                            let p = grid.plane.project(place.point), t = grid.point(step.truth)
+                            return hypot(p.east - t.east, p.north - t.north)
+                        }
+                    })
+            }
+            let learntLength = learnt ?? 0
+            print(
+                "step length \(length) m: learnt \(learntLength) m; place RMS \(rms(withSteps)) m with steps, \(rms(without)) m without"
+            )
+            #expect(abs(learntLength - length) <= 0.05 * length)
+            #expect(rms(withSteps) <= 1.1 * rms(without))
+        }
     }
 
     /// No way within reach: the filter does not know; back within reach, it places the walker again.

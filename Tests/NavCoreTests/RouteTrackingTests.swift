@@ -217,7 +217,7 @@ struct ScriptedWalk {
     }
 
     /// A place on the ways at the destination does not arrive while the fix as measured (the witness) is farther from
-    /// it than the radius and twice the accuracy: a walker off the ways, placed on one near the destination.
+    /// it than the radius and the accuracy: a walker off the ways, placed on one near the destination.
     @Test func anEstimatedPlaceArrivesOnlyWithItsWitness() throws {
         var tracker = RouteTracker()
         tracker.setRoute(self.route(from: self.east))
@@ -236,7 +236,7 @@ struct ScriptedWalk {
         let farAnswer = tracker.update(with: fix(north: 150, time: 20), arrivalWitness: witnessFar)
         let far = try #require(farAnswer)
         #expect(!far.arrived)
-        let witnessNear = Geodesic.wgs84.direct(from: at(150), azimuthDegrees: 90, distanceMeters: 5).coordinate
+        let witnessNear = Geodesic.wgs84.direct(from: at(150), azimuthDegrees: 90, distanceMeters: 3.5).coordinate
         let nearAnswer = tracker.update(with: fix(north: 150, time: 21), arrivalWitness: witnessNear)
         let near = try #require(nearAnswer)
         #expect(near.arrived)

@@ -90,7 +90,7 @@ private final class FirstCall: @unchecked Sendable {
     private static func walk(
         _ fixes: [Arrival<SmoothedFix>], provider: any RouteProvider, options: RouteControllerOptions
     ) async throws -> [BusMessage] {
-        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SmoothedFix>.self)
+        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<RouteInput>.self)
         let output = MemoryPublisher()
         let stage = RouteControllerStage(
             name: "route", input: stream, output: output, provider: provider, options: options,
@@ -98,9 +98,9 @@ private final class FirstCall: @unchecked Sendable {
         async let running: Void = stage.run()
         // The route is asked for beside the fix path: the first fix asks, the route comes a moment later. (The bound
         // is generous: when the whole test run starts, the pool's two threads can be busy for fifteen seconds.)
-        continuation.yield(fixes[0])
+        continuation.yield(fixes[0].routeInput)
         #expect(await eventually(within: 60) { !Self.routes(await output.messages).isEmpty })
-        for arrival in fixes.dropFirst() { continuation.yield(arrival) }
+        for arrival in fixes.dropFirst() { continuation.yield(arrival.routeInput) }
         continuation.finish()
         try await running
         return await output.messages
@@ -167,14 +167,14 @@ private final class FirstCall: @unchecked Sendable {
     @Test func anEngineThatIsDownLeavesAClearStatusAndNoTarget() async throws {
         // Nothing listens on this port: the client retries, then gives up with a clear status.
         let provider = try EngineRouteProvider(.valhalla, url: "http://127.0.0.1:9", timeoutSeconds: 0.5, retries: 1)
-        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SmoothedFix>.self)
+        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<RouteInput>.self)
         let output = MemoryPublisher()
         let stage = RouteControllerStage(
             name: "route", input: stream, output: output, provider: provider,
             options: RouteControllerOptions(destination: Coordinate(latitude: 43.74, longitude: 7.42)),
             logger: Logger(label: "test"))
         async let running: Void = stage.run()
-        continuation.yield(fix(Coordinate(latitude: 43.73, longitude: 7.42), at: 1))
+        continuation.yield(fix(Coordinate(latitude: 43.73, longitude: 7.42), at: 1).routeInput)
         let failed = await eventually(within: 20) {
             Self.statuses(await output.messages).contains { $0.health == .degraded }
         }
@@ -206,7 +206,7 @@ private final class FirstCall: @unchecked Sendable {
         options.providerTimeoutSeconds = 2
         options.providerBackoff = .init(backoffSeconds: 0, maximumBackoffSeconds: 0)  // the engine is asked every time
         options.tracker.rerouteMinimumSeconds = 0
-        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SmoothedFix>.self)
+        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<RouteInput>.self)
         let output = MemoryPublisher()
         // The stage's time is a manual clock's (its wall clock the same seconds): the provider's 2 s timeout passes
         // when the test has fed 2 s of fixes, however slowly the machine runs them.
@@ -225,7 +225,8 @@ private final class FirstCall: @unchecked Sendable {
             if leaveAt.isInfinite, Self.routes(await output.messages).contains(where: { $0.routeID == 1 }) {
                 leaveAt = now + 1
             }
-            continuation.yield(fix(Self.silentEngineWalk(start: start, time: now, leaveAt: leaveAt), at: now))
+            continuation.yield(
+                fix(Self.silentEngineWalk(start: start, time: now, leaveAt: leaveAt), at: now).routeInput)
             fed.append(now)
             let handled = await eventually(within: 30) {
                 Self.targets(await output.messages).contains { $0.timeSeconds == now }
@@ -284,7 +285,7 @@ private final class FirstCall: @unchecked Sendable {
         let provider = GatedProvider()
         let start = Coordinate(latitude: 43.7300, longitude: 7.4200)
         let destination = moved(start, 90, 500)
-        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<SmoothedFix>.self)
+        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<RouteInput>.self)
         let output = MemoryPublisher()
         let stage = RouteControllerStage(
             name: "route", input: stream, output: output, provider: provider,
@@ -292,7 +293,8 @@ private final class FirstCall: @unchecked Sendable {
         async let running: Void = stage.run()
         // The first route is asked from here; while it is awaited the walker goes 100 m south.
         for second in 0..<10 {
-            continuation.yield(fix(moved(start, 180, Double(second) * 10), at: Double(second + 1), course: 180))
+            continuation.yield(
+                fix(moved(start, 180, Double(second) * 10), at: Double(second + 1), course: 180).routeInput)
         }
         // Every fix handled (each without a route gets its "none" target) before the answer comes.
         let waiting = await eventually(within: 60) {
