@@ -139,3 +139,37 @@ public struct GPSError: Sendable {
         return (self.east, self.north)
     }
 }
+
+/// A simulated participant's phone's accelerometer: the magnitude of what it reads (gravity's reaction, and a bump at
+/// each heel strike while they walk, a step of their own length at their pace), 50 samples a second with sensor
+/// noise, and the phone's step detector (``StepCounter``) on it.
+struct SimulatedPedometer {
+    /// This participant's step length [metres]: 0.72 ± 0.05 m (one sigma), drawn per walk.
+    let stepLengthMeters: Double
+    private var phase = 0.0
+    private var time: Double?
+    private var counter = StepCounter()
+    static let sampleSeconds = 0.02
+
+    init(random: inout SeededGenerator) {
+        self.stepLengthMeters = min(0.9, max(0.55, 0.72 + random.gaussian(standardDeviation: 0.05)))
+    }
+
+    /// The samples from the last call up to `time`, moving at `speed` [m/s]; the steps the phone's detector tells.
+    mutating func advance(to time: Double, speed: Double, random: inout SeededGenerator) -> [StepCount] {
+        var told: [StepCount] = []
+        var t = (self.time ?? time - Self.sampleSeconds) + Self.sampleSeconds
+        while t <= time + 1e-9 {
+            let cadence = speed > 0 ? speed / self.stepLengthMeters : 0
+            self.phase += cadence * Self.sampleSeconds
+            // A heel strike's bump once a cycle (about 0.15 s wide), on gravity's reaction, with sensor noise.
+            let cycle = self.phase - self.phase.rounded(.down)
+            let bump = cadence > 0 ? 4 * exp(-pow((cycle - 0.5) / 0.12, 2)) : 0
+            told += self.counter.add(
+                timeSeconds: t, magnitude: 9.81 + bump + random.gaussian(standardDeviation: 0.3))
+            self.time = t
+            t += Self.sampleSeconds
+        }
+        return told
+    }
+}

@@ -111,8 +111,9 @@ struct StageTemplate {
         smoother["topics"] = .array([.string("fix")])
         var route = self.stages[self.route]?.objectValue ?? [:]
         route["publish"] = endpoint(self.route)
-        route["inputs"] = .array([endpoint(self.smoother)])
-        route["topics"] = .array([.string("smoothed")])
+        // The smoothed fixes, and the wearer's steps from the harness's phone (for the network place).
+        route["inputs"] = .array([endpoint(self.smoother), endpoint("source")])
+        route["topics"] = .array([.string("smoothed"), .string("step")])
         route["settings"] = self.routeSettings
         var routeOptions = route["options"]?.objectValue ?? [:]
         routeOptions["destination"] = .array([.number(destination.latitude), .number(destination.longitude)])

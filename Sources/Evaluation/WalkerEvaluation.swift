@@ -159,7 +159,7 @@ public enum WalkerEvaluation {
 
         /// The line printed above the table.
         public var header: String {
-            "\(self.routes) routes × \(self.seeds) seeds, config \(self.config): participants at 1.3 m/s, pocket 70° (calibrated ±3°), compass ±5°, Doppler velocity ±\(fixedDecimal(self.velocityNoise, digits: 1)) m/s, fixes 1 Hz, headings 10 Hz"
+            "\(self.routes) routes × \(self.seeds) seeds, config \(self.config): participants at 1.3 m/s, pocket 70° (calibrated ±3°), compass ±5°, Doppler velocity ±\(fixedDecimal(self.velocityNoise, digits: 1)) m/s, fixes 1 Hz, headings 10 Hz, phones' accelerometers 50 Hz (a step of 0.72 ± 0.05 m, each participant's own; their detector's steps on the bus)"
                 + (self.participants.contains(.events)
                     ? "; event-following participants walk through a junction unnoticed \(fixedDecimal(NetworkParticipant.Rules().missRoadPercent, digits: 0)) % of the time where a road meets their way, \(fixedDecimal(NetworkParticipant.Rules().missPathPercent, digits: 0)) % where only footways, paths or steps branch off"
                     : "")
@@ -702,7 +702,8 @@ public enum WalkerEvaluation {
         // first probe reaches them: the walk is then the same whatever the machine's load or the stages' composition
         // (a probe more would be one more fix in the smoother's history).
         let expected = Set([template.smoother, template.route, template.haptic])
-        let readers = 2 + (session == nil ? 0 : 1)
+        // The smoother, the route controller (the phone's steps) and the sink; the recorder.
+        let readers = 3 + (session == nil ? 0 : 1)
         guard
             await wait(
                 seconds: 30,
@@ -785,6 +786,9 @@ public enum WalkerEvaluation {
         var participant = try placed(facing: 0)
         var tally = WalkTally()
         var gps = GPSError(sigmaMeters: condition.sigmaMeters, timeConstantSeconds: condition.timeConstantSeconds)
+        // The phone's steps come from a generator of their own: the GPS error and the compass noise stay as they were.
+        var stepRandom = SeededGenerator(seed: seed &* 104_729 &+ UInt64(index) &* 7919 &+ 17)
+        var pedometer = SimulatedPedometer(random: &stepRandom)
         var felt: CueKind = .silent
         var timeouts = 0
         var firstRoute: Route?
@@ -845,6 +849,10 @@ public enum WalkerEvaluation {
                         participant.start()
                     }
                 }
+            }
+            // The phone's steps up to now (its detector tells each about 0.6 s after it).
+            for step in pedometer.advance(to: time, speed: participant.speedMetersPerSecond, random: &stepRandom) {
+                try await source.publish(.step(step))
             }
             // A heading, answered by the sink's cue in force.
             let heading = HeadingSample(
