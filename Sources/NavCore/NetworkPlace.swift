@@ -73,7 +73,10 @@ public struct NetworkPlace: Sendable {
         public var stepLearnSpeed = 0.8
         public var stepLearnSeconds = 120.0
         public var minimumLearntSteps = 20.0
-        public var stepsStaleSeconds = 3.0
+        public var stepsStaleSeconds = 10.0
+        /// No step for this long before a fix: the walker stands [seconds] (a step detector tells a step some tenths
+        /// of a second after it).
+        public var standSeconds = 1.5
         /// The chance that a particle turns back between two positions, walking and standing.
         public var turnBackWalking = 0.01
         public var turnBackStanding = 0.05
@@ -179,10 +182,16 @@ public struct NetworkPlace: Sendable {
             self.learntMeters = keep * self.learntMeters + speed * dt
             self.learntSteps = keep * self.learntSteps + Double(self.pendingSteps)
         }
-        // Steps heard, and none since the last fix while they still flow: the walker stands (the smoothed speed lags a
-        // stop by seconds). Otherwise the speed, which the receiver's Doppler velocity measures better than a step
-        // length learnt from it (measured: the cadence times the learnt length placed the walker a little worse).
-        if self.lastStepTime != nil, self.pendingSteps == 0, stepsFlow { return 0 }
+        // Steps heard, and none for `standSeconds` before this fix (by the steps' own times, however late each was
+        // told): the walker stands (the smoothed speed lags a stop by seconds). Unless none came for
+        // `stepsStaleSeconds` while the speed says they walk: then the phone's detector has stopped. Otherwise the
+        // speed, which the receiver's Doppler velocity measures better than a step length learnt from it (measured:
+        // the cadence times the learnt length placed the walker a little worse).
+        if let last = self.lastStepTime, time - last > self.options.standSeconds,
+            time - last <= self.options.stepsStaleSeconds || speed < self.options.stepLearnSpeed
+        {
+            return 0
+        }
         return speed * dt
     }
 
