@@ -4,7 +4,7 @@ import Testing
 
 /// A city grid of streets 60 m apart (nodes every 10 m, as a map's ways bend), and a walker who goes along a street,
 /// turns at a junction, and on; their fixes with GPS error through the smoother, as the route stage has them.
-struct GridWalk {
+struct GridWalk: Sendable {
     let plane = FlatProjection(origin: Coordinate(latitude: 43.73, longitude: 7.42))
     let graph: WalkingGraph
     /// The walker's path: corners in metres (east, north).
@@ -148,6 +148,14 @@ struct GridWalk {
     }
 }
 
+/// Runs `body` on a thread of its own: a walk of thousands of fixes through the filter takes seconds of a core, and
+/// on the test pool's threads it would hold back the tests that wait on a clock or a socket meanwhile.
+private func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: body()) }.start()
+    }
+}
+
 @Suite struct NetworkPlaceTests {
     static func rms(_ values: [Double]) -> Double {
         (values.map { $0 * $0 }.reduce(0, +) / Double(max(1, values.count))).squareRoot()
@@ -158,12 +166,15 @@ struct GridWalk {
     /// smoothed fix (which the error carries across the street); with white error, on their street and no farther
     /// from them than the smoothed fix (which has little error to remove).
     @Test(arguments: [(5.0, 30.0 as Double?, 0.6), (5.0, nil, 1.0)])
-    func theWalkersStreetAndPlaceAlongItUnderGPSError(sigma: Double, tau: Double?, ratio: Double) throws {
+    func theWalkersStreetAndPlaceAlongItUnderGPSError(sigma: Double, tau: Double?, ratio: Double) async throws {
         let grid = GridWalk()
         var placeErrors: [Double] = [], smoothedErrors: [Double] = []
         var rightWay = 0, sure = 0, fixes = 0
-        for seed in 1...4 as ClosedRange<UInt64> {
-            for step in grid.walk(sigma: sigma, tau: tau, seed: seed) {
+        let walks = await onOwnThread {
+            (1...4 as ClosedRange<UInt64>).map { grid.walk(sigma: sigma, tau: tau, seed: $0) }
+        }
+        for walk in walks {
+            for step in walk {
                 fixes += 1
                 let truth = grid.point(step.truth)
                 let smoothed = Coordinate(latitude: step.smoothed.latitude, longitude: step.smoothed.longitude)
@@ -193,13 +204,16 @@ struct GridWalk {
 
     /// With the wearer's steps, the step length is learnt from the speed (within 5 % of the walker's own), and the
     /// place, which stands still while no step comes, is about as near the walker as from the speed alone.
-    @Test func theStepLengthIsLearntAndAStandingWalkerStaysPut() {
+    @Test func theStepLengthIsLearntAndAStandingWalkerStaysPut() async {
         let grid = GridWalk()
+        let without = await onOwnThread { grid.walk(sigma: 5, tau: 30, seed: 3) }
         for length in [0.62, 0.78] {
-            var learnt: Double?
-            let withSteps = grid.walk(
-                sigma: 5, tau: 30, seed: 3, stepLength: length, report: { learnt = $0.stepLengthMeters })
-            let without = grid.walk(sigma: 5, tau: 30, seed: 3)
+            let (withSteps, learnt) = await onOwnThread {
+                var learnt: Double?
+                let walk = grid.walk(
+                    sigma: 5, tau: 30, seed: 3, stepLength: length, report: { learnt = $0.stepLengthMeters })
+                return (walk, learnt)
+            }
             func rms(_ steps: [(truth: Double, smoothed: SmoothedFix, place: NetworkPlace.Estimate?)]) -> Double {
                 Self.rms(
                     steps.compactMap { step in
