@@ -140,6 +140,28 @@ public struct GPSError: Sendable {
     }
 }
 
+extension GPSError {
+    /// A receiver's fix at `time` of a walker at `position` moving at `speed` [m/s] toward `headingDegrees`: the
+    /// position with this error's next value (a fix a second), and speed and course from the receiver's Doppler
+    /// velocity with `velocityNoise` [m/s] per axis; no course below 0.5 m/s; the accuracy σ, at least 1 m.
+    mutating func fix(
+        time: Double, position: Coordinate, speed: Double, headingDegrees: Double, velocityNoise: Double,
+        random: inout SeededGenerator
+    ) -> LocationFix {
+        let error = self.next(dt: 1, random: &random)
+        let noisy = FlatProjection(origin: position).unproject(ENU(east: error.east, north: error.north))
+        let radians = headingDegrees * .pi / 180
+        let velocityEast = speed * sin(radians) + random.gaussian(standardDeviation: velocityNoise)
+        let velocityNorth = speed * cos(radians) + random.gaussian(standardDeviation: velocityNoise)
+        let measuredSpeed = (velocityEast * velocityEast + velocityNorth * velocityNorth).squareRoot()
+        return LocationFix(
+            timeSeconds: time, latitude: noisy.latitude, longitude: noisy.longitude,
+            horizontalAccuracyMeters: max(1, self.sigmaMeters), speedMetersPerSecond: measuredSpeed,
+            courseDegrees: measuredSpeed >= 0.5 ? Angle.normalized(atan2(velocityEast, velocityNorth) * 180 / .pi) : nil
+        )
+    }
+}
+
 /// A simulated participant's phone's accelerometer: the magnitude of what it reads (gravity's reaction, and a bump at
 /// each heel strike while they walk, a step of their own length at their pace), 50 samples a second with sensor
 /// noise, and the phone's step detector (``StepCounter``) on it.

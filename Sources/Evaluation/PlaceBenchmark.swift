@@ -79,16 +79,9 @@ public enum PlaceBenchmark {
         var second = 0.0
         while along < path.lengthMeters {
             guard let here = path.point(atDistance: along) else { break }
-            let offset = error.next(dt: 1, random: &random)
-            let noisy = FlatProjection(origin: here.coordinate).unproject(ENU(east: offset.east, north: offset.north))
-            let radians = here.bearingDegrees * .pi / 180
-            let east = 1.3 * sin(radians) + random.gaussian(standardDeviation: 0.3)
-            let north = 1.3 * cos(radians) + random.gaussian(standardDeviation: 0.3)
-            let speed = (east * east + north * north).squareRoot()
-            let fix = LocationFix(
-                timeSeconds: 1_000 + second, latitude: noisy.latitude, longitude: noisy.longitude,
-                horizontalAccuracyMeters: max(1, sigma), speedMetersPerSecond: speed,
-                courseDegrees: speed >= 0.5 ? Angle.normalized(atan2(east, north) * 180 / .pi) : nil)
+            let fix = error.fix(
+                time: 1_000 + second, position: here.coordinate, speed: 1.3, headingDegrees: here.bearingDegrees,
+                velocityNoise: 0.3, random: &random)
             let started = SystemClock.monotonicSeconds()
             let result = smoother.update(with: fix)
             var timed = SystemClock.monotonicSeconds() - started

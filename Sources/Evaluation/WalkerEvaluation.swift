@@ -447,6 +447,7 @@ public enum WalkerEvaluation {
             values.isEmpty ? .nan : values[min(values.count - 1, Int(Double(values.count - 1) * p))]
         }
         let squared = walks.map { $0.smoothedRMSMeters * $0.smoothedRMSMeters }.reduce(0, +) / count
+        let along = walks.flatMap(\.alongErrorsMeters)
         return Summary(
             condition: name, walks: walks.count,
             arrivedPercent: 100 * Double(walks.filter(\.arrived).count) / count,
@@ -465,10 +466,9 @@ public enum WalkerEvaluation {
                 * (1 - Double(walks.map(\.wrongBranches).reduce(0, +))
                     / Double(max(1, walks.map(\.junctionsOnRoute).reduce(0, +)))),
             junctionStopsPerWalk: Double(walks.map(\.junctionStops).reduce(0, +)) / count,
-            alongMeanMeters: walks.flatMap(\.alongErrorsMeters).reduce(0, +)
-                / Double(max(1, walks.map(\.alongErrorsMeters.count).reduce(0, +))),
-            alongRMSMeters: Self.rms(walks.flatMap(\.alongErrorsMeters)),
-            alongP95Meters: percentile(walks.flatMap(\.alongErrorsMeters).map(abs).sorted(), 0.95),
+            alongMeanMeters: along.reduce(0, +) / Double(max(1, along.count)),
+            alongRMSMeters: Self.rms(along),
+            alongP95Meters: percentile(along.map(abs).sorted(), 0.95),
             placeRMSMeters: Self.rms(walks.flatMap(\.placeErrorsMeters)))
     }
 
@@ -801,20 +801,11 @@ public enum WalkerEvaluation {
             let t = Double(step) * dt
             let time = epoch + t
             if step % 10 == 0 {
-                let error = gps.next(dt: 1, random: &random)
-                let noisy = FlatProjection(origin: participant.position).unproject(
-                    ENU(east: error.east, north: error.north))
-                // Speed and course from the receiver's Doppler velocity, with its error per axis; no course below 0.5 m/s.
-                let speed = participant.speedMetersPerSecond  // along the body's heading
-                let radians = participant.bodyHeadingDegrees * .pi / 180
-                let velocityEast = speed * sin(radians) + random.gaussian(standardDeviation: setup.velocityNoise)
-                let velocityNorth = speed * cos(radians) + random.gaussian(standardDeviation: setup.velocityNoise)
-                let measuredSpeed = (velocityEast * velocityEast + velocityNorth * velocityNorth).squareRoot()
-                let fix = LocationFix(
-                    timeSeconds: time, latitude: noisy.latitude, longitude: noisy.longitude,
-                    horizontalAccuracyMeters: max(1, condition.sigmaMeters), speedMetersPerSecond: measuredSpeed,
-                    courseDegrees: measuredSpeed >= 0.5
-                        ? Angle.normalized(atan2(velocityEast, velocityNorth) * 180 / .pi) : nil)
+                // Speed and course from the receiver's Doppler velocity along the body's heading.
+                let fix = gps.fix(
+                    time: time, position: participant.position, speed: participant.speedMetersPerSecond,
+                    headingDegrees: participant.bodyHeadingDegrees, velocityNoise: setup.velocityNoise,
+                    random: &random)
                 try await source.publish(.fix(fix))
                 // The target, and the smoothed fix it came from (on another connection, it may come after it).
                 if await !wait(

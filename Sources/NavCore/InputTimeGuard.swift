@@ -17,6 +17,13 @@ public struct Arrival<Value: Sendable>: Sendable {
         self.receivedSeconds = receivedSeconds
         self.sentSeconds = sentSeconds
     }
+
+    /// The same arrival (sender, times) of another value.
+    public func map<Other: Sendable>(_ transform: (Value) -> Other) -> Arrival<Other> {
+        Arrival<Other>(
+            transform(self.value), sender: self.sender, receivedSeconds: self.receivedSeconds,
+            sentSeconds: self.sentSeconds)
+    }
 }
 
 /// Why a stage dropped a message for its time.

@@ -11,8 +11,9 @@
 /// is learnt from the ways the walker keeps to, and unlearnt as it decorrelates.
 ///
 /// The estimate is the way most of the weight agrees on; it is *sure* when at least `sureShare` of the weight lies
-/// on that way near its point (within `agreeMeters` across it and `alongMeters` along it). Where the fixes are farther from every way than the bias allows (an open
-/// square, no map), the filter says it does not know (nil) and starts again when the ways come back within reach.
+/// on that way near its point (within `agreeMeters` across it and `alongMeters` along it) and the bias it needs is
+/// within the gate. Where no way is within reach of the fixes (no map there), the filter says it does not know (nil)
+/// and starts again when the ways come back within reach.
 public struct NetworkPlace: Sendable {
     /// Its settings.
     public struct Options: Sendable, Equatable {
@@ -84,16 +85,16 @@ public struct NetworkPlace: Sendable {
         /// times the accuracy).
         public var searchMeters = 30.0
         /// The estimate is sure when this share of the weight lies within `agreeMeters` across its way and
-        /// `alongMeters` along it.
+        /// `alongMeters` along it…
         public var sureShare = 0.6
+        public var agreeMeters = 3.0
+        public var alongMeters = 15.0
         /// …and when the bias it needs to explain the fix is at most this many times the bias's σ, and at least
         /// `gateMeters` [metres]: a walker farther from the ways than GPS error explains is not placed on them.
         public var gateSigmas = Setting.gateSigmas.defaultValue
         public var gateMeters = 4.0
         /// A bias this many times that starts the filter again.
         public var lostGateFactor = 1.5
-        public var agreeMeters = 3.0
-        public var alongMeters = 15.0
         /// A position this many σ from every particle's explanation, `lostPositions` times in a row, starts the
         /// filter again.
         public var lostSigmas = 4.0
@@ -108,8 +109,6 @@ public struct NetworkPlace: Sendable {
     public struct Estimate: Sendable, Equatable {
         /// The point on the way.
         public var point: Coordinate
-        /// The segment of the graph it is on (an index into ``WalkingGraph/segments``).
-        public var segment: Int
         /// The direction of travel along the way [degrees, true north].
         public var directionDegrees: Double
         /// The share of the particles' weight on the way near the point [0…1].
@@ -260,11 +259,7 @@ public struct NetworkPlace: Sendable {
         let unexplained = self.weigh(position: position, accuracy: accuracy, course: course, dt: dt!)
         // Lost: no particle explains the fix, or the bias the particles need to is more than GPS error can be (the
         // walker has left the ways: an open square, a car park).
-        let needed =
-            self.estimate(accuracy: accuracy).map {
-                ($0.biasEast * $0.biasEast + $0.biasNorth * $0.biasNorth).squareRoot()
-            } ?? 0
-        if unexplained || needed > self.options.lostGateFactor * self.gate(accuracy: accuracy) {
+        if unexplained || self.meanBias().meters > self.options.lostGateFactor * self.gate(accuracy: accuracy) {
             self.lostCount += 1
             if self.lostCount >= self.options.lostPositions {
                 guard self.start(at: position, accuracy: accuracy, course: course) else {
@@ -458,9 +453,6 @@ public struct NetworkPlace: Sendable {
         max(self.options.gateMeters, self.options.gateSigmas * self.biasSigma(accuracy: accuracy))
     }
 
-    /// The bias's σ per axis and correlation time as learnt so far [metres, seconds] (for a reader of the figures).
-    public var learntBias: (sigmaMeters: Double, seconds: Double) { (self.biasSigma(accuracy: 0), self.biasSeconds) }
-
     /// The bias's correlation time: as learnt from how alike the fixes' distances across the way are a fix apart
     /// (between 2 s and the configured time), the configured one before [seconds].
     private var biasSeconds: Double {
@@ -469,6 +461,17 @@ public struct NetworkPlace: Sendable {
         }
         let correlation = min(0.999, max(0.01, lagged / variance))
         return min(self.options.biasTimeConstantSeconds, max(2, -1 / _log(correlation)))
+    }
+
+    /// The position's error as the particles have it, their weighted mean [metres east, north, and its size].
+    private func meanBias() -> (east: Double, north: Double, meters: Double) {
+        var east = 0.0, north = 0.0
+        for particle in self.particles {
+            let weight = _exp(particle.logWeight)
+            east += weight * particle.biasEast
+            north += weight * particle.biasNorth
+        }
+        return (east, north, (east * east + north * north).squareRoot())
     }
 
     /// Log weights so that the weights sum to one.
@@ -559,11 +562,10 @@ public struct NetworkPlace: Sendable {
         let wayEast = self.enu(best.to).east - self.enu(best.from).east
         let wayNorth = self.enu(best.to).north - self.enu(best.from).north
         let wayLength = max(1e-9, (wayEast * wayEast + wayNorth * wayNorth).squareRoot())
-        var share = 0.0, biasEast = 0.0, biasNorth = 0.0
+        let bias = self.meanBias()
+        var share = 0.0
         for index in self.particles.indices {
             let weight = _exp(self.particles[index].logWeight)
-            biasEast += weight * self.particles[index].biasEast
-            biasNorth += weight * self.particles[index].biasNorth
             let de = places[index].east - point.east, dn = places[index].north - point.north
             let along = (de * wayEast + dn * wayNorth) / wayLength
             let across = (de * wayNorth - dn * wayEast) / wayLength
@@ -571,16 +573,10 @@ public struct NetworkPlace: Sendable {
         }
         let low = best.from, high = best.to
         let direction = forward[Int64(low) << 32 | Int64(high), default: 0]
-        let segment =
-            self.graph.snap(plane.unproject(point), maximumMeters: 1) { index in
-                let s = self.graph.segments[index]
-                return min(s.a, s.b) == low && max(s.a, s.b) == high
-            }?.segment ?? self.graph.snap(plane.unproject(point), maximumMeters: 5)?.segment ?? 0
         return Estimate(
-            point: plane.unproject(point), segment: segment,
+            point: plane.unproject(point),
             directionDegrees: direction >= 0 ? self.bearing(low, high) : self.bearing(high, low), share: share,
-            sure: share >= self.options.sureShare
-                && (biasEast * biasEast + biasNorth * biasNorth).squareRoot() <= self.gate(accuracy: accuracy),
-            biasEast: biasEast, biasNorth: biasNorth)
+            sure: share >= self.options.sureShare && bias.meters <= self.gate(accuracy: accuracy),
+            biasEast: bias.east, biasNorth: bias.north)
     }
 }

@@ -105,10 +105,7 @@ public enum RouteInput: Sendable {
 
 extension Arrival where Value == SmoothedFix {
     /// The same arrival as a route controller's input.
-    public var routeInput: Arrival<RouteInput> {
-        Arrival<RouteInput>(
-            .fix(self.value), sender: self.sender, receivedSeconds: self.receivedSeconds, sentSeconds: self.sentSeconds)
-    }
+    public var routeInput: Arrival<RouteInput> { self.map { .fix($0) } }
 }
 
 /// The route controller ("Group 1"): smoothed fixes (and steps) in; route, progress and guidance target out.
@@ -284,16 +281,8 @@ where Input.Element == Arrival<RouteInput> {
                     try await cancelWhenGracefulShutdown {
                         for try await arrival in self.input {
                             switch arrival.value {
-                            case let .fix(fix):
-                                try await self.handle(
-                                    Arrival(
-                                        fix, sender: arrival.sender, receivedSeconds: arrival.receivedSeconds,
-                                        sentSeconds: arrival.sentSeconds))
-                            case let .step(step):
-                                await self.handle(
-                                    step: Arrival(
-                                        step, sender: arrival.sender, receivedSeconds: arrival.receivedSeconds,
-                                        sentSeconds: arrival.sentSeconds))
+                            case let .fix(fix): try await self.handle(arrival.map { _ in fix })
+                            case let .step(step): await self.handle(step: arrival.map { _ in step })
                             }
                         }
                     }
