@@ -67,6 +67,10 @@ public struct NetworkParticipant: SimulatedParticipant {
         public var missRoadPercent = 2.0
         /// …and where only footways, paths or steps branch off [percent].
         public var missPathPercent = 10.0
+        /// A junction walked through unnoticed is found again when a turn cue (left, right or around) or a *now* comes
+        /// before the participant is this far past it: it stops, steps back to the opening it passed and chooses there
+        /// by the events (else by the cues), as a cane user who overshoots an opening by a step or two [metres].
+        public var reachMeters = 3.0
 
         /// The rules of the evaluation (issue 23: 20 m, 8 s, 45°, 60°, 2 s, 8 m).
         public init() {}
@@ -75,6 +79,18 @@ public struct NetworkParticipant: SimulatedParticipant {
     /// One junction passed: where, the way it came from and the branch it took, and the point `branchProbeMeters`
     /// along that branch.
     public struct Choice: Sendable, Equatable {
+        /// What the branch was chosen by.
+        public enum Basis: String, Sendable, Codable, Equatable {
+            /// The cues felt (or, with none, the straightest branch).
+            case cues
+            /// A turn event: the announced turn or a junction counted and carried straight on through.
+            case events
+            /// Nothing: the participant walked through the junction without noticing it.
+            case missed
+            /// Turn events, counted from a count that a junction walked through unnoticed since had put out.
+            case miscounted
+        }
+
         public var junction: Coordinate
         /// The point `branchProbeMeters` along the branch taken.
         public var branchPoint: Coordinate
@@ -82,6 +98,7 @@ public struct NetworkParticipant: SimulatedParticipant {
         public var stopped: Bool
         /// The branch was the way it came.
         public var wentBack: Bool
+        public var basis: Basis = .cues
     }
 
     enum Phase: Sendable, Equatable {
@@ -124,6 +141,15 @@ public struct NetworkParticipant: SimulatedParticipant {
     private var made: Set<UInt64> = []
     /// Junctions walked through without noticing them [count].
     public private(set) var missedJunctions = 0
+    /// A junction was walked through unnoticed since the last announcement heard: the count may be out.
+    private var missedSinceAnnouncement = false
+    /// The junction last walked through unnoticed, while the participant is within `reachMeters` past it: the edge it
+    /// arrived by, the choice held back from `choices` until then, the metres walked at the junction, and what
+    /// `missedSinceAnnouncement` was before; whether a *now* came since.
+    private var overshot:
+        (from: Int32, to: Int32, length: Double, choice: Choice, at: Double, missedBefore: Bool, nowSince: Bool)?
+    /// Junctions walked through unnoticed and then found again by a cue within `reachMeters` [count].
+    public private(set) var foundAgain = 0
     /// Its own chances (noticing a junction).
     private var random: SeededGenerator
 
@@ -205,13 +231,20 @@ public struct NetworkParticipant: SimulatedParticipant {
     }
 
     /// Leaves the junction at the end of the current edge by the branch to `next`.
-    private mutating func take(_ next: Int32, lengthMeters: Double, stopped: Bool) {
+    private mutating func take(_ next: Int32, lengthMeters: Double, stopped: Bool, by basis: Choice.Basis = .cues) {
         let junction = self.to
-        self.choices.append(
-            Choice(
-                junction: self.graph.nodes[Int(junction)],
-                branchPoint: self.graph.point(from: junction, through: next, meters: self.rules.branchProbeMeters),
-                stopped: stopped, wentBack: next == self.from))
+        self.commitOvershot()
+        let choice = Choice(
+            junction: self.graph.nodes[Int(junction)],
+            branchPoint: self.graph.point(from: junction, through: next, meters: self.rules.branchProbeMeters),
+            stopped: stopped, wentBack: next == self.from, basis: basis)
+        if basis == .missed {
+            self.overshot = (
+                self.from, junction, self.length, choice, self.walkedMeters, self.missedSinceAnnouncement, false
+            )
+        } else {
+            self.choices.append(choice)
+        }
         self.from = junction
         self.to = next
         self.along = 0
@@ -259,7 +292,9 @@ public struct NetworkParticipant: SimulatedParticipant {
             guard !self.made.contains(key) else { return }
             self.pending.removeAll { $0.turn && $0.manoeuvre == event.manoeuvre }
             self.pending.append((event.routeID, event.manoeuvre, count, event.turnDegrees, true))
+            self.missedSinceAnnouncement = false
         case .now:
+            if !self.made.contains(key) { self.overshot?.nowSince = true }
             guard !self.made.contains(key),
                 !self.pending.contains(where: { $0.turn && $0.manoeuvre == event.manoeuvre })
             else { return }
@@ -285,16 +320,17 @@ public struct NetworkParticipant: SimulatedParticipant {
 
     /// Following events at a junction: walks through it unnoticed (by chance), turns at the announced one, or counts it
     /// and goes straight on. Nil when it has nothing to go by (nothing pending): the cues decide.
-    private mutating func followEvents() -> Bool? {
+    private mutating func followEvents(noticed: Bool = false, stopped: Bool = false) -> Bool? {
         guard self.rules.followsEvents, !self.pending.isEmpty else { return nil }
         let road = self.graph.neighbours(of: self.to).contains {
             $0.node != self.from && self.graph.isRoad(from: self.to, to: $0.node)
         }
         let miss = (road ? self.rules.missRoadPercent : self.rules.missPathPercent) / 100
-        if Double(self.random.next() >> 11) / Double(1 << 53) < miss {
+        if !noticed, Double(self.random.next() >> 11) / Double(1 << 53) < miss {
             self.missedJunctions += 1
             guard let straight = self.straightest() else { return nil }
-            self.take(straight.node, lengthMeters: straight.lengthMeters, stopped: false)
+            self.take(straight.node, lengthMeters: straight.lengthMeters, stopped: false, by: .missed)
+            self.missedSinceAnnouncement = true
             return true
         }
         // This junction's: a manoeuvre before a straight on.
@@ -303,7 +339,41 @@ public struct NetworkParticipant: SimulatedParticipant {
         self.pending.removeAll { $0.junctionsToGo < 0 }
         if let here, here.turn { self.made.insert(UInt64(here.routeID) << 32 | UInt64(here.manoeuvre)) }
         guard let branch = self.branch(turning: here?.turnDegrees ?? 0) else { return nil }
-        self.take(branch.node, lengthMeters: branch.lengthMeters, stopped: false)
+        self.take(
+            branch.node, lengthMeters: branch.lengthMeters, stopped: stopped,
+            by: self.missedSinceAnnouncement ? .miscounted : .events)
+        return true
+    }
+
+    /// The junction walked through unnoticed, now out of reach: its choice stands.
+    private mutating func commitOvershot() {
+        guard let overshot = self.overshot else { return }
+        self.choices.append(overshot.choice)
+        self.overshot = nil
+    }
+
+    /// Walking within reach past a junction it walked through unnoticed, with `cue` felt: found again by a turn cue or
+    /// a *now* (back at the opening, it chooses there, events first; true), else out of reach its choice stands.
+    private mutating func findAgain(feeling cue: CueKind, at time: Double) -> Bool {
+        guard let overshot = self.overshot else { return false }
+        guard self.walkedMeters - overshot.at <= self.rules.reachMeters else {
+            self.commitOvershot()
+            return false
+        }
+        let side = cue == .turnLeft ? -1.0 : cue == .turnRight ? 1.0 : nil
+        guard side != nil || cue == .turnAround || overshot.nowSince else { return false }
+        self.overshot = nil
+        self.foundAgain += 1
+        self.missedSinceAnnouncement = overshot.missedBefore
+        self.from = overshot.from
+        self.to = overshot.to
+        self.length = overshot.length
+        self.along = overshot.length
+        self.bodyHeadingDegrees = self.edgeBearing
+        if self.followEvents(noticed: true, stopped: true) == nil {
+            if let side { self.remembered = (side, self.walkedMeters) }
+            self.phase = .atJunction(since: time, turningSince: nil, cued: true)
+        }
         return true
     }
 
@@ -343,6 +413,7 @@ public struct NetworkParticipant: SimulatedParticipant {
     public mutating func step(feeling cue: CueKind, at time: Double, dt: Double) {
         guard self.started, self.phase != .arrived else { return }
         if cue == .arrival {
+            self.commitOvershot()
             self.phase = .arrived
             return
         }
@@ -352,6 +423,7 @@ public struct NetworkParticipant: SimulatedParticipant {
         case .arrived:
             return
         case .walking:
+            if self.findAgain(feeling: cue, at: time) { return }
             if cue == .turnAround {
                 self.phase = .pausingToTurnAround(since: time)
                 return

@@ -70,7 +70,7 @@ struct WalkTally {
                 self.wrongJunctions.append(
                     WalkerEvaluation.WrongJunction(
                         latitude: choice.junction.latitude, longitude: choice.junction.longitude, atSeconds: seconds,
-                        stopped: choice.stopped))
+                        stopped: choice.stopped, basis: choice.basis))
             }
         }
         self.judgedChoices = choices.count

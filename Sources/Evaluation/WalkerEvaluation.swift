@@ -161,7 +161,7 @@ public enum WalkerEvaluation {
         public var header: String {
             "\(self.routes) routes × \(self.seeds) seeds, config \(self.config): participants at 1.3 m/s, pocket 70° (calibrated ±3°), compass ±5°, Doppler velocity ±\(fixedDecimal(self.velocityNoise, digits: 1)) m/s, fixes 1 Hz, headings 10 Hz, phones' accelerometers 50 Hz (a step of 0.72 ± 0.05 m, each participant's own; their detector's steps on the bus)"
                 + (self.participants.contains(.events)
-                    ? "; event-following participants walk through a junction unnoticed \(fixedDecimal(NetworkParticipant.Rules().missRoadPercent, digits: 0)) % of the time where a road meets their way, \(fixedDecimal(NetworkParticipant.Rules().missPathPercent, digits: 0)) % where only footways, paths or steps branch off"
+                    ? "; event-following participants walk through a junction unnoticed \(fixedDecimal(NetworkParticipant.Rules().missRoadPercent, digits: 0)) % of the time where a road meets their way, \(fixedDecimal(NetworkParticipant.Rules().missPathPercent, digits: 0)) % where only footways, paths or steps branch off, and find one again when a turn cue or a now comes within \(fixedDecimal(NetworkParticipant.Rules().reachMeters, digits: 0)) m past it"
                     : "")
                 + (self.shard.map { ", shard \($0) (\(self.walks) walks in all)" } ?? "")
         }
@@ -205,6 +205,8 @@ public enum WalkerEvaluation {
         /// Turn events felt (announcements, nows, straight-ons), and junctions walked through unnoticed [count].
         public var turnEvents = 0
         public var missedJunctions = 0
+        /// Of them, found again by a cue or a *now* within the participant's reach past them [count].
+        public var junctionsFoundAgain = 0
         /// Never more than 10 m from the route in use.
         public var onRoute: Bool
         public var maximumOffRouteMeters: Double
@@ -237,6 +239,8 @@ public enum WalkerEvaluation {
         public var atSeconds: Double
         /// The participant had stopped there to orient.
         public var stopped: Bool
+        /// What the branch was chosen by (cues, events, or none: walked through unnoticed).
+        public var basis: NetworkParticipant.Choice.Basis = .cues
     }
 
     /// One condition's figures over its walks.
@@ -261,6 +265,8 @@ public enum WalkerEvaluation {
         /// Walks announced as arrived more than 10 m from the destination [count].
         public var falseArrivals = 0
         public var wrongBranchesPerWalk = 0.0
+        /// Of them, the branches taken at junctions walked through unnoticed (participants following events).
+        public var unnoticedWrongBranchesPerWalk = 0.0
         /// Of the junctions passed on the route, the share where the right branch was taken [percent].
         public var junctionsRightPercent = 100.0
         public var junctionStopsPerWalk = 0.0
@@ -328,7 +334,7 @@ public enum WalkerEvaluation {
                                 + (kind.onNetwork
                                     ? "\(walk.wrongBranches) wrong of \(walk.junctionsOnRoute) junctions"
                                         + walk.wrongJunctions.map {
-                                            " (at \(fixedDecimal($0.latitude, digits: 6)),\(fixedDecimal($0.longitude, digits: 6)) after \(fixedDecimal($0.atSeconds, digits: 0)) s\($0.stopped ? ", stopped" : ""))"
+                                            " (at \(fixedDecimal($0.latitude, digits: 6)),\(fixedDecimal($0.longitude, digits: 6)) after \(fixedDecimal($0.atSeconds, digits: 0)) s, by \($0.basis.rawValue)\($0.stopped ? ", stopped" : ""))"
                                         }.joined() + ", \(walk.junctionStops) stops, "
                                     : "")
                                 + "\(fixedDecimal(walk.seconds, digits: 0)) s")
@@ -462,6 +468,8 @@ public enum WalkerEvaluation {
             timeouts: walks.map(\.timeouts).reduce(0, +), restarts: walks.map(\.restarts).reduce(0, +),
             falseArrivals: walks.filter(\.falseArrival).count,
             wrongBranchesPerWalk: Double(walks.map(\.wrongBranches).reduce(0, +)) / count,
+            unnoticedWrongBranchesPerWalk: Double(walks.map { $0.wrongJunctions.filter { $0.basis == .missed }.count }
+                .reduce(0, +)) / count,
             junctionsRightPercent: 100
                 * (1 - Double(walks.map(\.wrongBranches).reduce(0, +))
                     / Double(max(1, walks.map(\.junctionsOnRoute).reduce(0, +)))),
@@ -483,7 +491,7 @@ public enum WalkerEvaluation {
         let width = labels.isEmpty ? 0 : max(9, labels.map(\.count).max()!) + 2
         var lines = [
             (width > 0 ? "settings".padded(to: width) : "")
-                + "participant  condition   walks  arrived  false arr.  on route  wrong branches/walk  junctions right  stops/walk  turn cues/min  time ×route  reroutes/walk  wrong-way/walk  smoothed RMS  place RMS  along mean, RMS/p95  cue latency p50/p99"
+                + "participant  condition   walks  arrived  false arr.  on route  wrong branches/walk  unnoticed  junctions right  stops/walk  turn cues/min  time ×route  reroutes/walk  wrong-way/walk  smoothed RMS  place RMS  along mean, RMS/p95  cue latency p50/p99"
         ]
         for s in summaries {
             let network = s.participant.onNetwork
@@ -495,9 +503,9 @@ public enum WalkerEvaluation {
                         s.onRoutePercent)
                     + (network
                         ? String(
-                            cFormat: "%19.2f  %14.1f%%  %10.2f", s.wrongBranchesPerWalk, s.junctionsRightPercent,
-                            s.junctionStopsPerWalk)
-                        : "                  —                —           —")
+                            cFormat: "%19.2f  %9.2f  %14.1f%%  %10.2f", s.wrongBranchesPerWalk,
+                            s.unnoticedWrongBranchesPerWalk, s.junctionsRightPercent, s.junctionStopsPerWalk)
+                        : "                  —          —                —           —")
                     + String(
                         cFormat:
                             "  %13.1f  %11.2f  %13.2f  %14.2f  %10.1f m  %7.1f m  %+5.1f, %4.1f / %4.1f m  %7.2f / %.2f ms",
@@ -899,6 +907,7 @@ public enum WalkerEvaluation {
         walk.participant = kind
         walk.junctionStops = (participant as? NetworkParticipant)?.choices.filter(\.stopped).count ?? 0
         walk.missedJunctions = (participant as? NetworkParticipant)?.missedJunctions ?? 0
+        walk.junctionsFoundAgain = (participant as? NetworkParticipant)?.foundAgain ?? 0
         // Composed stages ended (a recorder's session closed) before the walk is done.
         await stages.stop(waitingSeconds: 10)
         return walk
