@@ -20,12 +20,22 @@ struct WalkTally {
     private var turnEvents = 0
     private var arrivedNear = false
     private var arrivedFar = false
+    /// The last place error along the route and the walker's last distance from it, for the turn-arounds' context.
+    private var lastAlongError = Double.nan
+    private var lastOffMeters = Double.nan
+    private var turnArounds: [WalkerEvaluation.TurnAround] = []
 
     /// The cue in force at a step: a turn cue's onset, a turn-around's onset.
     mutating func felt(_ kind: CueKind) {
         let isTurn = [.turnLeft, .turnRight, .turnAround].contains(kind)
         if isTurn && kind != self.lastKind { self.turnOnsets += 1 }
-        if kind == .turnAround && self.lastKind != .turnAround { self.wrongWayCues += 1 }
+        if kind == .turnAround && self.lastKind != .turnAround {
+            self.wrongWayCues += 1
+            self.turnArounds.append(
+                WalkerEvaluation.TurnAround(
+                    alongErrorMeters: (self.lastAlongError * 10).rounded() / 10,
+                    offRouteMeters: (self.lastOffMeters * 10).rounded() / 10))
+        }
         self.lastKind = kind
     }
 
@@ -49,6 +59,7 @@ struct WalkTally {
         let alongError = along - projection.distanceAlongMeters
         let acrossError = progress.crossTrackMeters - projection.crossTrackMeters
         self.alongErrors.append(alongError)
+        self.lastAlongError = alongError
         self.placeErrors.append((alongError * alongError + acrossError * acrossError).squareRoot())
     }
 
@@ -56,6 +67,7 @@ struct WalkTally {
     mutating func track(_ position: Coordinate, on line: Polyline) {
         if let projection = line.project(position) {
             self.worstOffMeters = max(self.worstOffMeters, projection.distanceMeters)
+            self.lastOffMeters = projection.distanceMeters
         }
     }
 
@@ -99,6 +111,7 @@ struct WalkTally {
         walk.junctionsOnRoute = self.junctionsOnRoute
         walk.wrongBranches = self.wrongJunctions.count
         walk.wrongJunctions = self.wrongJunctions
+        walk.turnArounds = self.turnArounds
         walk.turnEvents = self.turnEvents
         walk.alongErrorsMeters = self.alongErrors.map { ($0 * 100).rounded() / 100 }
         walk.placeErrorsMeters = self.placeErrors.map { ($0 * 100).rounded() / 100 }

@@ -200,6 +200,8 @@ public enum WalkerEvaluation {
         public var wrongBranches = 0
         /// Where the wrong branches were taken, and when [seconds into the walk], for a reader to look at.
         public var wrongJunctions: [WrongJunction] = []
+        /// Where each turn-around cue came (`wrongWayCues` of them).
+        public var turnArounds: [TurnAround] = []
         /// Junctions at which the participant stopped to orient [count].
         public var junctionStops = 0
         /// Turn events felt (announcements, nows, straight-ons), and junctions walked through unnoticed [count].
@@ -232,6 +234,13 @@ public enum WalkerEvaluation {
     }
 
     /// A junction where the branch taken left the route in force.
+    /// A turn-around cue's onset: the route controller's place error along the route then (positive: ahead of the
+    /// walker) and how far the walker truly was from the route [metres].
+    public struct TurnAround: Sendable, Codable, Equatable {
+        public var alongErrorMeters: Double
+        public var offRouteMeters: Double
+    }
+
     public struct WrongJunction: Sendable, Codable, Equatable {
         public var latitude: Double
         public var longitude: Double

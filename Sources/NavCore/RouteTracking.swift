@@ -572,7 +572,8 @@ public struct RouteTracker: Sendable {
 
     /// Guidance by events: at (or near) a manoeuvre's or a straight on's junction, the bearing to steer is the
     /// outgoing way's own direction, which position error does not move (walking toward it, held within 105° of the
-    /// route's direction: a strong turn, never a turn-around before the corner); elsewhere path following's bearing
+    /// route's direction coming in: a strong turn, never a turn-around before the corner, also where the estimate is
+    /// past the corner and the walker's course is not); elsewhere path following's bearing
     /// (`bearing`), unchanged. (Measured and not kept: between junctions, the route's direction nearest the walker's
     /// course where the estimate may place them; open-space walkers then drifted off the route.)
     private func eventsBearing(
@@ -582,8 +583,14 @@ public struct RouteTracker: Sendable {
         guard let junction = self.announcer?.junction(near: along, accuracyMeters: fix.horizontalAccuracyMeters) else {
             return bearing
         }
-        let direction = line.point(atDistance: along)?.bearingDegrees ?? junction.outgoingBearingDegrees
-        guard fix.speedMetersPerSecond >= self.options.wrongWaySpeed, along < junction.along else {
+        // The route's direction coming into the junction (where the walker is, before it).
+        let direction =
+            line.point(atDistance: min(along, junction.along - 1))?.bearingDegrees ?? junction.outgoingBearingDegrees
+        // Still coming: before the junction, or past it by the estimate while the walker's own course (which the
+        // position's error does not move) still runs along the way in.
+        let coming =
+            along < junction.along || fix.courseDegrees.map { Angle.separation($0, direction) <= 45 } ?? false
+        guard fix.speedMetersPerSecond >= self.options.wrongWaySpeed, coming else {
             return junction.outgoingBearingDegrees
         }
         return Self.held(

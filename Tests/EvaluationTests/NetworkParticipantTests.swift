@@ -155,4 +155,44 @@ import Testing
         #expect(!choice.wentBack)
         #expect(Self.local(walker.position).north < -5)
     }
+
+    /// An event follower that never notices a junction by itself, told of a right turn at the next one, walking north
+    /// into the crossing and feeling a right cue once it is `cueAfter` metres past it.
+    static func overshoot(cueAfter: Double) throws -> NetworkParticipant {
+        var rules = NetworkParticipant.Rules()
+        rules.followsEvents = true
+        rules.missRoadPercent = 100
+        rules.missPathPercent = 100
+        let start = FlatProjection(origin: Self.origin).unproject(ENU(east: 0, north: -20))
+        var walker = try #require(NetworkParticipant(graph: Self.crossing, at: start, facing: 0, rules: rules))
+        walker.hear(
+            TurnEvent(
+                timeSeconds: 0, routeID: 1, manoeuvre: 0, phase: .announce, turnDegrees: 90, junctionsBefore: 0,
+                distanceMeters: 20, outgoingBearingDegrees: 90))
+        Self.walk(&walker, seconds: 40) { _, walker in
+            let here = Self.local(walker.position)
+            return walker.choices.isEmpty && abs(here.east) < 0.01 && here.north >= cueAfter ? .turnRight : .silent
+        }
+        return walker
+    }
+
+    @Test func anEventFollowerWhoWalksThroughTheTurnUnnoticedFindsItAgainOnACueWithinReach() throws {
+        let walker = try Self.overshoot(cueAfter: 1)
+        let choice = try #require(walker.choices.first)
+        #expect(walker.missedJunctions == 1)
+        #expect(walker.foundAgain == 1)
+        #expect(choice.basis == .events)
+        #expect(choice.stopped)
+        #expect(Self.local(choice.branchPoint).east > 5)
+        #expect(Self.local(walker.position).east > 20)
+    }
+
+    @Test func aCueBeyondReachLeavesTheUnnoticedJunctionWalkedThrough() throws {
+        let walker = try Self.overshoot(cueAfter: NetworkParticipant.Rules().reachMeters + 2)
+        let choice = try #require(walker.choices.first)
+        #expect(walker.missedJunctions == 1)
+        #expect(walker.foundAgain == 0)
+        #expect(choice.basis == .missed)
+        #expect(Self.local(choice.branchPoint).north > 5)
+    }
 }

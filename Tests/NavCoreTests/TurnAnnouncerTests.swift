@@ -138,6 +138,42 @@ struct TurnAnnouncerTests {
         }
     }
 
+    @Test func atASharpTurnAWalkerStillComingIsCuedAStrongTurnNeverATurnAround() throws {
+        // East along a way to a junction at 60 m, where the route turns back 135° left onto a way north-west.
+        let points = [self.at(0, 0), self.at(60, 0), self.at(32, 28)]
+        let graph = WalkingGraph(
+            nodes: points + [self.at(120, 0)], edges: [(0, 1, -1), (1, 2, -1), (1, 3, -1)], names: [], warnings: [])
+        let line = Polyline(points)
+        let route = Route(
+            routeID: 4, timeSeconds: 0, provider: "test", lengthMeters: line.lengthMeters, points: points,
+            waypoints: [
+                Waypoint(
+                    coordinate: points[0], distanceAlongMeters: 0, outgoingBearingDegrees: 90, turnDegrees: 0,
+                    kind: .start, instruction: ""),
+                Waypoint(
+                    coordinate: points[2], distanceAlongMeters: line.lengthMeters, outgoingBearingDegrees: 315,
+                    turnDegrees: 0, kind: .arrival, instruction: ""),
+            ])
+        var options = RouteTracker.Options()
+        options.guidance = .events
+        // The estimate a metre past the corner while the walker, still walking east, has not reached it.
+        func bearing(speed: Double) throws -> Double {
+            var tracker = RouteTracker(options: options)
+            tracker.setRoute(route, junctions: graph.routeJunctions(along: points))
+            let here = self.at(61, 0)
+            let fix = SmoothedFix(
+                timeSeconds: 1, latitude: here.latitude, longitude: here.longitude, horizontalAccuracyMeters: 1,
+                speedMetersPerSecond: speed, courseDegrees: speed > 0 ? 90 : nil, reset: false)
+            let update = tracker.update(with: fix)
+            return try #require(update).target.bearingDegrees
+        }
+        let walking = try bearing(speed: 1.3)
+        #expect(Angle.signedDifference(from: 90, to: walking) < -100, "a strong left turn")
+        #expect(abs(Angle.signedDifference(from: 90, to: walking)) <= 105.5, "never beyond 105° of the course")
+        // Standing (at the junction, choosing): the branch's own direction.
+        #expect(abs(Angle.signedDifference(from: 315, to: try bearing(speed: 0))) < 1)
+    }
+
     @Test func junctionKindsAndStreetNamesComeFromTheGraph() {
         let graph = self.graph
         #expect(graph.isRoad(from: 3, to: 7))
