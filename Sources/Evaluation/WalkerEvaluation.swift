@@ -477,8 +477,9 @@ public enum WalkerEvaluation {
             timeouts: walks.map(\.timeouts).reduce(0, +), restarts: walks.map(\.restarts).reduce(0, +),
             falseArrivals: walks.filter(\.falseArrival).count,
             wrongBranchesPerWalk: Double(walks.map(\.wrongBranches).reduce(0, +)) / count,
-            unnoticedWrongBranchesPerWalk: Double(walks.map { $0.wrongJunctions.filter { $0.basis == .missed }.count }
-                .reduce(0, +)) / count,
+            unnoticedWrongBranchesPerWalk: Double(
+                walks.map { $0.wrongJunctions.filter { $0.basis == .missed }.count }
+                    .reduce(0, +)) / count,
             junctionsRightPercent: 100
                 * (1 - Double(walks.map(\.wrongBranches).reduce(0, +))
                     / Double(max(1, walks.map(\.junctionsOnRoute).reduce(0, +)))),
