@@ -19,6 +19,9 @@ public struct Guidance: Sendable {
             public static let turnAroundDegrees = SettingSpec(
                 "turnAroundDegrees", unit: "°", default: 120.0, in: 45...180,
                 "beyond this deviation the cue is turn around")
+            public static let turnAroundReleaseDegrees = SettingSpec(
+                "turnAroundReleaseDegrees", unit: "°", default: 15.0, in: 0...90,
+                "a turn-around cue lasts until the deviation is this far back inside turnAroundDegrees (a heading that jitters about the threshold, a walker turning in place, would otherwise switch between turn around and a side)")
             public static let debounceSeconds = SettingSpec(
                 "debounceSeconds", unit: "s", default: 0.3, in: 0...5,
                 "a cue starts only after the deviation has been outside the tolerance this long")
@@ -31,7 +34,8 @@ public struct Guidance: Sendable {
 
             /// Every setting, in documentation order.
             public static let all: [SettingDoc] = [
-                toleranceDegrees.doc, minimumIntensity.doc, turnAroundDegrees.doc, debounceSeconds.doc,
+                toleranceDegrees.doc, minimumIntensity.doc, turnAroundDegrees.doc, turnAroundReleaseDegrees.doc,
+                debounceSeconds.doc,
                 releaseBandDegrees.doc, repeatPeriodSeconds.doc,
             ]
         }
@@ -44,6 +48,8 @@ public struct Guidance: Sendable {
         public var minimumIntensity = Setting.minimumIntensity.defaultValue
         /// Beyond this deviation the cue is turn-around [degrees].
         public var turnAroundDegrees = Setting.turnAroundDegrees.defaultValue
+        /// A turn-around lasts until the deviation is this far back inside `turnAroundDegrees` [degrees].
+        public var turnAroundReleaseDegrees = Setting.turnAroundReleaseDegrees.defaultValue
         /// A cue starts only after the deviation has been outside the tolerance this long [seconds].
         public var debounceSeconds = Setting.debounceSeconds.defaultValue
         /// A cue ends only when the deviation is this far back inside the tolerance [degrees].
@@ -65,6 +71,8 @@ public struct Guidance: Sendable {
             copy.minimumIntensity = min(1, max(0, self.minimumIntensity))
             copy.releaseBandDegrees = min(copy.toleranceDegrees, max(0, self.releaseBandDegrees))
             copy.turnAroundDegrees = min(180, max(copy.toleranceDegrees, self.turnAroundDegrees))
+            copy.turnAroundReleaseDegrees = min(
+                copy.turnAroundDegrees - copy.toleranceDegrees, max(0, self.turnAroundReleaseDegrees))
             return copy
         }
     }
@@ -157,6 +165,12 @@ public struct Guidance: Sendable {
                 next = HapticCue(
                     timeSeconds: time, kind: kind, intensity: self.options.minimumIntensity,
                     deviationDegrees: deviation)
+            } else if self.current?.kind == .turnAround, wanted.kind != .turnAround,
+                abs(deviation) > self.options.turnAroundDegrees - self.options.turnAroundReleaseDegrees
+            {
+                // A turn-around holds until the deviation is well back inside its threshold.
+                next = HapticCue(
+                    timeSeconds: time, kind: .turnAround, intensity: wanted.intensity, deviationDegrees: deviation)
             } else {
                 next = wanted
             }

@@ -67,6 +67,7 @@ enum HapticStageOptions {
         options.guidance.toleranceDegrees = try settings.value(Guide.toleranceDegrees)
         options.guidance.minimumIntensity = try settings.value(Guide.minimumIntensity)
         options.guidance.turnAroundDegrees = try settings.value(Guide.turnAroundDegrees)
+        options.guidance.turnAroundReleaseDegrees = try settings.value(Guide.turnAroundReleaseDegrees)
         options.guidance.debounceSeconds = try settings.value(Guide.debounceSeconds)
         options.guidance.releaseBandDegrees = try settings.value(Guide.releaseBandDegrees)
         options.guidance.repeatPeriodSeconds = try settings.value(Guide.repeatPeriodSeconds)

@@ -115,6 +115,29 @@ import Testing
         #expect(stop.last?.kind == .silent)
     }
 
+    @Test func aTurnAroundLastsUntilTheDeviationIsWellInsideItsThreshold() {
+        var guidance = Guidance()
+        var t = 0.0
+        _ = self.hold(&guidance, heading: 0, target: self.target(125), from: &t, seconds: 1)
+        #expect(guidance.current?.kind == .turnAround)
+        // Turning in place, the heading jitters about the threshold: 115° and 119° off stay a turn-around…
+        for heading in [10.0, 6, 10, 6] {
+            _ = self.hold(&guidance, heading: heading, target: self.target(125), from: &t, seconds: 0.3)
+            #expect(guidance.current?.kind == .turnAround, "\(heading)")
+        }
+        // …until 120 − 15 = 105° or less: then the side.
+        _ = self.hold(&guidance, heading: 25, target: self.target(125), from: &t, seconds: 0.5)
+        #expect(guidance.current?.kind == .turnRight)
+        // With no release, 119° off is a side at once.
+        var options = Guidance.Options()
+        options.turnAroundReleaseDegrees = 0
+        var plain = Guidance(options: options)
+        t = 0
+        _ = self.hold(&plain, heading: 0, target: self.target(125), from: &t, seconds: 1)
+        _ = self.hold(&plain, heading: 6, target: self.target(125), from: &t, seconds: 0.5)
+        #expect(plain.current?.kind == .turnRight)
+    }
+
     @Test func atMostTenChangesASecond() {
         var guidance = Guidance()
         var t = 0.0
