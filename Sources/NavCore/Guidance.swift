@@ -21,7 +21,8 @@ public struct Guidance: Sendable {
                 "beyond this deviation the cue is turn around")
             public static let turnAroundReleaseDegrees = SettingSpec(
                 "turnAroundReleaseDegrees", unit: "°", default: 15.0, in: 0...90,
-                "a turn-around cue lasts until the deviation is this far back inside turnAroundDegrees (a heading that jitters about the threshold, a walker turning in place, would otherwise switch between turn around and a side)")
+                "a turn-around cue lasts until the deviation is this far back inside turnAroundDegrees (a heading that jitters about the threshold, a walker turning in place, would otherwise switch between turn around and a side)"
+            )
             public static let debounceSeconds = SettingSpec(
                 "debounceSeconds", unit: "s", default: 0.3, in: 0...5,
                 "a cue starts only after the deviation has been outside the tolerance this long")
