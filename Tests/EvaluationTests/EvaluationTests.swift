@@ -54,3 +54,27 @@ import Testing
         #expect(report.endpointTransport == "tcp")
     }
 }
+
+@Suite struct PlaceBenchmarkTests {
+    @Test func aPlaceThatLagsThreeFixesBehindATurnIsOnTheRightWayAllButThoseAndLocksInThreeSeconds() {
+        let plane = FlatProjection(origin: Coordinate(latitude: 43.73, longitude: 7.42))
+        func at(_ east: Double, _ north: Double) -> Coordinate { plane.unproject(ENU(east: east, north: north)) }
+        // North 50 m to a junction, where ways go east, west and on north; the route turns right (east).
+        let graph = WalkingGraph(
+            nodes: [at(0, 0), at(0, 50), at(50, 50), at(-50, 50), at(0, 100)],
+            edges: [(0, 1, -1), (1, 2, -1), (1, 3, -1), (1, 4, -1)], names: [], warnings: [])
+        let path = Polyline([at(0, 0), at(0, 50), at(50, 50)])
+        // A fix a metre; placed on the truth, except the three fixes just past the corner, still placed a metre before it.
+        let placed: [(along: Double, point: Coordinate)] = (0..<100).map { metre in
+            let along = Double(metre)
+            let truth = path.point(atDistance: along)!.coordinate
+            return (along, (50..<53).contains(metre) ? at(0, 49) : truth)
+        }
+        let judged = PlaceBenchmark.ways(placed: placed, path: path, junctions: [50], graph: graph)
+        #expect(judged.right == 97)
+        #expect(judged.locks == [3])
+        // A place that never leaves the way in: not locked within 30 s.
+        let stuck = placed.map { ($0.along, $0.along >= 50 ? at(0, 49) : $0.point) }
+        #expect(PlaceBenchmark.ways(placed: stuck, path: path, junctions: [50], graph: graph).locks == [30])
+    }
+}

@@ -10,7 +10,8 @@ extension Bench {
             abstract:
                 "The network place (route option place: network) per fix, by particle count, beside the smoother's cost "
                 + "in the same run: walkers along a map's routes with GPS error; p50/p99 per fix, the share of a core "
-                + "at one fix a second, and the error along the path.")
+                + "at one fix a second, the error along the path, the share of fixes on the walker's own way (right way), and the time from a turn at a junction to the first fix on the new way (lock)."
+        )
 
         @Option(help: "The OSM extract (XML or PBF) whose walking graph the walker is placed on.")
         var map = "data/maps/monaco-highways.osm"
