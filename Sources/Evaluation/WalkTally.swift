@@ -26,14 +26,14 @@ struct WalkTally {
     private var turnArounds: [WalkerEvaluation.TurnAround] = []
 
     /// The cue in force at a step: a turn cue's onset, a turn-around's onset.
-    mutating func felt(_ kind: CueKind) {
+    mutating func felt(_ kind: CueKind, at seconds: Double) {
         let isTurn = [.turnLeft, .turnRight, .turnAround].contains(kind)
         if isTurn && kind != self.lastKind { self.turnOnsets += 1 }
         if kind == .turnAround && self.lastKind != .turnAround {
             self.wrongWayCues += 1
             self.turnArounds.append(
                 WalkerEvaluation.TurnAround(
-                    alongErrorMeters: (self.lastAlongError * 10).rounded() / 10,
+                    atSeconds: seconds, alongErrorMeters: (self.lastAlongError * 10).rounded() / 10,
                     offRouteMeters: (self.lastOffMeters * 10).rounded() / 10))
         }
         self.lastKind = kind

@@ -237,6 +237,8 @@ public enum WalkerEvaluation {
     /// A turn-around cue's onset: the route controller's place error along the route then (positive: ahead of the
     /// walker) and how far the walker truly was from the route [metres].
     public struct TurnAround: Sendable, Codable, Equatable {
+        /// Seconds into the walk.
+        public var atSeconds: Double
         public var alongErrorMeters: Double
         public var offRouteMeters: Double
     }
@@ -892,7 +894,7 @@ public enum WalkerEvaluation {
                 state.smoothed = state.smoothed.filter { $0.key > time - 5 }
                 state.progress = state.progress.filter { $0.key > time - 5 }
             }
-            tally.felt(felt)
+            tally.felt(felt, at: t)
             if felt == .arrival {
                 tally.arrived(at: participant.position, destination: pair.destination)
                 endedAt = t
