@@ -44,6 +44,9 @@ extension Participant: SimulatedParticipant {
 ///   only within `backWithinDegrees` of it). With no cue: the straightest branch if within `straightDegrees`, else
 ///   it stops and turns with the cues, and after `waitSeconds` without one takes the straightest branch.
 /// - At a dead end it turns around; at the arrival cue it stops for good.
+/// - Following turn events (`Rules.followsEvents`): at a junction with an event pending it counts the junction and
+///   turns at the announced one (see `hear`), unless it walks through it unnoticed (by chance, by kind), and finds
+///   one so passed again when a turn cue or a *now* comes within `Rules.reachMeters` past it.
 public struct NetworkParticipant: SimulatedParticipant {
     /// How choices at junctions are made, beyond the walking of ``Participant/Behaviour``.
     public struct Rules: Sendable, Equatable {
@@ -68,8 +71,9 @@ public struct NetworkParticipant: SimulatedParticipant {
         /// …and where only footways, paths or steps branch off [percent].
         public var missPathPercent = 10.0
         /// A junction walked through unnoticed is found again when a turn cue (left, right or around) or a *now* comes
-        /// before the participant is this far past it: it stops, steps back to the opening it passed and chooses there
-        /// by the events (else by the cues), as a cane user who overshoots an opening by a step or two [metres].
+        /// before the participant is this far past it: it steps back to the opening it passed (the seconds that takes
+        /// are not counted; the choice counts as a stop) and chooses there by the events, else stops there and orients
+        /// by the cues, as a cane user who overshoots an opening by a step or two [metres].
         public var reachMeters = 3.0
 
         /// The rules of the evaluation (issue 23: 20 m, 8 s, 45°, 60°, 2 s, 8 m).
@@ -128,8 +132,12 @@ public struct NetworkParticipant: SimulatedParticipant {
     private var remembered: (side: Double, at: Double)?
     /// Metres walked since the start.
     public private(set) var walkedMeters = 0.0
-    /// The junctions passed, in order.
+    /// The junctions passed, in order (a junction walked through unnoticed only once it is out of reach; see
+    /// `settledChoices`).
     public private(set) var choices: [Choice] = []
+    /// The junctions passed, with one walked through unnoticed and still within reach as it stands now: for a walk's
+    /// end.
+    public var settledChoices: [Choice] { self.choices + (self.overshot.map { [$0.choice] } ?? []) }
     /// Dead ends turned at [count].
     public private(set) var deadEnds = 0
     /// Following events: what it was told of the junctions ahead, each with the junctions still to pass before it, its
@@ -293,6 +301,7 @@ public struct NetworkParticipant: SimulatedParticipant {
             self.pending.removeAll { $0.turn && $0.manoeuvre == event.manoeuvre }
             self.pending.append((event.routeID, event.manoeuvre, count, event.turnDegrees, true))
             self.missedSinceAnnouncement = false
+            self.overshot?.missedBefore = false
         case .now:
             if !self.made.contains(key) { self.overshot?.nowSince = true }
             guard !self.made.contains(key),

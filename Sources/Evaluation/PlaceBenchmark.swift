@@ -113,8 +113,8 @@ public enum PlaceBenchmark {
                 Angle.separation(before.bearingDegrees, after.bearingDegrees) >= 30,
                 let first = placed.firstIndex(where: { $0.along >= junction })
             else { continue }
-            let range = stretch(placed[first].along)
-            let locked = placed[first...].prefix(30).firstIndex { onWay($0.point, range) }
+            // Each fix against the stretch the walker is on then (the next junction may come within the 30 s).
+            let locked = placed[first...].prefix(30).firstIndex { onWay($0.point, stretch($0.along)) }
             locks.append(locked.map { Double($0 - first) } ?? 30)
         }
         return (right, locks)

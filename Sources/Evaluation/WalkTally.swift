@@ -33,8 +33,9 @@ struct WalkTally {
             self.wrongWayCues += 1
             self.turnArounds.append(
                 WalkerEvaluation.TurnAround(
-                    atSeconds: seconds, alongErrorMeters: (self.lastAlongError * 10).rounded() / 10,
-                    offRouteMeters: (self.lastOffMeters * 10).rounded() / 10))
+                    atSeconds: seconds,
+                    alongErrorMeters: self.lastAlongError.isFinite ? (self.lastAlongError * 10).rounded() / 10 : nil,
+                    offRouteMeters: self.lastOffMeters.isFinite ? (self.lastOffMeters * 10).rounded() / 10 : nil))
         }
         self.lastKind = kind
     }

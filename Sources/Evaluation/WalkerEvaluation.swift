@@ -233,16 +233,16 @@ public enum WalkerEvaluation {
         public var restarts = 0
     }
 
-    /// A junction where the branch taken left the route in force.
     /// A turn-around cue's onset: the route controller's place error along the route then (positive: ahead of the
-    /// walker) and how far the walker truly was from the route [metres].
+    /// walker) and how far the walker truly was from the route [metres]; nil before the walk's first place.
     public struct TurnAround: Sendable, Codable, Equatable {
         /// Seconds into the walk.
         public var atSeconds: Double
-        public var alongErrorMeters: Double
-        public var offRouteMeters: Double
+        public var alongErrorMeters: Double?
+        public var offRouteMeters: Double?
     }
 
+    /// A junction where the branch taken left the route in force.
     public struct WrongJunction: Sendable, Codable, Equatable {
         public var latitude: Double
         public var longitude: Double
@@ -250,7 +250,8 @@ public enum WalkerEvaluation {
         public var atSeconds: Double
         /// The participant had stopped there to orient.
         public var stopped: Bool
-        /// What the branch was chosen by (cues, events, or none: walked through unnoticed).
+        /// What the branch was chosen by (the cues, the events, the events from a count put out by a junction walked
+        /// through unnoticed, or nothing: walked through unnoticed).
         public var basis: NetworkParticipant.Choice.Basis = .cues
     }
 
@@ -910,6 +911,10 @@ public enum WalkerEvaluation {
             step += 1
             endedAt = t
         }
+        // A junction walked through unnoticed just before the walk ended (within reach of it): its choice stands.
+        if let walker = participant as? NetworkParticipant {
+            tally.judge(walker.settledChoices, against: currentLine, at: endedAt)
+        }
         let routeIDs = inbox.state.withLock { Set($0.routes.keys) }
         // The walk starts with its first fix, at the epoch (the probes before it are no part of it).
         var walk = tally.walk(
@@ -917,7 +922,7 @@ public enum WalkerEvaluation {
             reroutes: max(0, routeIDs.count - 1),
             seconds: max(0, endedAt), speedMetersPerSecond: setup.behaviour.speedMetersPerSecond, timeouts: timeouts)
         walk.participant = kind
-        walk.junctionStops = (participant as? NetworkParticipant)?.choices.filter(\.stopped).count ?? 0
+        walk.junctionStops = (participant as? NetworkParticipant)?.settledChoices.filter(\.stopped).count ?? 0
         walk.missedJunctions = (participant as? NetworkParticipant)?.missedJunctions ?? 0
         walk.junctionsFoundAgain = (participant as? NetworkParticipant)?.foundAgain ?? 0
         // Composed stages ended (a recorder's session closed) before the walk is done.

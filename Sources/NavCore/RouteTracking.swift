@@ -586,10 +586,15 @@ public struct RouteTracker: Sendable {
         // The route's direction coming into the junction (where the walker is, before it).
         let direction =
             line.point(atDistance: min(along, junction.along - 1))?.bearingDegrees ?? junction.outgoingBearingDegrees
-        // Still coming: before the junction, or past it by the estimate while the walker's own course (which the
-        // position's error does not move) still runs along the way in.
+        // Still coming: before the junction, or past it by the estimate, still within the junction's zone of its
+        // place (not a walker gone on straight past it), while the walker's own course (which the position's error
+        // does not move) still runs along the way in.
+        let zone = self.options.turns.zoneMeters(accuracyMeters: fix.horizontalAccuracyMeters)
         let coming =
-            along < junction.along || fix.courseDegrees.map { Angle.separation($0, direction) <= 45 } ?? false
+            along < junction.along
+            || (fix.courseDegrees.map { Angle.separation($0, direction) <= 45 } ?? false)
+                && FlatProjection.distance(
+                    Coordinate(latitude: fix.latitude, longitude: fix.longitude), junction.coordinate) <= zone
         guard fix.speedMetersPerSecond >= self.options.wrongWaySpeed, coming else {
             return junction.outgoingBearingDegrees
         }

@@ -179,6 +179,7 @@ import Testing
     @Test func anEventFollowerWhoWalksThroughTheTurnUnnoticedFindsItAgainOnACueWithinReach() throws {
         let walker = try Self.overshoot(cueAfter: 1)
         let choice = try #require(walker.choices.first)
+        #expect(walker.choices.count == 1, "the junction chosen once: \(walker.choices)")
         #expect(walker.missedJunctions == 1)
         #expect(walker.foundAgain == 1)
         #expect(choice.basis == .events)

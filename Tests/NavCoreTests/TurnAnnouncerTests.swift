@@ -157,10 +157,10 @@ struct TurnAnnouncerTests {
         var options = RouteTracker.Options()
         options.guidance = .events
         // The estimate a metre past the corner while the walker, still walking east, has not reached it.
-        func bearing(speed: Double) throws -> Double {
+        func bearing(speed: Double, at here: Coordinate? = nil) throws -> Double {
             var tracker = RouteTracker(options: options)
             tracker.setRoute(route, junctions: graph.routeJunctions(along: points))
-            let here = self.at(61, 0)
+            let here = here ?? self.at(61, 0)
             let fix = SmoothedFix(
                 timeSeconds: 1, latitude: here.latitude, longitude: here.longitude, horizontalAccuracyMeters: 1,
                 speedMetersPerSecond: speed, courseDegrees: speed > 0 ? 90 : nil, reset: false)
@@ -170,8 +170,14 @@ struct TurnAnnouncerTests {
         let walking = try bearing(speed: 1.3)
         #expect(Angle.signedDifference(from: 90, to: walking) < -100, "a strong left turn")
         #expect(abs(Angle.signedDifference(from: 90, to: walking)) <= 105.5, "never beyond 105° of the course")
+        // The estimate 3 m along the way out, the walker's course still east: held too.
+        let along = try bearing(speed: 1.3, at: self.at(58, 2.5))
+        #expect(abs(Angle.signedDifference(from: 90, to: along)) <= 105.5, "\(along)")
         // Standing (at the junction, choosing): the branch's own direction.
         #expect(abs(Angle.signedDifference(from: 315, to: try bearing(speed: 0))) < 1)
+        // Gone on straight 6 m past the corner (beyond its 4 m zone), still walking east: the branch's own direction,
+        // a turn-around.
+        #expect(abs(Angle.signedDifference(from: 315, to: try bearing(speed: 1.3, at: self.at(66, 0)))) < 1)
     }
 
     @Test func junctionKindsAndStreetNamesComeFromTheGraph() {

@@ -169,9 +169,12 @@ private final class FirstCall: @unchecked Sendable {
         let provider = try EngineRouteProvider(.valhalla, url: "http://127.0.0.1:9", timeoutSeconds: 0.5, retries: 1)
         let (stream, continuation) = AsyncStream.makeStream(of: Arrival<RouteInput>.self)
         let output = MemoryPublisher()
+        // The stage gives the engine 2 s (not the default 10), so that a busy machine's late scheduling has the rest
+        // of the 20 s wait.
+        var options = RouteControllerOptions(destination: Coordinate(latitude: 43.74, longitude: 7.42))
+        options.providerTimeoutSeconds = 2
         let stage = RouteControllerStage(
-            name: "route", input: stream, output: output, provider: provider,
-            options: RouteControllerOptions(destination: Coordinate(latitude: 43.74, longitude: 7.42)),
+            name: "route", input: stream, output: output, provider: provider, options: options,
             logger: Logger(label: "test"))
         async let running: Void = stage.run()
         continuation.yield(fix(Coordinate(latitude: 43.73, longitude: 7.42), at: 1).routeInput)
