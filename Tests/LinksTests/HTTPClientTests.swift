@@ -184,9 +184,10 @@ func json(_ body: String, status: String = "200 OK", extra: String = "") -> Stri
         task.cancel()
         let reason = await task.value
         #expect(reason == .cancelled)
-        // Cancelled, the client closed the connection at once, not after its 30 s deadline.
+        // Cancelled, the client closed the connection, not after its 30 s deadline (at once on a quiet machine; a
+        // fresh-clone CI run, the whole suite starting at once on two cores, took more than 5 s).
         try #require(await eventually(within: 30) { server.heldOpen.withLock { !$0.isEmpty } })
-        #expect(try #require(server.heldOpen.withLock { $0.first }) < 5)
+        #expect(try #require(server.heldOpen.withLock { $0.first }) < 20)
     }
 
     @Test func refusedAndMalformedAnswersAreNamed() async throws {
