@@ -109,19 +109,24 @@ struct TurnAnnouncerTests {
         #expect(announcer.junction(near: 90, accuracyMeters: 1) == nil)
     }
 
-    @Test func theTrackerPublishesEventsOnlyWhenGuidingByEvents() throws {
-        let points = self.routePoints
+    /// A route along `points` with its start (leaving east) and its arrival (arriving toward `arrivalBearing`).
+    func route(_ routeID: UInt32, _ points: [Coordinate], arrivalBearing: Double) -> Route {
         let line = Polyline(points)
-        let route = Route(
-            routeID: 3, timeSeconds: 0, provider: "test", lengthMeters: line.lengthMeters, points: points,
+        return Route(
+            routeID: routeID, timeSeconds: 0, provider: "test", lengthMeters: line.lengthMeters, points: points,
             waypoints: [
                 Waypoint(
                     coordinate: points[0], distanceAlongMeters: 0, outgoingBearingDegrees: 90, turnDegrees: 0,
                     kind: .start, instruction: ""),
                 Waypoint(
-                    coordinate: points[4], distanceAlongMeters: line.lengthMeters, outgoingBearingDegrees: 0,
-                    turnDegrees: 0, kind: .arrival, instruction: ""),
+                    coordinate: points[points.count - 1], distanceAlongMeters: line.lengthMeters,
+                    outgoingBearingDegrees: arrivalBearing, turnDegrees: 0, kind: .arrival, instruction: ""),
             ])
+    }
+
+    @Test func theTrackerPublishesEventsOnlyWhenGuidingByEvents() throws {
+        let points = self.routePoints
+        let route = self.route(3, points, arrivalBearing: 0)
         let junctions = self.graph.routeJunctions(along: points)
         for mode in RouteTracker.GuidanceMode.allCases {
             var options = RouteTracker.Options()
@@ -143,17 +148,7 @@ struct TurnAnnouncerTests {
         let points = [self.at(0, 0), self.at(60, 0), self.at(32, 28)]
         let graph = WalkingGraph(
             nodes: points + [self.at(120, 0)], edges: [(0, 1, -1), (1, 2, -1), (1, 3, -1)], names: [], warnings: [])
-        let line = Polyline(points)
-        let route = Route(
-            routeID: 4, timeSeconds: 0, provider: "test", lengthMeters: line.lengthMeters, points: points,
-            waypoints: [
-                Waypoint(
-                    coordinate: points[0], distanceAlongMeters: 0, outgoingBearingDegrees: 90, turnDegrees: 0,
-                    kind: .start, instruction: ""),
-                Waypoint(
-                    coordinate: points[2], distanceAlongMeters: line.lengthMeters, outgoingBearingDegrees: 315,
-                    turnDegrees: 0, kind: .arrival, instruction: ""),
-            ])
+        let route = self.route(4, points, arrivalBearing: 315)
         var options = RouteTracker.Options()
         options.guidance = .events
         // The estimate a metre past the corner while the walker, still walking east, has not reached it.
