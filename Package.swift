@@ -141,7 +141,7 @@ let package = Package(
             dependencies: [
                 "SessionTools",
                 "MapFiles", "SessionFiles",
-                "Runtime", "Evaluation", "Bus", "NavCore", "SystemIO", "LocationSources", "Parsers", "Devices",
+                "Runtime", "Evaluation", "Bus", "NavCore", "SystemIO", "LocationSources", "Parsers", "Devices", "Links",
                 "Routers",
                 "Stages", "Sinks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -189,7 +189,7 @@ let package = Package(
             dependencies: [
                 "SessionTools",
                 "SessionFiles",
-                "Bus", "NavCore", "Parsers", "TestSupport", "Devices", "Runtime",
+                "Bus", "NavCore", "Parsers", "TestSupport", "Devices", "Links", "Runtime",
                 .product(name: "Logging", package: "swift-log"),
             ]),
     ]

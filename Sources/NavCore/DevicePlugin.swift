@@ -25,6 +25,12 @@ public protocol OutputDevice: Sendable {
     /// Sees the route, progress and position messages the sink receives (for devices that place things in
     /// space, like ``ar``); most devices ignore them.
     func observe(_ message: BusMessage) async
+    /// How long preflight gives the device, once started, to answer [seconds]: a Bluetooth band is looked for first.
+    var answerWithinSeconds: Double { get }
+}
+
+extension OutputDevice {
+    public var answerWithinSeconds: Double { 3 }
 }
 
 /// What the haptic sink reads from the bus.

@@ -184,13 +184,15 @@ public enum Preflight {
         )
     }
 
-    /// Each output device started, given three seconds to answer, and asked to say "preflight".
+    /// Each output device started, given its time to answer (three seconds; a BLE band its scan's and five more),
+    /// and asked to say "preflight".
     static func devices(_ devices: [any OutputDevice]) async -> [Row] {
         var rows: [Row] = []
         for device in devices {
             let task = Task { try await device.run() }
             var available = false
-            let deadline = SystemClock.monotonicSeconds() + 3
+            let within = device.answerWithinSeconds
+            let deadline = SystemClock.monotonicSeconds() + within
             while SystemClock.monotonicSeconds() < deadline {
                 if await device.isAvailable() {
                     available = true
@@ -209,7 +211,8 @@ public enum Preflight {
             rows.append(
                 Row(
                     check: "device \(device.name)", go: available && spoke.isEmpty,
-                    detail: (available ? "answers: " : "does not answer within 3 s: ") + summary))
+                    detail: (available ? "answers: " : "does not answer within \(fixedDecimal(within, digits: 0)) s: ")
+                        + summary))
         }
         return rows
     }

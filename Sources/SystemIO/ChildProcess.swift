@@ -12,13 +12,15 @@ private let spawning = Mutex(0)
 /// A program started with `posix_spawn`, its standard input and output optionally on pipes to this process.
 public final class ChildProcess: @unchecked Sendable {
     /// Where one of the child's standard streams goes.
-    public enum Stream: Sendable {
+    public enum Stream: Sendable, Equatable {
         /// `/dev/null`.
         case null
         /// A pipe to this process (`input` or `output`).
         case pipe
         /// The same as this process's.
         case inherit
+        /// This descriptor of this process (one end of a socket pair, say), which the caller keeps and closes.
+        case descriptor(Int32)
     }
 
     /// The child's process id.
@@ -43,6 +45,8 @@ public final class ChildProcess: @unchecked Sendable {
             guard Self.makePipe(&inputPipe) else { throw SystemError("create a pipe for", path: executable) }
             posix_spawn_file_actions_adddup2(&actions, inputPipe[0], 0)
             posix_spawn_file_actions_addclose(&actions, inputPipe[1])
+        } else if case let .descriptor(descriptor) = input {
+            posix_spawn_file_actions_adddup2(&actions, descriptor, 0)
         } else if input == .null {
             posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         }
@@ -50,6 +54,8 @@ public final class ChildProcess: @unchecked Sendable {
             guard Self.makePipe(&outputPipe) else { throw SystemError("create a pipe for", path: executable) }
             posix_spawn_file_actions_adddup2(&actions, outputPipe[1], 1)
             posix_spawn_file_actions_addclose(&actions, outputPipe[0])
+        } else if case let .descriptor(descriptor) = output {
+            posix_spawn_file_actions_adddup2(&actions, descriptor, 1)
         } else if output == .null {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         }
@@ -128,4 +134,25 @@ public final class ChildProcess: @unchecked Sendable {
 /// Whether `path` names a file this process may execute.
 public func isExecutable(_ path: String) -> Bool {
     access(path, X_OK) == 0
+}
+
+/// The first executable called `name` in the directories of `PATH` (or `name` itself when it holds a slash), or nil.
+public func executableOnPath(_ name: String) -> String? {
+    if name.contains("/") { return isExecutable(name) ? name : nil }
+    let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/local/bin:/usr/bin:/bin"
+    for directory in path.split(separator: ":") where !directory.isEmpty {
+        let candidate = "\(directory)/\(name)"
+        if isExecutable(candidate) { return candidate }
+    }
+    return nil
+}
+
+/// A connected pair of stream sockets, both close-on-exec (a program started meanwhile inherits neither; give one
+/// to a child as a standard stream with ``ChildProcess/Stream/descriptor(_:)``), or nil when the system refuses.
+public func streamSocketPair() -> (Int32, Int32)? {
+    var ends: [Int32] = [-1, -1]
+    guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+        return nil
+    }
+    return (ends[0], ends[1])
 }

@@ -11,7 +11,11 @@ public final class ChildProcess: @unchecked Sendable {
     public let stdoutFile: URL
     public let stderrFile: URL
 
-    public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+    /// Starts `executable`; its standard input is `input` when given (the caller holds its writing end: the child
+    /// sees the end when the caller closes it or goes), else this process's.
+    public init(
+        _ executable: String, _ arguments: [String], environment: [String: String] = [:], input: Pipe? = nil
+    ) throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
             "hapticnav-e2e-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -26,6 +30,7 @@ public final class ChildProcess: @unchecked Sendable {
         self.process.environment = env
         self.process.standardOutput = try FileHandle(forWritingTo: self.stdoutFile)
         self.process.standardError = try FileHandle(forWritingTo: self.stderrFile)
+        if let input { self.process.standardInput = input }
         try self.process.run()
     }
 

@@ -1,10 +1,10 @@
 internal import CEmergencyStop
-import Links
+public import Links
 public import Logging
 public import NavCore
 
-/// The `band` device: a vibrating band on a byte stream (TCP, or a serial device or pseudo-terminal by path)
-/// speaking ``BandProtocol``. At each connection it sets the band's watchdog (the band stops every motor by itself
+/// The `band` device: a vibrating band on a byte stream (TCP, a serial device or pseudo-terminal by path, or Bluetooth
+/// LE's Nordic UART Service through the Bumble bridge, ``BLELink``) speaking ``BandProtocol``. At each connection it sets the band's watchdog (the band stops every motor by itself
 /// when no frame arrives for that long) and then pings four times per limit, so that a frozen or killed host stops the
 /// motors within the limit. It is available while connected and acknowledging within the last second, and it
 /// reconnects, with backoff, when the link drops. If the process crashes, a fatal-signal handler writes `stopAll`.
@@ -18,6 +18,8 @@ public actor BandDevice: OutputDevice {
         case tcp(host: String, port: UInt16)
         /// A serial device or pseudo-terminal.
         case path(String, baud: Int)
+        /// A Bluetooth LE band with the Nordic UART Service, by name or address, over a Bumble HCI transport.
+        case ble(BLELink.Target)
     }
 
     /// The band's address.
@@ -41,6 +43,10 @@ public actor BandDevice: OutputDevice {
     private var buttons = 0
     private var motors: (left: UInt8, right: UInt8) = (0, 0)
     private var lastSent: ContinuousClock.Instant?
+    /// The BLE connection now (what the bridge found and reports), and why the last attempt to reach the band failed.
+    private var bleConnection: BLELink.Connection?
+    private var lastBLEStatus: BLELink.Status?
+    private var lastProblem: String?
 
     /// Creates the device.
     public init(
@@ -55,29 +61,65 @@ public actor BandDevice: OutputDevice {
         self.logger = logger
     }
 
-    /// Reads a config's settings: one of `tcp` ("host:port") or `device` (a serial port or pty path, with `baud`),
+    /// Reads a config's settings: one of `tcp` ("host:port"), `device` (a serial port or pty path, with `baud`),
+    /// `bleName` or `bleAddress` (with `bleTransport`, `bleScanSeconds` and `python`), then
     /// `acknowledgeTimeoutSeconds` and `watchdogMilliseconds`.
     public init(settings: Settings, logger: Logger) throws {
         var settings = settings
         let tcp = try settings.optionalValue(Setting.tcp)
         let device = try settings.optionalValue(Setting.device)
+        let bleName = try settings.optionalValue(Setting.bleName)
+        let bleAddress = try settings.optionalValue(Setting.bleAddress)
+        let bleTransport = try settings.value(Setting.bleTransport)
+        let bleScanSeconds = try settings.value(Setting.bleScanSeconds)
+        let python = try settings.value(Setting.python)
         let baud = try settings.value(Setting.baud)
         let timeout = try settings.value(Setting.acknowledgeTimeoutSeconds)
         let watchdog = try settings.value(Setting.watchdogMilliseconds)
         try settings.finish()
         let address: Address
-        switch (tcp, device) {
-        case let (text?, nil):
+        switch (tcp, device, bleName, bleAddress) {
+        case let (text?, nil, nil, nil):
             guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
                 throw ConfigError.invalidValue(path: "\(settings.path).tcp", expected: "host:port", found: "'\(text)'")
             }
             address = .tcp(host: String(text[..<colon]), port: port)
-        case let (nil, path?): address = .path(path, baud: baud)
+        case let (nil, path?, nil, nil): address = .path(path, baud: baud)
+        case let (nil, nil, name?, nil):
+            guard !name.isEmpty, name.utf8.count <= 29 else {
+                throw ConfigError.invalidValue(
+                    path: "\(settings.path).bleName", expected: "an advertised name, 1 to 29 bytes", found: "'\(name)'")
+            }
+            address = .ble(
+                BLELink.Target(
+                    device: .name(name), transport: bleTransport, scanSeconds: bleScanSeconds, python: python))
+        case let (nil, nil, nil, text?):
+            guard Self.isBluetoothAddress(text) else {
+                throw ConfigError.invalidValue(
+                    path: "\(settings.path).bleAddress", expected: "AA:BB:CC:DD:EE:FF", found: "'\(text)'")
+            }
+            address = .ble(
+                BLELink.Target(
+                    device: .address(text.uppercased()), transport: bleTransport, scanSeconds: bleScanSeconds,
+                    python: python))
         default:
             throw ConfigError.invalidValue(
-                path: settings.path, expected: "exactly one of tcp or device", found: "\(settings.keys)")
+                path: settings.path, expected: "exactly one of tcp, device, bleName or bleAddress",
+                found: "\(settings.keys)")
         }
         self.init(address: address, acknowledgeTimeoutSeconds: timeout, watchdogMilliseconds: watchdog, logger: logger)
+    }
+
+    /// Six hexadecimal octets separated by colons.
+    static func isBluetoothAddress(_ text: String) -> Bool {
+        let octets = text.split(separator: ":", omittingEmptySubsequences: false)
+        return octets.count == 6 && octets.allSatisfy { $0.count == 2 && UInt8($0, radix: 16) != nil }
+    }
+
+    /// How long preflight waits for the band to answer: a BLE band is looked for first.
+    public nonisolated var answerWithinSeconds: Double {
+        if case let .ble(target) = self.address { return target.scanSeconds + 5 }
+        return 3
     }
 
     public func run() async throws {
@@ -88,22 +130,34 @@ public actor BandDevice: OutputDevice {
                 switch self.address {
                 case let .tcp(host, port): link = try ByteLink.tcp(host: host, port: port)
                 case let .path(path, baud): link = try ByteLink.serial(path: path, baud: baud)
+                case let .ble(target):
+                    let logger = self.logger
+                    let connection = try await BLELink.connect(target) { logger.info("band: \($0)") }
+                    self.bleConnection = connection
+                    self.lastBLEStatus = connection.status
+                    link = connection.link
                 }
             } catch {
-                if self.connections == 0 && backoff == 0.1 {
-                    self.logger.warning("band unreachable (\(error)); retrying")
+                try Task.checkCancellation()
+                let problem = "\(error)"
+                // Said once per kind of failure (a BLE band out of range is looked for again and again).
+                if (self.connections == 0 && backoff == 0.1) || problem != self.lastProblem {
+                    self.logger.warning("band unreachable (\(problem)); retrying")
                 }
+                self.lastProblem = problem
                 try await Task.sleep(for: .seconds(backoff))
                 backoff = min(backoff * 2, 1)
                 continue
             }
+            self.lastProblem = nil
             backoff = 0.1
             self.connections += 1
             self.link = link
             self.connectedAt = ContinuousClock.now
             self.lastAck = nil
+            let over = self.bleConnection.map { "; BLE \($0.status.text)" } ?? ""
             self.logger.info(
-                "band connected (\(self.connections == 1 ? "first time" : "again")); watchdog \(self.watchdogMilliseconds) ms"
+                "band connected (\(self.connections == 1 ? "first time" : "again")); watchdog \(self.watchdogMilliseconds) ms\(over)"
             )
             hn_emergency_install()
             let stopFrame = BandProtocol.Frame(type: .stopAll, sequence: 0xFF).bytes
@@ -139,7 +193,14 @@ public actor BandDevice: OutputDevice {
                 link.close()
             }
             self.link = nil
-            self.logger.warning("band link dropped; reconnecting")
+            if let connection = self.bleConnection {
+                self.lastBLEStatus = connection.status
+                self.bleConnection = nil
+                self.logger.warning(
+                    "band link dropped (BLE: \(connection.status.disconnected ?? "the host closed it")); reconnecting")
+            } else {
+                self.logger.warning("band link dropped; reconnecting")
+            }
         }
     }
 
@@ -205,8 +266,14 @@ public actor BandDevice: OutputDevice {
     public func observe(_ message: BusMessage) {}
 
     public func summary() -> String {
-        "\(self.framesSent) frames sent, \(self.acks) acknowledged, \(self.connections) connection(s)"
-            + (self.battery.map { ", battery \($0) %" } ?? "") + ", motors now \(self.motors.left)/\(self.motors.right)"
+        var text = "\(self.framesSent) frames sent, \(self.acks) acknowledged, \(self.connections) connection(s)"
+        if let battery = self.battery ?? self.bleConnection?.status.battery { text += ", battery \(battery) %" }
+        text += ", motors now \(self.motors.left)/\(self.motors.right)"
+        if let status = self.bleConnection?.status ?? self.lastBLEStatus {
+            text += "; BLE \(status.text)" + (self.bleConnection == nil ? " (not connected now)" : "")
+        }
+        if let problem = self.lastProblem, self.link == nil { text += "; \(problem)" }
+        return text
     }
 }
 
@@ -224,10 +291,25 @@ extension BandDevice {
             "The band's own watchdog: it stops every motor when nothing comes for this long.")
         public static let tcp = ValueSpec<String>("tcp", accepts: "host:port", "The band over TCP (host:port).")
         public static let device = ValueSpec<String>("device", "The band on a serial port or pty.")
+        public static let bleName = ValueSpec<String>(
+            "bleName", "The band over Bluetooth LE (Nordic UART Service), found by its advertised name.")
+        public static let bleAddress = ValueSpec<String>(
+            "bleAddress", accepts: "AA:BB:CC:DD:EE:FF", "The band over Bluetooth LE, found by its address.")
+        public static let bleTransport = ValueSpec<String>(
+            "bleTransport", default: "usb:0", accepts: "Bumble HCI transport",
+            "The Bluetooth controller: usb:0 (a USB dongle), hci-socket:0 (the kernel's hci0), serial:/dev/ttyACM0, tcp-client:HOST:PORT (docs/FIELD.md)."
+        )
+        public static let bleScanSeconds = SettingSpec<Double>(
+            "bleScanSeconds", unit: "s", default: 10, in: 1...120,
+            "How long each attempt looks for the BLE band before it is said to be out of range (and looked for again).")
+        public static let python = ValueSpec<String>(
+            "python", default: "python3", accepts: "program",
+            "The Python with Bumble that runs the BLE bridge (tools/hapticnav_ble.py).")
 
         /// Every setting, as documentation shows it.
         public static let all: [SettingDoc] = [
-            baud.doc, acknowledgeTimeoutSeconds.doc, watchdogMilliseconds.doc, tcp.doc, device.doc,
+            baud.doc, acknowledgeTimeoutSeconds.doc, watchdogMilliseconds.doc, tcp.doc, device.doc, bleName.doc,
+            bleAddress.doc, bleTransport.doc, bleScanSeconds.doc, python.doc,
         ]
     }
 }

@@ -20,7 +20,7 @@ import SystemIO
 public final class BandEmulator: Sendable {
     /// Where it listens.
     public enum Listen: Sendable {
-        /// A TCP port on a host (127.0.0.1 for tests).
+        /// A TCP port on a host (127.0.0.1 for tests; port 0 for any free one, said in `serve`'s ready).
         case tcp(host: String, port: UInt16)
         /// A new pseudo-terminal, linked at this path for the plugin to open.
         case pty(link: String)
@@ -64,7 +64,13 @@ public final class BandEmulator: Sendable {
             guard bound == 0, Glibc.listen(server, 4) == 0 else {
                 throw LinkError.unreachable("cannot listen on \(host):\(port): \(String(cString: strerror(errno)))")
             }
-            ready("tcp://\(host):\(port)")
+            var bound_ = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &bound_) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(server, $0, &length) }
+            }
+            // Port 0: the system's choice, said in the ready line.
+            ready("tcp://\(host):\(UInt16(bigEndian: bound_.sin_port))")
             while !self.stopped.load(ordering: .relaxed) {
                 let client = accept(server, nil, nil)
                 if client < 0 { continue }

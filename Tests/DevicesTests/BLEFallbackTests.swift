@@ -1,0 +1,48 @@
+import Devices
+import Foundation
+import Links
+import Logging
+import NavCore
+import Stages
+import Synchronization
+import TestSupport
+import Testing
+
+/// A band over Bluetooth LE that stops answering (connected, its frames arriving, no acknowledgement) makes the sink
+/// fall back to its next device within a second.
+@Suite(.serialized) struct BLEFallbackTests {
+    @Test func aBLEBandThatStopsAnsweringMakesTheSinkFallBackWithinASecond() async throws {
+        let ble = try await VirtualBLE(slots: 2)
+        defer { ble.stop() }
+        let emulated = try EmulatedBand(pty: false)
+        defer { emulated.emulator.stop() }
+        guard case let .tcp(_, port) = emulated.address else { return }
+        let peripheral = try ble.peripheral(slot: 1, name: "HN-Mute", emulatorPort: Int(port))
+        defer { peripheral.ensureStopped() }
+        let band = BandDevice(
+            address: .ble(BLELink.Target(device: .name("HN-Mute"), transport: ble.transport(0), scanSeconds: 10)),
+            acknowledgeTimeoutSeconds: 0.5, logger: Logger(label: "test"))
+        let speaker = RecordingDevice(name: "speaker")
+        let sink = SinkHarness(devices: [band, speaker])
+        let ok1 = await eventually(within: 30) { await band.isAvailable() }
+        let summary1 = await band.summary()
+        #expect(ok1, "connected: \(summary1); \(peripheral.stdout.suffix(400)); \(ble.log.suffix(600))")
+        try await sink.hold(heading: 300, seconds: 1)
+        #expect(await speaker.cues.isEmpty, "the band plays while it answers")
+        #expect(emulated.frames.contains { $0.type == "setMotors" && $0.left + $0.right > 0 }, "over BLE")
+        emulated.emulator.muted.store(true, ordering: .relaxed)
+        let mutedAt = ContinuousClock.now
+        var speakerAfter: Duration?
+        for _ in 0..<60 {
+            try await sink.hold(heading: 300, seconds: 0.05)
+            if let first = await speaker.cues.first {
+                speakerAfter = first.0 - mutedAt
+                break
+            }
+        }
+        let took = try #require(speakerAfter, "the speaker took over")
+        print("BLE band: a band that stops answering (acknowledgement limit 0.5 s): the speaker after \(took)")
+        #expect(took < .seconds(1), "the speaker after \(took)")
+        try await sink.finish()
+    }
+}
