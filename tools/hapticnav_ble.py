@@ -320,7 +320,10 @@ async def peripheral(arguments) -> int:
         (AdvertisingData.COMPLETE_LIST_OF_128_BIT_SERVICE_CLASS_UUIDS if len(service) > 4 else
          AdvertisingData.COMPLETE_LIST_OF_16_BIT_SERVICE_CLASS_UUIDS, UUID(service).to_bytes()),
     ]))
-    await device.start_advertising(auto_restart=True, advertising_data=advertising, scan_response_data=response)
+    # Every 50 ms, as bands advertise while they wait for their host: found and connected within a few intervals.
+    await device.start_advertising(
+        auto_restart=True, advertising_data=advertising, scan_response_data=response, advertising_interval_min=50,
+        advertising_interval_max=50)
     say("advertising", name=arguments.name, address=address, service=not arguments.without_service)
     if not stat.S_ISFIFO(os.fstat(0).st_mode):
         await loop.create_future()

@@ -62,14 +62,18 @@ public actor BandDevice: OutputDevice {
     }
 
     /// Reads a config's settings: one of `tcp` ("host:port"), `device` (a serial port or pty path, with `baud`),
-    /// `bleName` or `bleAddress` (with `bleTransport`, `bleScanSeconds` and `python`), then
+    /// `bleName` or `bleAddress` (with `bleTransport`, `bleScanSeconds` and `python`), an empty one counting as not
+    /// given, then
     /// `acknowledgeTimeoutSeconds` and `watchdogMilliseconds`.
     public init(settings: Settings, logger: Logger) throws {
         var settings = settings
-        let tcp = try settings.optionalValue(Setting.tcp)
-        let device = try settings.optionalValue(Setting.device)
-        let bleName = try settings.optionalValue(Setting.bleName)
-        let bleAddress = try settings.optionalValue(Setting.bleAddress)
+        // An empty value counts as not given, so that a config can leave the choice to the environment
+        // (`device: "${HAPTICNAV_BAND_DEVICE:-}", bleName: "${HAPTICNAV_BAND_BLE:-}"`).
+        func given(_ value: String?) -> String? { value?.isEmpty == false ? value : nil }
+        let tcp = given(try settings.optionalValue(Setting.tcp))
+        let device = given(try settings.optionalValue(Setting.device))
+        let bleName = given(try settings.optionalValue(Setting.bleName))
+        let bleAddress = given(try settings.optionalValue(Setting.bleAddress))
         let bleTransport = try settings.value(Setting.bleTransport)
         let bleScanSeconds = try settings.value(Setting.bleScanSeconds)
         let python = try settings.value(Setting.python)
@@ -104,8 +108,8 @@ public actor BandDevice: OutputDevice {
                     python: python))
         default:
             throw ConfigError.invalidValue(
-                path: settings.path, expected: "exactly one of tcp, device, bleName or bleAddress",
-                found: "\(settings.keys)")
+                path: settings.path, expected: "exactly one of tcp, device, bleName or bleAddress (an empty one: not given)",
+                found: "\([tcp, device, bleName, bleAddress].compactMap { $0 })")
         }
         self.init(address: address, acknowledgeTimeoutSeconds: timeout, watchdogMilliseconds: watchdog, logger: logger)
     }
