@@ -15,12 +15,16 @@ extension ProcessSuites {
         }
 
         private func write(_ name: String, source: String, band: Int) throws -> String {
+            try self.write(name, source: source, bandSettings: "tcp: \"127.0.0.1:\(band)\"")
+        }
+
+        private func write(_ name: String, source: String, bandSettings: String) throws -> String {
             let config = """
                 {
                   stages: {
                     source: { \(source), publish: "ipc://\(self.folder)/source.sock" },
                     haptic: { plugin: "band", inputs: ["source"], topics: ["heading"],
-                              publish: "ipc://\(self.folder)/haptic.sock", settings: { tcp: "127.0.0.1:\(band)" },
+                              publish: "ipc://\(self.folder)/haptic.sock", settings: { \(bandSettings) },
                               options: { offsetDegrees: 0, fallback: [{ plugin: "console", settings: {} }] } },
                     recorder: { role: "recorder", plugin: "jsonl", inputs: ["source"],
                                 settings: { file: "\(self.folder)/recording.jsonl" } },
@@ -56,6 +60,46 @@ extension ProcessSuites {
                 #expect(lines.contains { $0.hasPrefix(check) && $0.contains(" go ") }, "\(check): \(output)")
             }
             #expect(preflight.stdout.contains("preflight: GO"))
+        }
+
+        /// A band over Bluetooth LE (the emulator as a peripheral on a virtual controller): found, connected,
+        /// acknowledging, its battery and signal strength in its row; then, switched off, a no-go that says it was
+        /// not found.
+        @Test func aBLEBandIsAGoWithItsBatteryAndSignalAndANoGoWhenItIsNotThere() async throws {
+            let ble = try await VirtualBLE(slots: 2)
+            defer { ble.stop() }
+            let band = try ChildProcess(
+                self.binary,
+                [
+                    "band-emulator", "--ble", "--ble-transport", ble.transport(1), "--ble-name", "HN-Preflight",
+                    "--log", "\(self.folder)/ble-band.jsonl",
+                ])
+            defer { band.ensureStopped() }
+            let route = repositoryRoot.appendingPathComponent("data/routes/monaco-demo-walk.geojson").path
+            let source =
+                "plugin: \"sim\", settings: { route: \"\(route)\", pace: 1, compassNoiseDegrees: 2, seed: 3, "
+                + "startTimeSeconds: \(Int(Date().timeIntervalSince1970) + 1) }"
+            let config = try self.write(
+                "ble", source: source,
+                bandSettings: "bleName: \"HN-Preflight\", bleTransport: \"\(ble.transport(0))\", bleScanSeconds: 5")
+            let preflight = try ChildProcess(self.binary, ["preflight", "--config", config, "--seconds", "4"])
+            let status = await preflight.wait(seconds: 60)
+            print(preflight.stdout)
+            let output: String = preflight.stdout
+            let row = output.split(separator: "\n").first { $0.hasPrefix("device band") } ?? ""
+            #expect(status == 0, "\(output)\n\(preflight.stderr.suffix(2000))")
+            #expect(row.contains(" go "), "\(row)")
+            for detail in ["acknowledged", "battery 87 %", "BLE HN-Preflight", "signal -50 dBm"] {
+                #expect(row.contains(detail), "\(detail): \(row)")
+            }
+            band.signal(SIGKILL)
+            _ = await band.wait(seconds: 5)
+            let again = try ChildProcess(self.binary, ["preflight", "--config", config, "--seconds", "2"])
+            _ = await again.wait(seconds: 60)
+            let later: String = again.stdout
+            let missing = later.split(separator: "\n").first { $0.hasPrefix("device band") } ?? ""
+            print(missing)
+            #expect(missing.contains("NO-GO") && missing.contains("no device with name 'HN-Preflight'"), "\(later)")
         }
 
         @Test func anIndoorPhoneAndNoBandAreANoGoNamingEach() async throws {
