@@ -48,11 +48,23 @@ public final class ControlListener: Sendable {
     ) throws {
         self.domain = "control:\(stage)"
         let socket = try ZMQSocket(context: context, type: ZMQ_ROUTER)
+        var monitor: ZMQSocket?
         do {
             if let curve = options.curve {
                 guard let zap else { throw ZMQError(operation: "control listener without a ZAP handler") }
                 zap.register(domain: self.domain, readers: curve.readers)
                 try socket.makeCurveServer(curve, domain: self.domain)
+                // A sender without CURVE (plain text) or not speaking ZeroMQ at all never reaches the ZAP handler,
+                // which counts the wrong keys: its handshake fails before. The socket's monitor says so.
+                let endpoint = context.nextMonitorEndpoint()
+                guard
+                    zmq_socket_monitor(
+                        socket.handle, endpoint,
+                        ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) == 0
+                else { throw ZMQError(operation: "zmq_socket_monitor(control)") }
+                let made = try ZMQSocket(context: context, type: ZMQ_PAIR)
+                monitor = made
+                try made.connect(endpoint)
             }
             try socket.setOption64(ZMQ_MAXMSGSIZE, Int64(ControlProtocol.maximumFrameBytes))
             // As the publishers' ipc sockets: never take over one a live process serves (a second sink, or an
@@ -63,16 +75,22 @@ public final class ControlListener: Sendable {
                 if endpoint.hasPrefix("ipc://") { _ = chmod(String(endpoint.dropFirst("ipc://".count)), 0o600) }
             }
         } catch {
+            monitor?.close()
             socket.close()
             throw error
         }
         self.socketFiles = endpoints.compactMap(IPCSocketFile.init(boundAt:))
-        SystemThread.start(name: "control-\(stage)") { [self] in
-            self.serve(socket, stage: stage, options: options, logger: logger, handler: handler)
+        SystemThread.start(name: "control-\(stage)") { [self, monitor] in
+            self.serve(socket, monitor: monitor, stage: stage, options: options, logger: logger, handler: handler)
+            monitor?.close()
             socket.close()
             self.done.signal()
         }
     }
+
+    /// Senders whose handshake failed before any key was shown (plain text to a CURVE listener, or not ZeroMQ); the
+    /// wrong keys are the ZAP handler's count.
+    public var refusedHandshakes: UInt64 { self.counts.withLock { $0["control.refusedHandshakes", default: 0] } }
 
     /// Requests received, refused as malformed, and answered, for the stage's status.
     public var statusCounters: [StatusCounter] {
@@ -98,17 +116,36 @@ public final class ControlListener: Sendable {
     }
 
     private func serve(
-        _ socket: ZMQSocket, stage: String, options: ControlListenerOptions, logger: Logger,
+        _ socket: ZMQSocket, monitor: ZMQSocket?, stage: String, options: ControlListenerOptions, logger: Logger,
         handler: @escaping @Sendable (ControlRequest, String) async -> ControlReply
     ) {
-        var item = zmq_pollitem_t(socket: socket.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0)
+        var items = [zmq_pollitem_t(socket: socket.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0)]
+        if let monitor {
+            items.append(zmq_pollitem_t(socket: monitor.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
+        }
+        var warned = false
         while !self.stop.withLock({ $0 }) {
-            let ready = zmq_poll(&item, 1, 100)
+            let ready = zmq_poll(&items, Int32(items.count), 100)
             if ready < 0 {
                 if zmq_errno() == EINTR { continue }
                 return
             }
             guard ready > 0 else { continue }
+            if let monitor, items.count > 1, items[1].revents & Int16(ZMQ_POLLIN) != 0 {
+                let event = ZMQFrame()
+                let address = ZMQFrame()
+                while (try? event.receive(from: monitor)) == true {
+                    guard event.hasMore, (try? address.receive(from: monitor)) == true else { continue }
+                    self.count("control.refusedHandshakes")
+                    if !warned {
+                        warned = true
+                        logger.warning(
+                            "control: a sender without the CURVE handshake (plain text, or not ZeroMQ) refused (counted in control.refusedSenders; further ones silently)"
+                        )
+                    }
+                }
+            }
+            guard items[0].revents & Int16(ZMQ_POLLIN) != 0 else { continue }
             // A ROUTER gives [sender identity, request]; anything else is malformed.
             var frames: [[UInt8]] = []
             var userID: String?

@@ -206,9 +206,12 @@ public enum StageHost {
                 inputCounters: {
                     busCounters() + (listener.withLock { $0 }?.statusCounters ?? [])
                         + (senderRefusals.map {
-                            [
+                            // Wrong keys (the ZAP handler's) and senders with no key at all (the listener's monitor).
+                            let plain = listener.withLock { $0 }?.refusedHandshakes ?? 0
+                            return [
                                 StatusCounter(
-                                    name: "control.refusedSenders", value: $0.refused(domain: "control:\(stageName)"))
+                                    name: "control.refusedSenders",
+                                    value: $0.refused(domain: "control:\(stageName)") &+ plain)
                             ]
                         } ?? [])
                 })

@@ -209,4 +209,44 @@ import TestSupport
         let second = try BusPublisher(context: context, bind: [endpoint], stage: "route")
         second.close()
     }
+    /// The experimenter's control channel over CURVE: the admitted sender's request is carried out; a sender with
+    /// another key is refused by the ZAP handler and one without CURVE (plain text) by the handshake, and both are
+    /// counted (the sink's `control.refusedSenders` adds the two), neither reaching the handler.
+    @Test func aControlListenerCountsARogueKeyAndAPlainSenderAndHearsOnlyItsSender() async throws {
+        let context = ZMQContext()
+        defer { context.terminate() }
+        let endpoint = uniqueEndpoint("tcp")
+        let experimenter = try CurveKeyPair.generate()
+        let sink = try CurveKeyPair.generate()
+        let stranger = try CurveKeyPair.generate()
+        let zap = try context.zapHandler(logger: Logger(label: "test"))
+        let options = ControlListenerOptions(
+            curve: CurveServerOptions(identity: sink, readers: [experimenter.publicKey]),
+            senderNames: [experimenter.publicKey: "experimenter"])
+        let handled = Mutex<[String]>([])
+        let listener = try ControlListener(
+            context: context, bind: [endpoint], stage: "haptic", options: options, zap: zap,
+            logger: Logger(label: "test")
+        ) { request, sender in
+            handled.withLock { $0.append(sender) }
+            return ControlReply(
+                requestID: request.requestID, stage: "haptic", accepted: true, stopped: true, message: "ok")
+        }
+        defer { listener.close() }
+        func send(_ identity: CurveKeyPair?, serverKey: String?) -> Bool {
+            let request = ControlRequest(command: .stop, requestID: UUID().uuidString, sentSeconds: 1)
+            return
+                (try? ControlClient.send(
+                    request, to: endpoint, identity: identity, serverKey: serverKey, timeoutSeconds: 1, context: context
+                ))
+                != nil
+        }
+        #expect(!send(stranger, serverKey: sink.publicKey), "a rogue key is not answered")
+        #expect(!send(nil, serverKey: nil), "a plain sender is not answered")
+        #expect(handled.withLock { $0 }.isEmpty)
+        #expect(zap.refused(domain: "control:haptic") >= 1, "the rogue key, refused by ZAP")
+        #expect(await eventually(within: 5) { listener.refusedHandshakes >= 1 }, "the plain sender, by its handshake")
+        #expect(send(experimenter, serverKey: sink.publicKey), "the experimenter is answered")
+        #expect(handled.withLock { $0 } == ["experimenter"])
+    }
 }

@@ -108,7 +108,8 @@ public actor BandDevice: OutputDevice {
                     python: python))
         default:
             throw ConfigError.invalidValue(
-                path: settings.path, expected: "exactly one of tcp, device, bleName or bleAddress (an empty one: not given)",
+                path: settings.path,
+                expected: "exactly one of tcp, device, bleName or bleAddress (an empty one: not given)",
                 found: "\([tcp, device, bleName, bleAddress].compactMap { $0 })")
         }
         self.init(address: address, acknowledgeTimeoutSeconds: timeout, watchdogMilliseconds: watchdog, logger: logger)
