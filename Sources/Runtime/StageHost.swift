@@ -14,6 +14,7 @@ public import Logging
 import NavCore
 import Routers
 import ServiceLifecycle
+import Sinks
 import Stages
 public import Evaluation
 
@@ -234,9 +235,12 @@ public enum StageHost {
         case .recorder:
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
             let records = subscriber.messages.map(\.recorded)
-            service = RecorderStage(
-                name: stage.name, input: records, sink: try PluginRegistry.makeSink(stage, logger: logger),
-                logger: logger)
+            let recorder = try PluginRegistry.makeSink(stage, logger: logger)
+            // A session carries what its report needs: the config that recorded it (and so its map).
+            if let session = recorder as? MCAPRecorder {
+                SessionConfigRecord.write(pipeline, into: session.options.folder, logger: logger)
+            }
+            service = RecorderStage(name: stage.name, input: records, sink: recorder, logger: logger)
         }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)

@@ -130,6 +130,14 @@ extension ProcessSuites {
             }
             #expect(recorded.count > 50, "the walk gave turn cues")
             #expect(records.contains { if case .progress(let p) = $0.message { p.state == .arrived } else { false } })
+            // The session carries its config (and so its map): its report draws the walkable ways, given no --map,
+            // even with the config that recorded it gone.
+            #expect(FileManager.default.fileExists(atPath: "\(folder)/session/config.json"))
+            try FileManager.default.removeItem(atPath: walk)
+            let report = try ChildProcess(
+                try hapticnavExecutable(), ["report", "\(folder)/session", "--out", "\(folder)/report.html"])
+            #expect(await report.wait(seconds: 120) == 0, "\(report.stderr)")
+            #expect(report.stdout.contains("walkable way segments under the tracks"), "\(report.stdout)")
 
             let sinkConfig = try self.replaySinkConfig(in: folder)
             var results: [String: [Cue]] = [:]
