@@ -23,6 +23,9 @@ public enum PipelineBenchmark {
     public struct Report: Sendable, Codable {
         /// The transport between the stages ("ipc" or "tcp").
         public var transport: String
+        /// How the band is reached: "pty" (a pseudo-terminal) or "ble" (Bluetooth LE through the Bumble bridge, on
+        /// virtual controllers).
+        public var band: String = "pty"
         /// Seconds measured, after the warm-up.
         public var seconds: Double
         /// Heading → band frame [milliseconds].
@@ -43,7 +46,7 @@ public enum PipelineBenchmark {
             func f(_ value: Double) -> String { fixedDecimal(value, digits: 3) }
             let rss = self.stages.map(\.residentMegabytesMax).max() ?? .nan
             let cpu = self.stages.map(\.cpuPercent).max() ?? .nan
-            return "PIPELINE transport=\(self.transport) p50_ms=\(f(self.latencyMilliseconds.p50)) "
+            return "PIPELINE transport=\(self.transport) band=\(self.band) p50_ms=\(f(self.latencyMilliseconds.p50)) "
                 + "p99_ms=\(f(self.latencyMilliseconds.p99)) max_ms=\(f(self.latencyMilliseconds.max)) lost=\(self.lost) "
                 + "rss_mb_max=\(fixedDecimal(rss, digits: 1)) cpu_pct_max=\(fixedDecimal(cpu, digits: 2))"
         }
@@ -64,9 +67,12 @@ public enum PipelineBenchmark {
         public let description: String
     }
 
-    /// Runs the pipeline for `warmUp` + `seconds` and measures the last `seconds`.
+    /// Runs the pipeline for `warmUp` + `seconds` and measures the last `seconds`; the band on a pseudo-terminal, or
+    /// (`band: "ble"`) over Bluetooth LE: the emulator as a peripheral through the Bumble bridge and the plugin's bridge
+    /// as the central, each on a virtual controller (tools/hapticnav_ble_controllers.py).
     public static func run(
-        executable: String, route: String, transport: String, seconds: Double, warmUp: Double = 3, folder: String
+        executable: String, route: String, transport: String, band: String = "pty", seconds: Double,
+        warmUp: Double = 3, folder: String
     ) async throws -> Report {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let ports = (0..<4).map { _ in Loopback.freePort() }
@@ -75,20 +81,37 @@ public enum PipelineBenchmark {
         }
         let bandLink = "\(folder)/band"
         let frames = Mutex<[(time: Double, type: String)]>([])
-        let emulator = BandEmulator(listen: .pty(link: bandLink)) { line in
+        let overBLE = band == "ble"
+        let emulator = BandEmulator(listen: overBLE ? .tcp(host: "127.0.0.1", port: 0) : .pty(link: bandLink)) { line in
             guard let object = try? JSONDecoder().decode(JSONValue.self, from: Data(line.utf8)),
                 let time = object["receiveTimeSeconds"]?.doubleValue, let type = object["type"]?.stringValue
             else { return }
             frames.withLock { $0.append((time, type)) }
         }
         let ready = DispatchSemaphore(value: 0)
+        let listening = Mutex("")
         SystemThread.start(name: "band-emulator") {
-            try? emulator.serve { _ in ready.signal() }
+            try? emulator.serve { where_ in
+                listening.withLock { $0 = where_ }
+                ready.signal()
+            }
         }
         guard ready.wait(timeout: .now() + 5) == .success else {
             throw Failure(description: "the band emulator did not start")
         }
         defer { emulator.stop() }
+        var bandSettings = "device: \"\(bandLink)\""
+        var helpers: [ChildProcess] = []
+        defer {
+            for helper in helpers { helper.signal(SIGTERM) }
+            for helper in helpers { helper.wait() }
+        }
+        if overBLE {
+            let port = listening.withLock { $0 }.split(separator: ":").last.map(String.init) ?? ""
+            let ble = try Self.virtualBLE(emulatorPort: port)
+            helpers += ble.processes
+            bandSettings = "bleName: \"HN-Bench\", bleTransport: \"\(ble.hostTransport)\""
+        }
 
         // A walker 40° off its walking direction with a noisy compass, the sink assuming no offset: the cue changes
         // (and so the band gets a frame) many times a second, each right after the heading that caused it.
@@ -103,7 +126,7 @@ public enum PipelineBenchmark {
                 route: { plugin: "file", inputs: ["smoother"], topics: ["smoothed"], publish: "\(endpoint("route", 2))",
                          settings: { file: "\(route)" }, options: { destination: \(try Self.lastPoint(route)) } },
                 haptic: { plugin: "band", inputs: ["source", "route"], topics: ["heading", "target", "progress"],
-                          publish: "\(endpoint("haptic", 3))", settings: { device: "\(bandLink)" },
+                          publish: "\(endpoint("haptic", 3))", settings: { \(bandSettings) },
                           options: { offsetDegrees: 0, debounceSeconds: 0 } },
               },
             }
@@ -145,7 +168,8 @@ public enum PipelineBenchmark {
         }
         defer { reader.cancel() }
 
-        try await Task.sleep(for: .seconds(warmUp))
+        // Over BLE the band is looked for and connected first (a second or two).
+        try await Task.sleep(for: .seconds(warmUp + (overBLE ? 4 : 0)))
         guard processes.allSatisfy({ $0.1.isRunning }) else { throw Failure(description: "a stage process stopped") }
         let gapsBefore = gaps.withLock { $0 }
         let start = Date().timeIntervalSince1970
@@ -185,9 +209,49 @@ public enum PipelineBenchmark {
         }
         let raw = try await BusBenchmark.rawHop(transport: transport, folder: folder, messages: 2000)
         return Report(
-            transport: transport, seconds: end - start, latencyMilliseconds: LatencySummary(latencies),
+            transport: transport, band: band, seconds: end - start, latencyMilliseconds: LatencySummary(latencies),
             lost: lost, headings: sent.filter { $0 >= start && $0 <= end }.count, frames: cueFrames.count,
             stages: loads, rawHopMilliseconds: raw)
+    }
+
+    /// Two virtual BLE controllers and the emulated band's bridge (a peripheral named HN-Bench in front of the
+    /// emulator at `emulatorPort`) on one of them: the processes, and the host's transport for the plugin.
+    static func virtualBLE(emulatorPort: String) throws -> (processes: [ChildProcess], hostTransport: String) {
+        guard let python = executableOnPath("python3"), let bridge = BLELink.findBridge() else {
+            throw Failure(description: "BLE: python3 or tools/hapticnav_ble.py not found")
+        }
+        let tools = String(bridge[..<(bridge.lastIndex(of: "/") ?? bridge.startIndex)])
+        let controllers = try ChildProcess(
+            executable: python, arguments: ["\(tools)/hapticnav_ble_controllers.py", "--slots", "2"], input: .pipe,
+            output: .pipe, error: .inherit)
+        let line = Mutex<[UInt8]>([])
+        let started = DispatchSemaphore(value: 0)
+        SystemThread.start(name: "ble-controllers") {
+            var pending: [UInt8] = []
+            while let output = controllers.output, let chunk = try? output.read(upTo: 4096), !chunk.isEmpty {
+                pending += chunk
+                if let newline = pending.firstIndex(of: 10) {
+                    line.withLock { $0 = Array(pending[..<newline]) }
+                    break
+                }
+            }
+            started.signal()
+        }
+        guard started.wait(timeout: .now() + 30) == .success,
+            let ready = try? JSONDecoder().decode(JSONValue.self, from: Data(line.withLock { $0 })),
+            let slots = ready["slots"]?.arrayValue, slots.count == 2,
+            let hostPort = slots[0]["port"]?.doubleValue, let bandPort = slots[1]["port"]?.doubleValue
+        else {
+            controllers.signal(SIGTERM)
+            throw Failure(description: "BLE: the virtual controllers did not start")
+        }
+        let peripheral = try ChildProcess(
+            executable: python,
+            arguments: [
+                bridge, "peripheral", "--transport", "tcp-client:127.0.0.1:\(Int(bandPort))", "--name", "HN-Bench",
+                "--connect", "127.0.0.1:\(emulatorPort)",
+            ], input: .pipe, output: .null, error: .inherit)
+        return ([peripheral, controllers], "tcp-client:127.0.0.1:\(Int(hostPort))")
     }
 
     private static func lastPoint(_ route: String) throws -> String {

@@ -6,6 +6,7 @@ import Foundation
 import Synchronization
 #if canImport(Glibc)
 import CSpawn
+import SystemIO
 import Glibc
 #endif
 import Dispatch
@@ -210,14 +211,7 @@ public struct Launcher: Sendable {
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
         // Children start with default signal handling and nothing blocked, whatever this process set.
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        ChildProcess.startWithDefaultSignals(&attributes)
         // A stage inherits only its standard streams: a descriptor of this process opened without close-on-exec
         // (a band's port, a library's socket) would otherwise stay open in it for its whole life, and a peer
         // waiting for that descriptor's end would never see it.

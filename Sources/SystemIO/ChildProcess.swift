@@ -1,4 +1,4 @@
-import CSpawn
+public import CSpawn
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -65,10 +65,17 @@ public final class ChildProcess: @unchecked Sendable {
         // Nothing else this process holds reaches the program: a descriptor opened without close-on-exec (by a
         // library, say) would otherwise stay open in it for its whole life.
         Self.closeInheritedDescriptors(&actions)
+        // The program starts with no signal blocked and the usual ones at their defaults, whatever this thread blocks
+        // or this process ignores (a thread of a Swift process may block SIGTERM, which a child would inherit: it
+        // could then never be asked to stop).
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        Self.startWithDefaultSignals(&attributes)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid = pid_t()
-        let result = spawning.withLock { _ in posix_spawn(&pid, executable, &actions, nil, argv, environ) }
+        let result = spawning.withLock { _ in posix_spawn(&pid, executable, &actions, &attributes, argv, environ) }
         for descriptor in [inputPipe[0], outputPipe[1]] where descriptor >= 0 { _ = close(descriptor) }
         guard result == 0 else {
             for descriptor in [inputPipe[1], outputPipe[0]] where descriptor >= 0 { _ = close(descriptor) }
@@ -85,6 +92,22 @@ public final class ChildProcess: @unchecked Sendable {
         } else {
             self.output = nil
         }
+    }
+
+    /// Sets `attributes` so that a program starts with no signal blocked and the usual ones (SIGTERM, SIGINT, SIGHUP,
+    /// SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2, SIGCHLD) at their defaults, whatever the starting thread blocks or this
+    /// process ignores.
+    public static func startWithDefaultSignals(_ attributes: inout posix_spawnattr_t) {
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for number in [SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2, SIGCHLD] {
+            sigaddset(&defaults, number)
+        }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
     }
 
     /// Adds to `actions` the closing of every descriptor above standard error in the started program: it inherits

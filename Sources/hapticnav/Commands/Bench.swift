@@ -37,6 +37,12 @@ struct Bench: AsyncParsableCommand {
         @Option(help: "ipc, tcp or both.")
         var transport = "both"
 
+        @Option(
+            help:
+                "How the band is reached: pty (a pseudo-terminal), or ble (Bluetooth LE on virtual controllers, measured beside pty in the same run)."
+        )
+        var band = "pty"
+
         @Option(help: "The route the simulated walker follows (GeoJSON).")
         var route = "data/routes/monaco-demo-walk.geojson"
 
@@ -48,16 +54,21 @@ struct Bench: AsyncParsableCommand {
             guard transports.allSatisfy({ ["ipc", "tcp"].contains($0) }) else {
                 throw ValidationError("--transport: ipc, tcp or both")
             }
+            guard ["pty", "ble"].contains(self.band) else { throw ValidationError("--band: pty or ble") }
             let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
             let route = URL(fileURLWithPath: self.route).standardizedFileURL.path
             var reports: [PipelineBenchmark.Report] = []
+            // Over BLE, the pseudo-terminal's run first: the baseline of the same run on the same machine.
+            let bands = self.band == "ble" ? ["pty", "ble"] : ["pty"]
             for transport in transports {
-                let folder = "/tmp/hapticnav-bench-\(getpid())-\(transport)"
-                defer { try? FileManager.default.removeItem(atPath: folder) }
-                reports.append(
-                    try await PipelineBenchmark.run(
-                        executable: executable, route: route, transport: transport, seconds: self.seconds,
-                        folder: folder))
+                for band in bands {
+                    let folder = "/tmp/hapticnav-bench-\(getpid())-\(transport)-\(band)"
+                    defer { try? FileManager.default.removeItem(atPath: folder) }
+                    reports.append(
+                        try await PipelineBenchmark.run(
+                            executable: executable, route: route, transport: transport, band: band,
+                            seconds: self.seconds, folder: folder))
+                }
             }
             if self.json {
                 let encoder = JSONEncoder()
@@ -66,8 +77,9 @@ struct Bench: AsyncParsableCommand {
             }
             for report in reports {
                 let l = report.latencyMilliseconds, r = report.rawHopMilliseconds
+                let over = report.band == "ble" ? ", the band over BLE (virtual link)" : ""
                 print(
-                    "pipeline over \(report.transport)://, \(Int(report.seconds)) s: \(report.headings) headings, "
+                    "pipeline over \(report.transport)://\(over), \(Int(report.seconds)) s: \(report.headings) headings, "
                         + "\(report.frames) band frames with a cue, \(report.lost) message(s) lost")
                 print(
                     String(
