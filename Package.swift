@@ -132,7 +132,7 @@ let package = Package(
             name: "Evaluation",
             dependencies: [
                 "MapFiles",
-                "NavCore", "Bus", "CZeroMQ", "SystemIO", "Routers", "Parsers", "Devices", "Links",
+                "NavCore", "Bus", "CZeroMQ", "SystemIO", "Routers", "Parsers", "Devices", "Links", "LocationSources",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -153,7 +153,7 @@ let package = Package(
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"], exclude: ["Fixtures"]),
         .testTarget(
             name: "LinksTests", dependencies: ["Links", "SystemIO", "NavCore", "TestSupport", "CPseudoTerminal"]),
-        .testTarget(name: "EvaluationTests", dependencies: ["Evaluation", "NavCore"]),
+        .testTarget(name: "EvaluationTests", dependencies: ["Evaluation", "NavCore", "LocationSources"]),
         .testTarget(
             name: "BusTests",
             dependencies: [

@@ -17,7 +17,8 @@ import SystemIO
 /// `Magnetometer.csv`) over phyphox's remote-access interface as the app does (the same paths, the same JSON, numbers
 /// in the app's format, the same threshold rules), the samples appearing as the experiment's clock passes their
 /// time. It can pause (as the phone's ▶/❚❚ button), stop answering (a phone that sleeps or leaves the Wi-Fi), run a
-/// different experiment, and have its clock off.
+/// different experiment, and have its clock off. Live (``init(liveOn:port:options:)``), it serves what a simulation
+/// records as it goes (``record(_:_:)``), each sample at the experiment's time of its recording.
 public final class PhyphoxStandIn: Sendable {
     /// How the stand-in behaves.
     public struct Options: Sendable {
@@ -38,8 +39,18 @@ public final class PhyphoxStandIn: Sendable {
     }
 
     private struct Column: Sendable {
-        let times: [Double]
-        let values: [[Double]]  // per buffer of the group, the value of each row
+        var times: [Double]
+        var values: [[Double]]  // per buffer of the group, the value of each row
+    }
+
+    /// The sensor groups a live stand-in records.
+    public enum Group: Int, Sendable {
+        /// latitude, longitude, height, velocity, direction, horizontal accuracy.
+        case location = 0
+        /// x, y, z [m/s², gravity's reaction included].
+        case accelerometer = 1
+        /// x, y, z [µT].
+        case magnetometer = 2
     }
 
     private struct State: Sendable {
@@ -53,7 +64,8 @@ public final class PhyphoxStandIn: Sendable {
     }
 
     private let options: Options
-    private let groups: [(names: [String], column: Column)]
+    private let names: [[String]]
+    private let columns: Mutex<[Column]>
     private let duration: Double
     private let session: String
     private let state = Mutex(State())
@@ -62,7 +74,7 @@ public final class PhyphoxStandIn: Sendable {
     public let url: String
 
     /// Serves the recording in `folder` on `host`:`port` (0: any free port).
-    public init(
+    public convenience init(
         recording folder: String, host: String = "127.0.0.1", port: UInt16 = 0, options: Options = Options()
     )
         throws
@@ -83,13 +95,26 @@ public final class PhyphoxStandIn: Sendable {
         let location = try load("Location.csv", columns: 6)
         let accelerometer = try load("Accelerometer.csv", columns: 3)
         let magnetometer = try load("Magnetometer.csv", columns: 3)
-        self.groups = [
-            (PhyphoxProtocol.location, location), (PhyphoxProtocol.accelerometer, accelerometer),
-            (PhyphoxProtocol.magnetometer, magnetometer),
-        ]
-        self.duration =
+        let duration =
             ([location.times.last, accelerometer.times.last, magnetometer.times.last].compactMap { $0 }.max() ?? 0)
             + 0.01
+        try self.init(
+            columns: [location, accelerometer, magnetometer], duration: duration, host: host, port: port,
+            options: options)
+    }
+
+    /// A live phone on `host`:`port` (0: any free port): it serves what ``record(_:_:)`` is given, never looping.
+    public convenience init(liveOn host: String = "127.0.0.1", port: UInt16 = 0, options: Options = Options()) throws {
+        var options = options
+        options.loop = false
+        let empty = [6, 3, 3].map { Column(times: [], values: Array(repeating: [], count: $0)) }
+        try self.init(columns: empty, duration: .infinity, host: host, port: port, options: options)
+    }
+
+    private init(columns: [Column], duration: Double, host: String, port: UInt16, options: Options) throws {
+        self.names = [PhyphoxProtocol.location, PhyphoxProtocol.accelerometer, PhyphoxProtocol.magnetometer]
+        self.columns = Mutex(columns)
+        self.duration = duration
         self.options = options
         self.session = String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16)
         let box = Box()
@@ -123,6 +148,22 @@ public final class PhyphoxStandIn: Sendable {
 
     /// Requests answered so far.
     public var requests: UInt64 { self.state.withLock { $0.requests } }
+
+    /// Records one sample of `group` (its values in the group's order) at the experiment's time now, or
+    /// `secondsAgo` before (a batch of samples taken since the last call); nothing while the experiment is paused, as
+    /// on the phone.
+    public func record(_ group: Group, _ values: [Double], secondsAgo: Double = 0) {
+        guard let now = self.state.withLock({ $0.measuring ? self.experimentTime($0) : nil }) else { return }
+        let time = max(0, now - max(0, secondsAgo))
+        self.columns.withLock { columns in
+            // Times only rise within a buffer (a reader asks for what follows a time).
+            guard values.count == columns[group.rawValue].values.count,
+                time >= columns[group.rawValue].times.last ?? -.infinity
+            else { return }
+            columns[group.rawValue].times.append(time)
+            for (index, value) in values.enumerated() { columns[group.rawValue].values[index].append(value) }
+        }
+    }
 
     private var phoneClock: Double { SystemClock.wallSeconds() + self.options.clockOffsetSeconds }
 
@@ -160,16 +201,16 @@ public final class PhyphoxStandIn: Sendable {
     }
 
     /// The value of buffer `column` of `group` at index `index` of the (looped) recording.
-    private func value(_ group: Int, _ column: Int, _ index: Int) -> Double {
-        let data = self.groups[group].column
+    private func value(_ columns: [Column], _ group: Int, _ column: Int, _ index: Int) -> Double {
+        let data = columns[group]
         let n = data.times.count
         let lap = Double(index / n) * self.duration
         return column == 0 ? data.times[index % n] + lap : data.values[column - 1][index % n]
     }
 
     /// How many rows of `group` the experiment has recorded by experiment time `t`.
-    private func filled(_ group: Int, at t: Double) -> Int {
-        let times = self.groups[group].column.times
+    private func filled(_ columns: [Column], _ group: Int, at t: Double) -> Int {
+        let times = columns[group].times
         guard !times.isEmpty, t >= 0 else { return 0 }
         let laps = self.options.loop ? Int(t / self.duration) : 0
         let within = t - Double(laps) * self.duration
@@ -183,8 +224,8 @@ public final class PhyphoxStandIn: Sendable {
 
     private func locate(_ name: String) -> (group: Int, column: Int)? {
         guard !self.options.withoutBuffers.contains(name) else { return nil }
-        for (g, group) in self.groups.enumerated() {
-            if let c = group.names.firstIndex(of: name) { return (g, c) }
+        for (g, names) in self.names.enumerated() {
+            if let c = names.firstIndex(of: name) { return (g, c) }
         }
         return nil
     }
@@ -210,7 +251,7 @@ public final class PhyphoxStandIn: Sendable {
         case "/control":
             return json(self.control(request.query["cmd"] ?? "") ? "{\"result\": true}" : "{\"result\": false}")
         case "/config":
-            let buffers = self.groups.flatMap(\.names).filter { !self.options.withoutBuffers.contains($0) }
+            let buffers = self.names.flatMap { $0 }.filter { !self.options.withoutBuffers.contains($0) }
             let list = buffers.map { "{\"name\":\"\($0)\",\"size\":0}" }.joined(separator: ",")
             let title = String(self.options.title.map { $0 == "\"" || $0 == "\\" ? "'" : $0 })
             return json(
@@ -226,6 +267,10 @@ public final class PhyphoxStandIn: Sendable {
     /// `/get`: each requested buffer (in the request's order) as the app builds it.
     private func get(_ request: HTTPRequest) -> String {
         let (now, measuring) = self.state.withLock { (self.experimentTime($0), $0.measuring) }
+        return self.columns.withLock { columns in self.get(request, columns: columns, now: now, measuring: measuring) }
+    }
+
+    private func get(_ request: HTTPRequest, columns: [Column], now: Double, measuring: Bool) -> String {
         var parts: [String] = []
         for (name, value) in request.queryItems {
             guard let (group, column) = self.locate(name) else { continue }
@@ -244,20 +289,25 @@ public final class PhyphoxStandIn: Sendable {
                 // a threshold of zero or below becomes NaN there, which answers with the latest value only.
                 threshold += pow(10, (log10(threshold / 1e7)).rounded(.down))
             }
-            let n = self.filled(group, at: now)
+            let n = self.filled(columns, group, at: now)
             var text = "\"\(name)\":{\"size\":0,\"updateMode\":\""
             text += threshold.isNaN ? "single" : (threshold.isInfinite ? "full" : "partial")
             text += "\", \"buffer\":["
             if threshold.isNaN {
-                text += n > 0 ? PhyphoxProtocol.format(self.value(group, column, n - 1)) : "null"
+                text += n > 0 ? PhyphoxProtocol.format(self.value(columns, group, column, n - 1)) : "null"
             } else {
                 // The first index past the threshold (the reference is a time, rising), then every value after it.
                 var low = 0, high = n
                 while low < high {
                     let mid = (low + high) / 2
-                    if self.value(reference.0, reference.1, mid) <= threshold { low = mid + 1 } else { high = mid }
+                    if self.value(columns, reference.0, reference.1, mid) <= threshold {
+                        low = mid + 1
+                    } else {
+                        high = mid
+                    }
                 }
-                text += (low..<n).map { PhyphoxProtocol.format(self.value(group, column, $0)) }.joined(separator: ",")
+                text += (low..<n).map { PhyphoxProtocol.format(self.value(columns, group, column, $0)) }.joined(
+                    separator: ",")
             }
             parts.append(text + "]}")
         }

@@ -1,0 +1,104 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Devices
+public import NavCore
+
+/// What a participant wearing the band feels of it, read from the band's own frames (the emulator's log lines, as the
+/// band received them; never the bus): the motors running now as a turn cue by side, the turn-around and arrival
+/// patterns, the calibration's ticks, and the turn-event patterns (docs/BAND-PROTOCOL.md) as the events a walker takes
+/// from them: a count of pulses on one side is an announcement (the pulses the junctions to its turn), a long double
+/// pulse on one side is *now* (of the turn last announced on that side, as a walker pairs them), a short double on both
+/// *straight on*. What a band cannot say (the street's name, the distance, the route's number) the events lack.
+public struct FeltBand: Sendable {
+    /// The motors now [0–255].
+    public private(set) var left = 0
+    public private(set) var right = 0
+    /// The latest tick (a calibration cue, or a prompt said elsewhere): when, and its strength [0–255].
+    public private(set) var lastTick: (time: Double, level: Int)?
+    /// The arrival pattern was felt.
+    public private(set) var arrived = false
+    /// Frames felt, of every kind [count].
+    public private(set) var frames = 0
+    private var turnAroundAt: Double?
+    private var events: [TurnEvent] = []
+    private var announced: [Bool: UInt32] = [:]
+    private var nextManoeuvre: UInt32 = 1
+    /// How long a turn-around pattern is acted on once felt [seconds].
+    static let turnAroundSeconds = 1.5
+
+    public init() {}
+
+    /// Takes one of the emulator's log lines (frames; its own stops set the motors to what it says).
+    public mutating func take(line: String) {
+        guard let object = try? JSONDecoder().decode(JSONValue.self, from: Data(line.utf8)),
+            let motors = object["motors"]
+        else { return }
+        let time = object["receiveTimeSeconds"]?.doubleValue ?? object["timeSeconds"]?.doubleValue ?? 0
+        let payload = object["payload"]?.arrayValue?.compactMap { $0.doubleValue.map { Int($0) } } ?? []
+        self.take(
+            type: object["type"]?.stringValue, payload: payload, left: Int(motors["left"]?.doubleValue ?? 0),
+            right: Int(motors["right"]?.doubleValue ?? 0), time: time)
+    }
+
+    /// Takes a frame of `type` (nil: a stop the band made by itself) with the motors after it.
+    public mutating func take(type: String?, payload: [Int], left: Int, right: Int, time: Double) {
+        self.frames += 1
+        self.left = left
+        self.right = right
+        if left > 0 || right > 0 { self.turnAroundAt = nil }
+        guard type == "pulse", payload.count >= 3, let pattern = BandProtocol.Pattern(rawValue: UInt8(payload[0]))
+        else { return }
+        let level = payload[1], repeats = payload[2]
+        func event(_ phase: TurnPhase, left: Bool, manoeuvre: UInt32, junctionsBefore: Int) -> TurnEvent {
+            TurnEvent(
+                timeSeconds: time, routeID: 1, manoeuvre: manoeuvre, phase: phase, turnDegrees: left ? -90 : 90,
+                junctionsBefore: UInt32(max(0, junctionsBefore)), distanceMeters: 0, outgoingBearingDegrees: 0,
+                street: "")
+        }
+        switch pattern {
+        case .turnAround: self.turnAroundAt = time
+        case .arrival: self.arrived = true
+        case .tick: self.lastTick = (time, level)
+        case .countLeft, .countRight:
+            let onLeft = pattern == .countLeft
+            let manoeuvre = self.nextManoeuvre
+            self.nextManoeuvre += 1
+            self.announced[onLeft] = manoeuvre
+            self.events.append(event(.announce, left: onLeft, manoeuvre: manoeuvre, junctionsBefore: repeats - 1))
+        case .nowLeft, .nowRight:
+            let onLeft = pattern == .nowLeft
+            let manoeuvre: UInt32
+            if let told = self.announced.removeValue(forKey: onLeft) {
+                manoeuvre = told
+            } else {
+                manoeuvre = self.nextManoeuvre
+                self.nextManoeuvre += 1
+            }
+            self.events.append(event(.now, left: onLeft, manoeuvre: manoeuvre, junctionsBefore: 0))
+        case .straightOn:
+            let manoeuvre = self.nextManoeuvre
+            self.nextManoeuvre += 1
+            self.events.append(event(.straightOn, left: false, manoeuvre: manoeuvre, junctionsBefore: 0))
+        case .signalLost: break
+        }
+    }
+
+    /// The cue felt at `time`: the arrival once felt, a turn-around pattern for a moment after it, else the side of the
+    /// motor running (the stronger), else nothing.
+    public func cue(at time: Double) -> CueKind {
+        if self.arrived { return .arrival }
+        if let at = self.turnAroundAt, time - at < Self.turnAroundSeconds { return .turnAround }
+        if self.left > self.right { return .turnLeft }
+        if self.right > self.left { return .turnRight }
+        return .silent
+    }
+
+    /// The turn events felt since the last call.
+    public mutating func drainEvents() -> [TurnEvent] {
+        defer { self.events.removeAll() }
+        return self.events
+    }
+}
