@@ -153,7 +153,8 @@ let package = Package(
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"], exclude: ["Fixtures"]),
         .testTarget(
             name: "LinksTests", dependencies: ["Links", "SystemIO", "NavCore", "TestSupport", "CPseudoTerminal"]),
-        .testTarget(name: "EvaluationTests", dependencies: ["Evaluation", "NavCore", "LocationSources"]),
+        .testTarget(
+            name: "EvaluationTests", dependencies: ["Evaluation", "NavCore", "LocationSources", "Links", "SystemIO"]),
         .testTarget(
             name: "BusTests",
             dependencies: [

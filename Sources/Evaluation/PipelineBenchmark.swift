@@ -81,36 +81,36 @@ public enum PipelineBenchmark {
         }
         let bandLink = "\(folder)/band"
         let frames = Mutex<[(time: Double, type: String)]>([])
-        let overBLE = band == "ble"
-        let emulator = BandEmulator(listen: overBLE ? .tcp(host: "127.0.0.1", port: 0) : .pty(link: bandLink)) { line in
+        let log: @Sendable (String) -> Void = { line in
             guard let object = try? JSONDecoder().decode(JSONValue.self, from: Data(line.utf8)),
                 let time = object["receiveTimeSeconds"]?.doubleValue, let type = object["type"]?.stringValue
             else { return }
             frames.withLock { $0.append((time, type)) }
         }
-        let ready = DispatchSemaphore(value: 0)
-        let listening = Mutex("")
-        SystemThread.start(name: "band-emulator") {
-            try? emulator.serve { where_ in
-                listening.withLock { $0 = where_ }
-                ready.signal()
+        // The band on a pseudo-terminal, or as a BLE peripheral on virtual controllers.
+        let overBLE = band == "ble"
+        var bandSettings = "device: \"\(bandLink)\""
+        let virtual: VirtualBLEBand?
+        var ptyEmulator: BandEmulator?
+        if overBLE {
+            let made = try VirtualBLEBand(name: "HN-Bench", log: log)
+            virtual = made
+            bandSettings = "bleName: \"HN-Bench\", bleTransport: \"\(made.hostTransport)\""
+        } else {
+            virtual = nil
+            let emulator = BandEmulator(listen: .pty(link: bandLink), log: log)
+            ptyEmulator = emulator
+            let ready = DispatchSemaphore(value: 0)
+            SystemThread.start(name: "band-emulator") {
+                try? emulator.serve { _ in ready.signal() }
+            }
+            guard ready.wait(timeout: .now() + 5) == .success else {
+                throw Failure(description: "the band emulator did not start")
             }
         }
-        guard ready.wait(timeout: .now() + 5) == .success else {
-            throw Failure(description: "the band emulator did not start")
-        }
-        defer { emulator.stop() }
-        var bandSettings = "device: \"\(bandLink)\""
-        var helpers: [ChildProcess] = []
         defer {
-            for helper in helpers { helper.signal(SIGTERM) }
-            for helper in helpers { helper.wait() }
-        }
-        if overBLE {
-            let port = listening.withLock { $0 }.split(separator: ":").last.map(String.init) ?? ""
-            let ble = try Self.virtualBLE(emulatorPort: port)
-            helpers += ble.processes
-            bandSettings = "bleName: \"HN-Bench\", bleTransport: \"\(ble.hostTransport)\""
+            virtual?.stop()
+            ptyEmulator?.stop()
         }
 
         // A walker 40° off its walking direction with a noisy compass, the sink assuming no offset: the cue changes
@@ -212,46 +212,6 @@ public enum PipelineBenchmark {
             transport: transport, band: band, seconds: end - start, latencyMilliseconds: LatencySummary(latencies),
             lost: lost, headings: sent.filter { $0 >= start && $0 <= end }.count, frames: cueFrames.count,
             stages: loads, rawHopMilliseconds: raw)
-    }
-
-    /// Two virtual BLE controllers and the emulated band's bridge (a peripheral named HN-Bench in front of the
-    /// emulator at `emulatorPort`) on one of them: the processes, and the host's transport for the plugin.
-    static func virtualBLE(emulatorPort: String) throws -> (processes: [ChildProcess], hostTransport: String) {
-        guard let python = executableOnPath("python3"), let bridge = BLELink.findBridge() else {
-            throw Failure(description: "BLE: python3 or tools/hapticnav_ble.py not found")
-        }
-        let tools = String(bridge[..<(bridge.lastIndex(of: "/") ?? bridge.startIndex)])
-        let controllers = try ChildProcess(
-            executable: python, arguments: ["\(tools)/hapticnav_ble_controllers.py", "--slots", "2"], input: .pipe,
-            output: .pipe, error: .inherit)
-        let line = Mutex<[UInt8]>([])
-        let started = DispatchSemaphore(value: 0)
-        SystemThread.start(name: "ble-controllers") {
-            var pending: [UInt8] = []
-            while let output = controllers.output, let chunk = try? output.read(upTo: 4096), !chunk.isEmpty {
-                pending += chunk
-                if let newline = pending.firstIndex(of: 10) {
-                    line.withLock { $0 = Array(pending[..<newline]) }
-                    break
-                }
-            }
-            started.signal()
-        }
-        guard started.wait(timeout: .now() + 30) == .success,
-            let ready = try? JSONDecoder().decode(JSONValue.self, from: Data(line.withLock { $0 })),
-            let slots = ready["slots"]?.arrayValue, slots.count == 2,
-            let hostPort = slots[0]["port"]?.doubleValue, let bandPort = slots[1]["port"]?.doubleValue
-        else {
-            controllers.signal(SIGTERM)
-            throw Failure(description: "BLE: the virtual controllers did not start")
-        }
-        let peripheral = try ChildProcess(
-            executable: python,
-            arguments: [
-                bridge, "peripheral", "--transport", "tcp-client:127.0.0.1:\(Int(bandPort))", "--name", "HN-Bench",
-                "--connect", "127.0.0.1:\(emulatorPort)",
-            ], input: .pipe, output: .null, error: .inherit)
-        return ([peripheral, controllers], "tcp-client:127.0.0.1:\(Int(hostPort))")
     }
 
     private static func lastPoint(_ route: String) throws -> String {

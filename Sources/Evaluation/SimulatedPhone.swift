@@ -73,8 +73,6 @@ public struct SimulatedPhone: Sendable {
     private var lastFix: Double?
     private var stridePhase = 0.0
     private var field: (time: Double, north: Double, east: Double, down: Double)?
-    /// The phone's true heading at each sample [time, degrees]: what the source's headings should come back to.
-    public private(set) var trueHeadings: [(time: Double, degrees: Double)] = []
     static let sampleSeconds = 0.02
 
     /// A phone on `standIn` whose GPS errs by `gpsSigmaMeters` per axis, correlated over `gpsTimeConstantSeconds`.
@@ -127,7 +125,6 @@ public struct SimulatedPhone: Sendable {
                     vectors.field.y + self.random.gaussian(standardDeviation: 0.3),
                     vectors.field.z + self.random.gaussian(standardDeviation: 0.3),
                 ], secondsAgo: ago)
-            self.trueHeadings.append((t, heading))
             self.lastSample = t
             t += Self.sampleSeconds
         }

@@ -61,6 +61,8 @@ public final class ChildProcess: @unchecked Sendable {
         }
         if error == .null {
             posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        } else if case let .descriptor(descriptor) = error {
+            posix_spawn_file_actions_adddup2(&actions, descriptor, 2)
         }
         // Nothing else this process holds reaches the program: a descriptor opened without close-on-exec (by a
         // library, say) would otherwise stay open in it for its whole life.

@@ -71,6 +71,8 @@ public class OwnedDescriptor: @unchecked Sendable {
     /// The path it was opened with (or a name for it).
     public let path: String
     var descriptor: Int32
+    /// The descriptor while open (-1 once closed): to hand to a child as a standard stream, never to close.
+    public var openDescriptor: Int32 { self.descriptor }
 
     /// Wraps a descriptor this object now owns.
     public init(descriptor: Int32, path: String) {

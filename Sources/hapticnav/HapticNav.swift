@@ -12,7 +12,8 @@ struct HapticNav: AsyncParsableCommand {
         version: HapticNavVersion.text,
         subcommands: [
             Run.self, StageCommand.self, Monitor.self, Calibrate.self, Fixes.self, RouteCommand.self,
-            BandEmulatorCommand.self, ConfigCommand.self, KeysCommand.self, BusCommand.self, Bench.self, Eval.self,
+            BandEmulatorCommand.self, RehearseCommand.self, ConfigCommand.self, KeysCommand.self, BusCommand.self,
+            Bench.self, Eval.self,
             Export.self, Record.self, Replay.self, Report.self, Repair.self, Magnetic.self, PreflightCommand.self,
             PhoneStandInCommand.self, ControlCommandLine.self, FoxgloveCommand.self, StudyCommand.self,
         ])

@@ -1,5 +1,7 @@
 import Evaluation
 import Glibc
+import Links
+import SystemIO
 import LocationSources
 import NavCore
 import Testing
@@ -48,5 +50,30 @@ import Testing
                 #"{"receiveTimeSeconds":42.0,"type":"setMotors","sequence":9,"payload":[120,0],"motors":{"left":120,"right":0}}"#
         )
         #expect(band.left == 120)
+    }
+}
+
+/// The simulated phone on a live phyphox stand-in: what it records is served as the app serves it.
+@Suite struct SimulatedPhoneServingTests {
+    @Test func aWalkingPhoneIsServedItsFixesAndSensors() async throws {
+        let standIn = try PhyphoxStandIn(liveOn: "127.0.0.1")
+        defer { standIn.close() }
+        var phone = SimulatedPhone(standIn: standIn, seed: 3)
+        let start = Coordinate(latitude: 43.7305, longitude: 7.4152)
+        let t0 = SystemClock.wallSeconds()
+        for step in 0...40 {
+            try await Task.sleep(for: .milliseconds(50))
+            let now = SystemClock.wallSeconds()
+            let position = FlatProjection(origin: start).unproject(ENU(east: 0, north: 1.3 * (now - t0)))
+            phone.advance(to: now, position: position, bodyHeadingDegrees: 0, speed: 1.3, hold: .pocket(offset: 70))
+            _ = step
+        }
+        let client = try #require(HTTPClient(baseURL: standIn.url))
+        let answer = try await client.send(
+            method: "GET", path: "/get?locTime=full&locLat=full&accX=full&magZ=full", timeoutSeconds: 5)
+        let text = String(decoding: answer.body, as: UTF8.self)
+        // Numbers as the app writes them (Java's doubles): 43.7305… is 4.37305…E1.
+        #expect(text.contains("\"buffer\":[4.3730"), "a fix a second: \(text.prefix(300))")
+        #expect(text.split(separator: ",").count > 100, "about 2 s of 50 Hz samples: \(text.count) bytes")
     }
 }

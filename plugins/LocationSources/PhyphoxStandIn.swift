@@ -204,7 +204,7 @@ public final class PhyphoxStandIn: Sendable {
     private func value(_ columns: [Column], _ group: Int, _ column: Int, _ index: Int) -> Double {
         let data = columns[group]
         let n = data.times.count
-        let lap = Double(index / n) * self.duration
+        let lap = index < n ? 0 : Double(index / n) * self.duration
         return column == 0 ? data.times[index % n] + lap : data.values[column - 1][index % n]
     }
 
@@ -213,7 +213,7 @@ public final class PhyphoxStandIn: Sendable {
         let times = columns[group].times
         guard !times.isEmpty, t >= 0 else { return 0 }
         let laps = self.options.loop ? Int(t / self.duration) : 0
-        let within = t - Double(laps) * self.duration
+        let within = laps == 0 ? t : t - Double(laps) * self.duration
         var low = 0, high = times.count  // first index with time > within
         while low < high {
             let mid = (low + high) / 2
