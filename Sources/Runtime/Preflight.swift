@@ -194,7 +194,8 @@ public enum Preflight {
             let within = device.answerWithinSeconds
             let deadline = SystemClock.monotonicSeconds() + within
             while SystemClock.monotonicSeconds() < deadline {
-                if await device.isAvailable() {
+                // Available, and it has answered (a band's acknowledgement): connected alone is not a go.
+                if await device.isAvailable(), await device.hasAnswered() {
                     available = true
                     break
                 }

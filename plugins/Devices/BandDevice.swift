@@ -245,6 +245,9 @@ public actor BandDevice: OutputDevice {
         return ok
     }
 
+    /// True once the band has acknowledged a frame on the link now.
+    public func hasAnswered() -> Bool { self.link != nil && self.lastAck != nil }
+
     public func isAvailable() -> Bool {
         guard self.link != nil, let connected = self.connectedAt else { return false }
         let reference = self.lastAck ?? connected
