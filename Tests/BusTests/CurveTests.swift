@@ -233,20 +233,21 @@ import TestSupport
                 requestID: request.requestID, stage: "haptic", accepted: true, stopped: true, message: "ok")
         }
         defer { listener.close() }
-        func send(_ identity: CurveKeyPair?, serverKey: String?) -> Bool {
+        func send(_ identity: CurveKeyPair?, serverKey: String?, within seconds: Double) -> Bool {
             let request = ControlRequest(command: .stop, requestID: UUID().uuidString, sentSeconds: 1)
             return
                 (try? ControlClient.send(
-                    request, to: endpoint, identity: identity, serverKey: serverKey, timeoutSeconds: 1, context: context
-                ))
+                    request, to: endpoint, identity: identity, serverKey: serverKey, timeoutSeconds: seconds,
+                    context: context))
                 != nil
         }
-        #expect(!send(stranger, serverKey: sink.publicKey), "a rogue key is not answered")
-        #expect(!send(nil, serverKey: nil), "a plain sender is not answered")
+        #expect(!send(stranger, serverKey: sink.publicKey, within: 1), "a rogue key is not answered")
+        #expect(!send(nil, serverKey: nil, within: 1), "a plain sender is not answered")
         #expect(handled.withLock { $0 }.isEmpty)
         #expect(zap.refused(domain: "control:haptic") >= 1, "the rogue key, refused by ZAP")
         #expect(await eventually(within: 5) { listener.refusedHandshakes >= 1 }, "the plain sender, by its handshake")
-        #expect(send(experimenter, serverKey: sink.publicKey), "the experimenter is answered")
+        // A generous bound: a loaded machine takes its time over the handshake and the ZAP round trip.
+        #expect(send(experimenter, serverKey: sink.publicKey, within: 15), "the experimenter is answered")
         #expect(handled.withLock { $0 } == ["experimenter"])
     }
 }

@@ -68,8 +68,14 @@ extension ProcessSuites {
                     HapticCue(timeSeconds: 1, kind: .turnLeft, intensity: intensity, deviationDegrees: -60))
                 try await Task.sleep(for: .milliseconds(25))
             }
+            let lastCue = Date().timeIntervalSince1970
             try await band.stopAll()
-            #expect(await eventually(within: 5) { bandFrames(log).last?.type == "stopAll" }, "every frame arrived")
+            // Every frame arrived, in order: the stop after the last cue (the pings go on after it).
+            #expect(
+                await eventually(within: 10) {
+                    bandFrames(log).contains { $0.type == "stopAll" && $0.time >= lastCue }
+                },
+                "the stop arrived")
             let frames = bandFrames(log)
             #expect(frames.contains { $0.type == "watchdog" }, "the watchdog set at the connection")
             let motorFrames = frames.filter { $0.type == "setMotors" }

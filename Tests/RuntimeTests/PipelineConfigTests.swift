@@ -41,6 +41,9 @@ import TestSupport
             .write(toFile: calibration, atomically: true, encoding: .utf8)
         setenv("HAPTICNAV_CALIBRATION", calibration, 1)
         defer { unsetenv("HAPTICNAV_CALIBRATION") }
+        // The field config's band is named by the environment (a serial port, or a BLE band's name).
+        setenv("HAPTICNAV_BAND_DEVICE", "/dev/ttyUSB0", 1)
+        defer { unsetenv("HAPTICNAV_BAND_DEVICE") }
         for file in files {
             let config = try PipelineConfig.load(file: root.appendingPathComponent(file).path)
             #expect(!config.stages.isEmpty, "\(file)")
