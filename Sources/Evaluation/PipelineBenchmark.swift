@@ -46,9 +46,9 @@ public enum PipelineBenchmark {
             func f(_ value: Double) -> String { fixedDecimal(value, digits: 3) }
             let rss = self.stages.map(\.residentMegabytesMax).max() ?? .nan
             let cpu = self.stages.map(\.cpuPercent).max() ?? .nan
-            return "PIPELINE transport=\(self.transport) band=\(self.band) p50_ms=\(f(self.latencyMilliseconds.p50)) "
+            return "PIPELINE transport=\(self.transport) p50_ms=\(f(self.latencyMilliseconds.p50)) "
                 + "p99_ms=\(f(self.latencyMilliseconds.p99)) max_ms=\(f(self.latencyMilliseconds.max)) lost=\(self.lost) "
-                + "rss_mb_max=\(fixedDecimal(rss, digits: 1)) cpu_pct_max=\(fixedDecimal(cpu, digits: 2))"
+                + "rss_mb_max=\(fixedDecimal(rss, digits: 1)) cpu_pct_max=\(fixedDecimal(cpu, digits: 2)) band=\(self.band)"
         }
     }
 

@@ -1,6 +1,13 @@
 import ArgumentParser
 import Evaluation
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import LocationSources
 import NavCore
 import Runtime
@@ -137,7 +144,7 @@ struct FieldRehearsal {
         self.destination = destination
         self.graph = try WalkableWays.graph(map: map)
         if let start {
-            let parts = start.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+            let parts = start.split(separator: ",").compactMap { Double($0.filter { $0 != " " }) }
             guard parts.count == 2 else { throw ValidationError("--start: LAT,LON") }
             self.start = Coordinate(latitude: parts[0], longitude: parts[1])
         } else {
@@ -253,7 +260,7 @@ struct FieldRehearsal {
             return self.fail("the haptic stage never reached the band over BLE (see \(self.folder)/group2.err)")
         }
         try await Task.sleep(for: .seconds(2))
-        let walkStart = Date().timeIntervalSince1970
+        let walkStart = SystemClock.wallSeconds()
         shared.state.withLock { $0.activity = .walking }
         say("rehearse: walking")
         // The experimenter's stop, mid-walk, and the resume.
@@ -261,15 +268,15 @@ struct FieldRehearsal {
             shared.state.withLock { $0.walkedSeconds >= self.stopAfter || $0.band.arrived }
         }
         if !shared.state.withLock({ $0.band.arrived }) {
-            let stopSent = Date().timeIntervalSince1970
+            let stopSent = SystemClock.wallSeconds()
             shared.state.withLock { $0.activity = .stopped }
             let stop = try await self.command("control-stop", ["control", "stop", "--config", self.configFile])
-            let stoppedAt = Date().timeIntervalSince1970
-            say(stop.output.trimmingCharacters(in: .whitespacesAndNewlines))
+            let stoppedAt = SystemClock.wallSeconds()
+            say(stop.output.trimmed)
             try await Task.sleep(for: .seconds(self.stopSeconds))
-            let resumeSent = Date().timeIntervalSince1970
+            let resumeSent = SystemClock.wallSeconds()
             let resume = try await self.command("control-resume", ["control", "resume", "--config", self.configFile])
-            say(resume.output.trimmingCharacters(in: .whitespacesAndNewlines))
+            say(resume.output.trimmed)
             shared.state.withLock { $0.activity = .walking }
             let frames = shared.state.withLock { $0.frames }
             let firstStop = frames.first { $0.time >= stopSent && $0.type == "stopAll" }
@@ -298,7 +305,7 @@ struct FieldRehearsal {
                 "rehearse: \(Int(seconds)) s walked, \(Int(FlatProjection.distance(position, self.destination))) m from the destination as the crow flies"
             )
         }
-        let walked = Date().timeIntervalSince1970 - walkStart
+        let walked = SystemClock.wallSeconds() - walkStart
         let end = shared.state.withLock { $0.position }
         let left = FlatProjection.distance(end, self.destination)
         self.check(
@@ -326,7 +333,7 @@ struct FieldRehearsal {
                 "report", self.folder + "/session", "--out", self.folder + "/report.html", "--title",
                 "HapticNav rehearsal",
             ])
-        say(report.output.trimmingCharacters(in: .whitespacesAndNewlines))
+        say(report.output.trimmed)
         self.check(
             "the report draws the track over the walkable ways",
             report.code == 0 && report.output.contains("walkable way segments under the tracks"), "exit \(report.code)")
@@ -356,10 +363,10 @@ struct FieldRehearsal {
         var quietSince: Double?
         var pocketedAt: Double?
         let dt = 0.05
-        var last = Date().timeIntervalSince1970
+        var last = SystemClock.wallSeconds()
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(50))
-            let now = Date().timeIntervalSince1970
+            let now = SystemClock.wallSeconds()
             let step = min(0.2, now - last)
             last = now
             let (activity, band) = shared.state.withLock { ($0.activity, $0.band) }
@@ -564,4 +571,11 @@ struct FieldRehearsal {
 /// A line on standard output at once (a watcher, CI's log, follows the steps as they go).
 private func say(_ text: String) {
     StandardStreams.writeOutput(text + "\n")
+}
+
+extension String {
+    /// Without the spaces and line ends around it.
+    fileprivate var trimmed: String {
+        String(self.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+    }
 }
