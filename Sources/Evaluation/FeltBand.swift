@@ -31,16 +31,24 @@ public struct FeltBand: Sendable {
 
     public init() {}
 
-    /// Takes one of the emulator's log lines (frames; its own stops set the motors to what it says).
-    public mutating func take(line: String) {
+    /// One line of the emulator's log as felt: when, the frame's type (nil: a stop the band made by itself), and the
+    /// motors after it.
+    public typealias Frame = (time: Double, type: String?, left: Int, right: Int)
+
+    /// Takes one of the emulator's log lines (frames; its own stops set the motors to what it says); the frame, or nil
+    /// for a line that is none.
+    @discardableResult
+    public mutating func take(line: String) -> Frame? {
         guard let object = try? JSONDecoder().decode(JSONValue.self, from: Data(line.utf8)),
             let motors = object["motors"]
-        else { return }
-        let time = object["receiveTimeSeconds"]?.doubleValue ?? object["timeSeconds"]?.doubleValue ?? 0
+        else { return nil }
+        let frame: Frame = (
+            object["receiveTimeSeconds"]?.doubleValue ?? object["timeSeconds"]?.doubleValue ?? 0,
+            object["type"]?.stringValue, Int(motors["left"]?.doubleValue ?? 0), Int(motors["right"]?.doubleValue ?? 0)
+        )
         let payload = object["payload"]?.arrayValue?.compactMap { $0.doubleValue.map { Int($0) } } ?? []
-        self.take(
-            type: object["type"]?.stringValue, payload: payload, left: Int(motors["left"]?.doubleValue ?? 0),
-            right: Int(motors["right"]?.doubleValue ?? 0), time: time)
+        self.take(type: frame.type, payload: payload, left: frame.left, right: frame.right, time: frame.time)
+        return frame
     }
 
     /// Takes a frame of `type` (nil: a stop the band made by itself) with the motors after it.

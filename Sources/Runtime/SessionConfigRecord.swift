@@ -3,9 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#endif
 public import Logging
 import NavCore
 import SystemIO
@@ -20,22 +17,14 @@ public enum SessionConfigRecord {
     /// Writes `pipeline`'s config into `folder`; a failure is logged, never fatal (the recording matters more).
     public static func write(_ pipeline: PipelineConfig, into folder: String, logger: Logger) {
         do {
-            guard case var .object(root) = try PipelineConfig.readTree(file: pipeline.file) else { return }
-            root["directory"] = .string(
-                Paths.absolute(PipelineConfig.baseDirectory(of: .object(root), file: pipeline.file)))
+            // The config as it ran: its directory absolute (ConfigSweep's, with nothing set), its variables expanded.
+            let tree = try ConfigSweep.config(file: pipeline.file, setting: [])
             let expanded = try PipelineConfig.expandVariables(
-                .object(root), environment: ProcessInfo.processInfo.environment, path: "the config")
+                tree, environment: ProcessInfo.processInfo.environment, path: "the config")
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            let bytes = Array(try encoder.encode(expanded))
             try Paths.createFolders(folder)
-            let file = "\(folder)/\(Self.fileName)"
-            let partial = "\(file).partial-\(getpid())"
-            let output = try OutputFile(path: partial, mode: .truncate)
-            let written = output.write(bytes)
-            output.close()
-            guard written else { throw SystemError("write", path: partial) }
-            try Paths.replace(file, with: partial)
+            try Paths.writeWhole(Array(try encoder.encode(expanded)), to: "\(folder)/\(Self.fileName)")
         } catch {
             logger.warning("the session's config was not written into \(folder) (its report draws no ways): \(error)")
         }

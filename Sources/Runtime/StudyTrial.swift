@@ -225,11 +225,7 @@ public struct StudyTrial: Sendable {
         try Paths.createFolders(self.folder)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let temporary = self.recordFile + ".new"
-        let output = try OutputFile(path: temporary, mode: .truncate)
-        output.write(Array(try encoder.encode(record)))
-        output.close()
-        try Paths.replace(self.recordFile, with: temporary)
+        try Paths.writeWhole(Array(try encoder.encode(record)), to: self.recordFile)
     }
 }
 

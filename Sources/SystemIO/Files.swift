@@ -50,6 +50,20 @@ public enum Paths {
         guard rename(from, to) == 0 else { throw SystemError("rename \(from) to", path: to) }
     }
 
+    /// Writes `bytes` as the whole of `path`: to a new file beside it first, then renamed over it, so that a reader or
+    /// a crash finds the old file or the new one, never part of one.
+    public static func writeWhole(_ bytes: [UInt8], to path: String) throws(SystemError) {
+        let temporary = "\(path).new-\(getpid())"
+        let output = try OutputFile(path: temporary, mode: .truncate)
+        let written = output.write(bytes)
+        output.close()
+        guard written else {
+            _ = unlink(temporary)
+            throw SystemError("write", path: temporary)
+        }
+        try Self.replace(path, with: temporary)
+    }
+
     /// Removes a file; false when it was not there or could not be removed.
     @discardableResult public static func remove(_ path: String) -> Bool { unlink(path) == 0 }
 

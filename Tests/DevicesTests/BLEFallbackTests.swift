@@ -24,9 +24,9 @@ import Testing
             acknowledgeTimeoutSeconds: 0.5, logger: Logger(label: "test"))
         let speaker = RecordingDevice(name: "speaker")
         let sink = SinkHarness(devices: [band, speaker])
-        let ok1 = await eventually(within: 30) { await band.isAvailable() }
-        let summary1 = await band.summary()
-        #expect(ok1, "connected: \(summary1); \(peripheral.stdout.suffix(400)); \(ble.log.suffix(600))")
+        let connected = await eventually(within: 30) { await band.isAvailable() }
+        let summary = await band.summary()
+        #expect(connected, "connected: \(summary); \(peripheral.stdout.suffix(400)); \(ble.log.suffix(600))")
         // The sink settles on the band (its choice is checked once a second; the speaker may have had the first cues
         // on a loaded machine), then the band plays while it answers.
         try await sink.hold(heading: 300, seconds: 1.5)

@@ -30,6 +30,17 @@ extension ProcessSuites {
                 acknowledgeTimeoutSeconds: acknowledgeTimeout, logger: Logger(label: "test"))
         }
 
+        /// Waits up to `seconds` for `band` to be available; if it is not, the expectation says what the band says of
+        /// itself.
+        func expectAvailable(
+            _ band: BandDevice, within seconds: Double, _ what: String, _ more: String = "",
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) async {
+            let available = await eventually(within: seconds) { await band.isAvailable() }
+            let summary = await band.summary()
+            #expect(available, "\(what): \(summary)\(more)", sourceLocation: sourceLocation)
+        }
+
         /// The emulator's stop events: (event, silence before it [s], motors before it).
         func stops(_ log: String) -> [(event: String, silence: Double, before: Int)] {
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
@@ -53,10 +64,8 @@ extension ProcessSuites {
             let band = self.band(ble, .name("HN-Band"))
             let task = Task { try await band.run() }
             defer { task.cancel() }
-            let connected = await eventually(within: 30) { await band.isAvailable() }
-            let ok1 = connected
-            let summary1 = await band.summary()
-            #expect(ok1, "connected: \(summary1); \(emulator.stderr.suffix(800)); \(ble.log.suffix(800))")
+            await self.expectAvailable(
+                band, within: 30, "connected", "; \(emulator.stderr.suffix(800)); \(ble.log.suffix(800))")
             #expect(
                 await eventually(within: 10) { await band.summary().contains("battery 87 %") }, "the band's battery")
             // Host → band: motor frames, each timed from the call to its arrival at the band.
@@ -108,9 +117,7 @@ extension ProcessSuites {
             let band = self.band(ble, .name("HN-Band"))
             let task = Task { try await band.run() }
             defer { task.cancel() }
-            let ok2 = await eventually(within: 30) { await band.isAvailable() }
-            let summary2 = await band.summary()
-            #expect(ok2, "connected: \(summary2)")
+            await self.expectAvailable(band, within: 30, "connected")
             try await band.render(HapticCue(timeSeconds: 1, kind: .turnRight, intensity: 1, deviationDegrees: 90))
             #expect(await eventually(within: 5) { bandFrames(log).contains { $0.type == "setMotors" && $0.right > 0 } })
             let cutSeconds = 3.0
@@ -122,16 +129,13 @@ extension ProcessSuites {
             let watchdog = try #require(self.stops(log).first { $0.event == "watchdog" })
             #expect(watchdog.silence < 0.45, "stopped after \(watchdog.silence) s of silence (limit 0.4 s)")
             #expect(await eventually(within: cutSeconds + 5) { !(await band.isAvailable()) }, "the link went")
-            let ok3 = await eventually(within: cutSeconds + 30) { await band.isAvailable() }
-            let summary3 = await band.summary()
-            #expect(ok3, "found again: \(summary3)")
+            await self.expectAvailable(band, within: cutSeconds + 30, "found again")
             let back = ContinuousClock.now - cutAt - .seconds(cutSeconds)
             print(
                 "BLE band: out of range for \(cutSeconds) s; watchdog stop after \(fixedDecimal(watchdog.silence * 1000, digits: 0)) ms of silence; connected again \(back) after the link timed out"
             )
-            let ok4 = !(await band.summary()).contains(", 1 connection(s)")
-            let summary4 = await band.summary()
-            #expect(ok4, "\(summary4)")
+            let afterwards = await band.summary()
+            #expect(!afterwards.contains(", 1 connection(s)"), "\(afterwards)")
         }
 
         /// The band restarts (its process killed: its radio goes with it, the link times out) and comes back; the
@@ -156,17 +160,13 @@ extension ProcessSuites {
             let band = self.band(ble, .address(bandAddress))
             let task = Task { try await band.run() }
             defer { task.cancel() }
-            let ok5 = await eventually(within: 30) { await band.isAvailable() }
-            let summary5 = await band.summary()
-            #expect(ok5, "connected: \(summary5)")
+            await self.expectAvailable(band, within: 30, "connected")
             emulator.signal(SIGKILL)
             _ = await emulator.wait(seconds: 5)
             #expect(await eventually(within: 5) { !(await band.isAvailable()) }, "the band went")
             emulator = try self.emulator(ble, slot: 1, name: "HN-Band", log: log)
             let restarted = ContinuousClock.now
-            let ok6 = await eventually(within: 30) { await band.isAvailable() }
-            let summary6 = await band.summary()
-            #expect(ok6, "again: \(summary6)")
+            await self.expectAvailable(band, within: 30, "again")
             print(
                 "BLE band: restarted, connected again by address \(bandAddress) \(ContinuousClock.now - restarted) after its start"
             )
@@ -192,9 +192,9 @@ extension ProcessSuites {
             let band = self.band(ble, .name("HN-Fake"))
             let task = Task { try await band.run() }
             defer { task.cancel() }
-            let ok7 = await eventually(within: 30) { await band.summary().contains("refused") }
-            let summary7 = await band.summary()
-            #expect(ok7, "\(summary7)")
+            let refused = await eventually(within: 30) { await band.summary().contains("refused") }
+            let said = await band.summary()
+            #expect(refused, "\(said)")
             #expect(!(await band.isAvailable()))
             print("BLE band: a look-alike: \(refusal)")
         }

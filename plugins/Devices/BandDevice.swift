@@ -43,9 +43,9 @@ public actor BandDevice: OutputDevice {
     private var buttons = 0
     private var motors: (left: UInt8, right: UInt8) = (0, 0)
     private var lastSent: ContinuousClock.Instant?
-    /// The BLE connection now (what the bridge found and reports), and why the last attempt to reach the band failed.
+    /// The latest BLE connection (what the bridge found and reports; current while `link` is set), and why the last
+    /// attempt to reach the band failed.
     private var bleConnection: BLELink.Connection?
-    private var lastBLEStatus: BLELink.Status?
     private var lastProblem: String?
 
     /// Creates the device.
@@ -139,7 +139,6 @@ public actor BandDevice: OutputDevice {
                     let logger = self.logger
                     let connection = try await BLELink.connect(target) { logger.info("band: \($0)") }
                     self.bleConnection = connection
-                    self.lastBLEStatus = connection.status
                     link = connection.link
                 }
             } catch {
@@ -199,8 +198,6 @@ public actor BandDevice: OutputDevice {
             }
             self.link = nil
             if let connection = self.bleConnection {
-                self.lastBLEStatus = connection.status
-                self.bleConnection = nil
                 self.logger.warning(
                     "band link dropped (BLE: \(connection.status.disconnected ?? "the host closed it")); reconnecting")
             } else {
@@ -275,10 +272,13 @@ public actor BandDevice: OutputDevice {
 
     public func summary() -> String {
         var text = "\(self.framesSent) frames sent, \(self.acks) acknowledged, \(self.connections) connection(s)"
-        if let battery = self.battery ?? self.bleConnection?.status.battery { text += ", battery \(battery) %" }
+        let connected = self.link != nil
+        if let battery = self.battery ?? (connected ? self.bleConnection?.status.battery : nil) {
+            text += ", battery \(battery) %"
+        }
         text += ", motors now \(self.motors.left)/\(self.motors.right)"
-        if let status = self.bleConnection?.status ?? self.lastBLEStatus {
-            text += "; BLE \(status.text)" + (self.bleConnection == nil ? " (not connected now)" : "")
+        if let status = self.bleConnection?.status {
+            text += "; BLE \(status.text)" + (connected ? "" : " (not connected now)")
         }
         if let problem = self.lastProblem, self.link == nil { text += "; \(problem)" }
         return text

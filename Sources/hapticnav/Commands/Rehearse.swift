@@ -89,7 +89,7 @@ struct FieldRehearsal {
         struct State {
             var activity = Activity.standing
             var band = FeltBand()
-            var frames: [(time: Double, type: String?, left: Int, right: Int)] = []
+            var frames: [FeltBand.Frame] = []
             var position = Coordinate(latitude: 0, longitude: 0)
             var walkedSeconds = 0.0
             /// The phone's true heading, each step [time, degrees].
@@ -181,17 +181,7 @@ struct FieldRehearsal {
         let band = try VirtualBLEBand(name: Self.bandName) { line in
             bandLog.write(line + "\n")
             shared.state.withLock { state in
-                state.band.take(line: line)
-                if let object = try? JSONDecoder().decode(JSONValue.self, from: Data(line.utf8)),
-                    let motors = object["motors"]
-                {
-                    let time = object["receiveTimeSeconds"]?.doubleValue ?? object["timeSeconds"]?.doubleValue ?? 0
-                    state.frames.append(
-                        (
-                            time, object["type"]?.stringValue, Int(motors["left"]?.doubleValue ?? 0),
-                            Int(motors["right"]?.doubleValue ?? 0)
-                        ))
-                }
+                if let frame = state.band.take(line: line) { state.frames.append(frame) }
             }
         }
         defer { band.stop() }
@@ -362,7 +352,6 @@ struct FieldRehearsal {
         var lastLevel: Int?
         var quietSince: Double?
         var pocketedAt: Double?
-        let dt = 0.05
         var last = SystemClock.wallSeconds()
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(50))
@@ -440,7 +429,6 @@ struct FieldRehearsal {
             case .stopped:
                 speed = 0
             }
-            _ = dt
             phone.advance(to: now, position: position, bodyHeadingDegrees: heading, speed: speed, hold: hold)
             let phoneHeading = Angle.normalized(heading + hold.headingOffsetDegrees)
             shared.state.withLock {
@@ -511,7 +499,7 @@ struct FieldRehearsal {
 
     /// Prints the figures and the verdict; true when every check passed.
     func finish() -> Bool {
-        for figure in self.figures { print("rehearse: \(figure)") }
+        for figure in self.figures { say("rehearse: \(figure)") }
         let failed = self.checks.filter { !$0.passed }
         say(
             "rehearse: \(failed.isEmpty ? "PASSED" : "FAILED") (\(self.checks.count - failed.count) of \(self.checks.count) checks); files in \(self.folder)"
