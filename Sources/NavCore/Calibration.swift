@@ -2,10 +2,12 @@
 ///
 /// (a) Find north: with the phone held flat in front of the chest, the walker turns until the heading is
 /// inside the north window; outside it, the cue intensity is the smallest angle to north divided by 180.
-/// (b) Put the phone away: a countdown. (c) Move: the walker, still facing north, walks ahead; while
-/// they move, raw headings are averaged circularly, and once enough agree the mean is the offset (true
-/// heading = raw heading − offset). Throughout (c), a phone that sits in the tilt band where the compass
-/// heading flips aborts the run. Time comes from the samples: no clock reads.
+/// The walker stops where it goes quiet, somewhere in the window (at its edge, mostly): the headings the
+/// phone gives while it is still flat in the hand, in the moments after, say which way they face.
+/// (b) Put the phone away: a countdown. (c) Move: the walker, still facing that way, walks ahead; while
+/// they move, raw headings are averaged circularly, and once enough agree the offset is their mean less the
+/// way the walker faced (true heading = raw heading − offset). Throughout (c), a phone that sits in the tilt
+/// band where the compass heading flips aborts the run. Time comes from the samples: no clock reads.
 public struct Calibration: Sendable {
     /// Thresholds, all configurable.
     public struct Options: Sendable, Equatable {
@@ -15,6 +17,9 @@ public struct Calibration: Sendable {
         public var northWindowEndDegrees = 10.0
         /// How flat the phone must be held to find north: largest |pitch| and |roll| [degrees].
         public var flatToleranceDegrees = 30.0
+        /// How long after north is found the phone, while still flat in the hand, tells which way the walker faces
+        /// [seconds]; the facing is the mean of the last half second of those headings.
+        public var facingSeconds = 2.0
         /// Step (b)'s countdown [seconds].
         public var countdownSeconds = 5.0
         /// Headings that must agree before the offset is taken [count].
@@ -65,6 +70,10 @@ public struct Calibration: Sendable {
     private var headings: [Double] = []
     private var flipSince: Double?
     private var wasMoving = false
+    /// When north was found, and the flat in-hand headings since (while `facingOpen`).
+    private var northFoundAt: Double?
+    private var facingSamples: [(time: Double, heading: Double)] = []
+    private var facingOpen = false
 
     /// Creates a run.
     public init(options: Options = Options()) {
@@ -123,6 +132,9 @@ public struct Calibration: Sendable {
             if Angle.isInWindow(
                 heading, from: self.options.northWindowStartDegrees, to: self.options.northWindowEndDegrees)
             {
+                self.northFoundAt = time
+                self.facingSamples = [(time, heading)]
+                self.facingOpen = true
                 self.step = .putAway
                 self.countdownStart = time
                 self.lastCountdownSecond = nil
@@ -135,11 +147,41 @@ public struct Calibration: Sendable {
             }
             let cue = Angle.separation(heading, 0) / 180
             return [self.state(time, .findNorth, Self.findNorthPrompt, cue: cue, progress: 0)]
+        case .putAway:
+            self.noteFacing(heading, at: time)
+            return []
         case .move:
             return self.collect(heading, at: time)
         default:
             return []
         }
+    }
+
+    private var isFlat: Bool {
+        guard let attitude = self.attitude else { return true }
+        return abs(attitude.pitchDegrees) <= self.options.flatToleranceDegrees
+            && abs(attitude.rollDegrees) <= self.options.flatToleranceDegrees
+    }
+
+    /// Keeps the in-hand headings after north was found until the phone leaves the flat hold or `facingSeconds`
+    /// pass (half a second when no tilt comes with the headings).
+    private mutating func noteFacing(_ heading: Double, at time: Double) {
+        guard self.facingOpen, let found = self.northFoundAt else { return }
+        // Without the phone's tilt there is no telling when it leaves the hand: only the first half second counts.
+        let window = self.attitude == nil ? min(0.5, self.options.facingSeconds) : self.options.facingSeconds
+        guard self.isFlat, time - found <= window else {
+            self.facingOpen = false
+            return
+        }
+        self.facingSamples.append((time, heading))
+    }
+
+    /// Which way the walker faced when north was found: the circular mean of the last half second of flat in-hand
+    /// headings (0 when there were none).
+    var facingDegrees: Double {
+        guard let last = self.facingSamples.last else { return 0 }
+        let recent = self.facingSamples.filter { last.time - $0.time <= 0.5 }.map(\.heading)
+        return Angle.circularStatistics(recent).meanDegrees ?? last.heading
     }
 
     private mutating func tickCountdown(from start: Double, at time: Double) -> [BusMessage] {
@@ -188,7 +230,7 @@ public struct Calibration: Sendable {
         if let mean = stats.meanDegrees, stats.spreadDegrees <= self.options.maximumSpreadDegrees {
             self.step = .done
             let result = CalibrationResult(
-                timeSeconds: time, succeeded: true, offsetDegrees: mean,
+                timeSeconds: time, succeeded: true, offsetDegrees: Angle.normalized(mean - self.facingDegrees),
                 spreadDegrees: stats.spreadDegrees,
                 sampleCount: UInt32(self.headings.count), reason: "")
             self.result = result

@@ -22,7 +22,8 @@ public enum CalibrationReplay {
 
     /// Runs the calibration over the log at `path`. `facingDegrees` is the direction the person faced in the first
     /// step, when it was not north (a recording made along a corridor): the window of the first step is centred on
-    /// it, and the offset found is relative to it [degrees, clockwise from north].
+    /// it, and the offset found is relative to the way the phone, still flat, said the person faced there [degrees,
+    /// clockwise from north].
     public static func run(
         log path: String, options: LogReader.Options = .init(), calibration: Calibration.Options = .init(),
         facingDegrees: Double = 0, print: (String) -> Void
@@ -95,14 +96,10 @@ public enum CalibrationReplay {
             }
             if run.result != nil { break }
         }
-        // The offset relative to the direction faced.
-        let result = run.result.map { result -> CalibrationResult in
-            var relative = result
-            if result.succeeded { relative.offsetDegrees = Angle.normalized(result.offsetDegrees - facingDegrees) }
-            return relative
-        }
+        // The offset is relative to the way the flat phone said the person faced, which the window centred on
+        // `facingDegrees` found.
         return Outcome(
-            result: result, step: run.step, headings: headings, walkingFrom: walkingFrom,
+            result: run.result, step: run.step, headings: headings, walkingFrom: walkingFrom,
             nearestToReferenceDegrees: nearest)
     }
 }

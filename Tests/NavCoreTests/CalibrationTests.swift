@@ -1,13 +1,16 @@
 import NavCore
 import Testing
 
-/// A synthetic walker for calibration: turning to north with the phone flat, pausing, then walking north
+/// A synthetic walker for calibration: turning toward north with the phone flat until it goes quiet (a sample
+/// after the north window is entered, at 353°), standing a moment with the phone still flat, then walking that way
 /// with the phone in a pocket that reads `pocketOffset` away from the walking direction.
 struct CalibrationScript {
     var pocketOffset = 73.0
     var headingNoise = 2.0
     var pocketPitch = 40.0
     var seed: UInt64 = 1
+    /// How long the walker holds the phone flat after stopping [seconds].
+    var holdSeconds = 0.6
 
     /// Inputs at 10 Hz, in time order; `tiltAfterWalking` seconds after the walk starts, the phone stands
     /// upright for 1.5 s.
@@ -15,15 +18,25 @@ struct CalibrationScript {
         var random = SeededGenerator(seed: self.seed)
         var inputs: [Calibration.Input] = []
         var t = 0.0
-        // (a) Turn from 200° towards north (through 270°), phone flat, 30°/s.
+        // (a) Turn from 200° towards north (through 270°), phone flat, 30°/s, until a sample inside the north
+        // window (350°–10°), then stand, the phone still flat.
         var heading = 200.0
-        while Angle.separation(heading, 0) > 2 {
+        var inside = 0
+        while inside < 2 {
             inputs.append(.attitude(Attitude(timeSeconds: t, pitchDegrees: 3, rollDegrees: -2)))
             inputs.append(.heading(HeadingSample(timeSeconds: t, headingDegrees: Angle.normalized(heading))))
-            heading += 3
+            if Angle.isInWindow(heading, from: 350, to: 10) { inside += 1 }
+            if inside < 2 { heading += 3 }
             t += 0.1
         }
-        // (b) Stand still while the phone goes into the pocket, then (c) walk north.
+        let facing = heading
+        for _ in 0..<Int((self.holdSeconds * 10).rounded()) {
+            inputs.append(.attitude(Attitude(timeSeconds: t, pitchDegrees: 3, rollDegrees: -2)))
+            let raw = facing + random.gaussian(standardDeviation: self.headingNoise)
+            inputs.append(.heading(HeadingSample(timeSeconds: t, headingDegrees: Angle.normalized(raw))))
+            t += 0.1
+        }
+        // (b) Stand still while the phone goes into the pocket, then (c) walk the way it faces.
         let walkStart = t + 6
         for step in 0..<1200 {
             let walking = step >= 60
@@ -31,7 +44,7 @@ struct CalibrationScript {
             let pitch = tilted ? 86.0 : self.pocketPitch
             inputs.append(.attitude(Attitude(timeSeconds: t, pitchDegrees: pitch, rollDegrees: 5)))
             inputs.append(.speed(timeSeconds: t, metersPerSecond: walking ? 1.3 : 0))
-            let raw = self.pocketOffset + random.gaussian(standardDeviation: self.headingNoise)
+            let raw = facing + self.pocketOffset + random.gaussian(standardDeviation: self.headingNoise)
             inputs.append(.heading(HeadingSample(timeSeconds: t, headingDegrees: Angle.normalized(raw))))
             t += 0.1
         }
@@ -165,3 +178,27 @@ struct CalibrationScript {
 
 infix operator |> : AdditionPrecedence
 func |> <A, B>(value: A, function: (A) throws -> B) rethrows -> B { try function(value) }
+
+extension CalibrationTests {
+    /// A walker who stops at the north window's edge faces there, not north: the offset is taken from the way the
+    /// flat phone said they faced (the north window's 10° would otherwise all go into the offset).
+    @Test(arguments: [0.6, 1.5]) func theOffsetIsFromTheWayTheWalkerFaced(holdSeconds: Double) throws {
+        let script = CalibrationScript(pocketOffset: 73, holdSeconds: holdSeconds)
+        let (calibration, _) = CalibrationScript.run(script.inputs())
+        let result = try #require(calibration.result)
+        #expect(result.succeeded)
+        #expect(Angle.separation(result.offsetDegrees, 73) < 1.5, "offset \(result.offsetDegrees)")
+    }
+
+    /// Without the phone's tilt, only the first half second after north is found says the facing: a phone going
+    /// into the pocket later must not be taken for the hand's.
+    @Test func withoutTiltOnlyTheFirstHalfSecondSaysTheFacing() throws {
+        let inputs = CalibrationScript(pocketOffset: 73, holdSeconds: 0.6).inputs().filter {
+            if case .attitude = $0 { false } else { true }
+        }
+        let (calibration, _) = CalibrationScript.run(inputs)
+        let result = try #require(calibration.result)
+        #expect(result.succeeded)
+        #expect(Angle.separation(result.offsetDegrees, 73) < 1.5, "offset \(result.offsetDegrees)")
+    }
+}

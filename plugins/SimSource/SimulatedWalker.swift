@@ -56,7 +56,8 @@ public struct SimulatedWalker: MessageSource {
         /// Pitch during a tilt episode [degrees].
         public var tiltPitchDegrees = SimulatedWalker.Setting.tiltPitchDegrees.defaultValue
         /// Before walking, play the calibration routine: turn to north with the phone held flat (from 200°,
-        /// 30° a second), then stand `calibrationStandSeconds` while the phone goes into the pocket.
+        /// 30° a second), hold it flat there a second, then stand `calibrationStandSeconds` in all while the phone
+        /// goes into the pocket.
         public var calibrationRoutine = SimulatedWalker.Setting.calibrationRoutine.defaultValue ?? false
         /// How long the walker stands before walking, in the calibration routine [seconds].
         public var calibrationStandSeconds = SimulatedWalker.Setting.calibrationStandSeconds.defaultValue
@@ -183,9 +184,10 @@ public struct SimulatedWalker: MessageSource {
                             speedMetersPerSecond: 0, courseDegrees: nil)))
                 nextFix += self.options.fixIntervalSeconds
             }
-            let flat = t < turnEnd
-            heading = flat ? 200 + 30 * t : 0
-            // Held flat while turning; then going into the pocket, where it reads the pocket offset.
+            // Held flat while turning, and for a second after, facing north; then going into the pocket, where it
+            // reads the pocket offset.
+            let flat = t < turnEnd + 1
+            heading = t < turnEnd ? 200 + 30 * t : 0
             let reading = flat ? heading : (t < turnEnd + 2 ? 0 : self.options.pocketOffsetDegrees)
             try await emit(
                 .heading(

@@ -205,8 +205,9 @@ struct FieldRehearsal {
                 + "\(Int(FlatProjection.distance(participant.position, self.destination))) m from the destination as the crow flies; the band over BLE as '\(band.name)'; the phone at \(standIn.url)"
         )
         let phone = SimulatedPhone(standIn: standIn, seed: self.seed)
+        let truth = try OutputFile(path: self.folder + "/participant.jsonl", mode: .truncate)
         let loop = Task.detached {
-            await Self.simulate(participant: participant, phone: phone, shared: shared)
+            await Self.simulate(participant: participant, phone: phone, shared: shared, truth: truth)
         }
         defer { loop.cancel() }
 
@@ -334,7 +335,11 @@ struct FieldRehearsal {
 
     /// Acts out the participant's activity at 20 steps a second, in real time, until cancelled: the body, the phone
     /// it holds and what the phone measures.
-    static func simulate(participant start: NetworkParticipant, phone start_: SimulatedPhone, shared: Shared) async {
+    /// The simulation loop: the participant's activity acted out every 50 ms, the phone advanced with it, and the
+    /// participant's true place, heading and what it feels written to `truth` twice a second (participant.jsonl).
+    static func simulate(
+        participant start: NetworkParticipant, phone start_: SimulatedPhone, shared: Shared, truth: OutputFile
+    ) async {
         var participant = start
         var phone = start_
         let home = participant.position
@@ -353,6 +358,7 @@ struct FieldRehearsal {
         var quietSince: Double?
         var pocketedAt: Double?
         var last = SystemClock.wallSeconds()
+        var lastTruth = 0.0
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(50))
             let now = SystemClock.wallSeconds()
@@ -434,6 +440,12 @@ struct FieldRehearsal {
             shared.state.withLock {
                 $0.position = position
                 $0.trueHeadings.append((now, phoneHeading))
+            }
+            if now - lastTruth >= 0.5 {
+                lastTruth = now
+                truth.write(
+                    "{\"timeSeconds\":\(fixedDecimal(now, digits: 3)),\"activity\":\"\(activity)\",\"latitude\":\(fixedDecimal(position.latitude, digits: 7)),\"longitude\":\(fixedDecimal(position.longitude, digits: 7)),\"bodyHeadingDegrees\":\(fixedDecimal(heading, digits: 1)),\"speed\":\(fixedDecimal(speed, digits: 2)),\"felt\":\"\(band.cue(at: now))\"}\n"
+                )
             }
         }
     }
