@@ -3,7 +3,8 @@
 /// (a) Find north: with the phone held flat in front of the chest, the walker turns until the heading is
 /// inside the north window; outside it, the cue intensity is the smallest angle to north divided by 180.
 /// The walker stops where it goes quiet, somewhere in the window (at its edge, mostly): the headings the
-/// phone gives while it is still flat in the hand, in the moments after, say which way they face.
+/// phone gives while it is still flat in the hand and in the window, in the moments after, say which way they
+/// face (a phone going into a pocket leaves the window, or the flat hold).
 /// (b) Put the phone away: a countdown. (c) Move: the walker, still facing that way, walks ahead; while
 /// they move, raw headings are averaged circularly, and once enough agree the offset is their mean less the
 /// way the walker faced (true heading = raw heading − offset). Throughout (c), a phone that sits in the tilt
@@ -163,13 +164,24 @@ public struct Calibration: Sendable {
             && abs(attitude.rollDegrees) <= self.options.flatToleranceDegrees
     }
 
-    /// Keeps the in-hand headings after north was found until the phone leaves the flat hold or `facingSeconds`
-    /// pass (half a second when no tilt comes with the headings).
+    /// How far past the north window a heading still counts as the hand's, after north was found [degrees]: the walker
+    /// who stops a moment after it goes quiet.
+    static let facingMarginDegrees = 5.0
+
+    /// Keeps the in-hand headings after north was found until the phone leaves the flat hold or the north window
+    /// (widened by ``facingMarginDegrees``), or `facingSeconds` pass (half a second when no tilt comes with the
+    /// headings).
     private mutating func noteFacing(_ heading: Double, at time: Double) {
         guard self.facingOpen, let found = self.northFoundAt else { return }
         // Without the phone's tilt there is no telling when it leaves the hand: only the first half second counts.
+        // A phone going into a pocket turns it out of the window (a pocket that holds it flat is not told by tilt).
         let window = self.attitude == nil ? min(0.5, self.options.facingSeconds) : self.options.facingSeconds
-        guard self.isFlat, time - found <= window else {
+        let margin = Self.facingMarginDegrees
+        guard self.isFlat, time - found <= window,
+            Angle.isInWindow(
+                heading, from: self.options.northWindowStartDegrees - margin,
+                to: self.options.northWindowEndDegrees + margin)
+        else {
             self.facingOpen = false
             return
         }

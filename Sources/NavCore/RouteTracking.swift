@@ -229,7 +229,7 @@ public struct RouteTracker: Sendable {
         public var waypointRadiusMeters = Setting.waypointRadiusMeters.defaultValue
         /// The destination is reached within this distance [metres].
         public var arrivalRadiusMeters = Setting.arrivalRadiusMeters.defaultValue
-        /// The bearing alone, or turn events too (measured not yet better at junctions: README, "Turn events").
+        /// The bearing alone, or turn events too (docs/GUIDANCE.md, "Turn events at junctions").
         public var guidance = GuidanceMode.bearing
         /// When and what turn events announce.
         public var turns = TurnAnnouncer.Options()

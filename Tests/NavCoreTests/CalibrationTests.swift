@@ -202,3 +202,15 @@ extension CalibrationTests {
         #expect(Angle.separation(result.offsetDegrees, 73) < 1.5, "offset \(result.offsetDegrees)")
     }
 }
+
+extension CalibrationTests {
+    /// A pocket that holds the phone as flat as the hand: the phone leaving the hand is told by its turn out of the north
+    /// window, and its headings in the pocket are not taken for the way the walker faced.
+    @Test func aPocketThatHoldsThePhoneFlatIsToldByItsTurn() throws {
+        let script = CalibrationScript(pocketOffset: 73, pocketPitch: 5, holdSeconds: 0.6)
+        let (calibration, _) = CalibrationScript.run(script.inputs())
+        let result = try #require(calibration.result)
+        #expect(result.succeeded)
+        #expect(Angle.separation(result.offsetDegrees, 73) < 1.5, "offset \(result.offsetDegrees)")
+    }
+}
