@@ -63,9 +63,10 @@ public struct Launcher: Sendable {
         var name: String
         var pid: pid_t
         var exitStatus: Int32?
-        var startedAt = Date()
+        /// On the monotonic clock [seconds], as every deadline here: a step of the wall clock moves none of them.
+        var startedAt = SystemClock.monotonicSeconds()
         /// When a failed stage is due to start again.
-        var restartAt: Date?
+        var restartAt: Double?
         var failuresInARow = 0
         var restarts = 0
     }
@@ -86,8 +87,8 @@ public struct Launcher: Sendable {
             }
         }
 
-        var stopDeadline: Date?
-        var drainDeadline: Date?
+        var stopDeadline: Double?
+        var drainDeadline: Double?
         var failed = false
         while children.contains(where: { $0.exitStatus == nil || ($0.restartAt != nil && stopDeadline == nil) }) {
             if let signal = signals.take(), stopDeadline == nil {
@@ -99,13 +100,14 @@ public struct Launcher: Sendable {
                 stopDeadline = self.signalAll(&children, SIGTERM)
             }
             for index in children.indices {
-                guard stopDeadline == nil, drainDeadline == nil, let due = children[index].restartAt, Date() >= due
+                guard stopDeadline == nil, drainDeadline == nil, let due = children[index].restartAt,
+                    SystemClock.monotonicSeconds() >= due
                 else { continue }
                 children[index].restartAt = nil
                 do {
                     children[index].pid = try self.spawn(stage: children[index].name)
                     children[index].exitStatus = nil
-                    children[index].startedAt = Date()
+                    children[index].startedAt = SystemClock.monotonicSeconds()
                     children[index].restarts += 1
                     self.logger.warning(
                         "restarted stage '\(children[index].name)' (pid \(children[index].pid), restart \(children[index].restarts))"
@@ -127,9 +129,9 @@ public struct Launcher: Sendable {
                     self.logger.info("stage '\(name)' stopped (status \(code))")
                 } else if code == 0 {
                     self.logger.info("stage '\(name)' finished; stopping the pipeline in \(self.drainSeconds) s")
-                    drainDeadline = drainDeadline ?? Date().addingTimeInterval(self.drainSeconds)
+                    drainDeadline = drainDeadline ?? SystemClock.monotonicSeconds() + self.drainSeconds
                 } else {
-                    if Date().timeIntervalSince(children[index].startedAt) >= self.healthySeconds {
+                    if SystemClock.monotonicSeconds() - children[index].startedAt >= self.healthySeconds {
                         children[index].failuresInARow = 0
                     }
                     children[index].failuresInARow += 1
@@ -145,19 +147,19 @@ public struct Launcher: Sendable {
                         self.logger.error(
                             "stage '\(name)' failed (status \(code)); starting it again in \(wait) s (failure \(failures) of at most \(self.restartLimit) in a row)"
                         )
-                        children[index].restartAt = Date().addingTimeInterval(wait)
+                        children[index].restartAt = SystemClock.monotonicSeconds() + wait
                     }
                 }
             }
-            if let drain = drainDeadline, stopDeadline == nil, Date() >= drain {
+            if let drain = drainDeadline, stopDeadline == nil, SystemClock.monotonicSeconds() >= drain {
                 stopDeadline = self.signalAll(&children, SIGTERM)
             }
-            if let deadline = stopDeadline, Date() >= deadline {
+            if let deadline = stopDeadline, SystemClock.monotonicSeconds() >= deadline {
                 for child in children where child.exitStatus == nil {
                     self.logger.warning("stage '\(child.name)' (pid \(child.pid)) ignored SIGTERM; killing it")
                     kill(child.pid, SIGKILL)
                 }
-                stopDeadline = .distantFuture
+                stopDeadline = .infinity
             }
             usleep(10_000)
         }
@@ -168,8 +170,8 @@ public struct Launcher: Sendable {
 
     private func stop(_ children: inout [Child], reason: String) {
         _ = self.signalAll(&children, SIGTERM)
-        let deadline = Date().addingTimeInterval(self.stopTimeoutSeconds)
-        while Date() < deadline, children.contains(where: { $0.exitStatus == nil }) {
+        let deadline = SystemClock.monotonicSeconds() + self.stopTimeoutSeconds
+        while SystemClock.monotonicSeconds() < deadline, children.contains(where: { $0.exitStatus == nil }) {
             for index in children.indices where children[index].exitStatus == nil {
                 var status: Int32 = 0
                 if waitpid(children[index].pid, &status, WNOHANG) == children[index].pid {
@@ -185,11 +187,11 @@ public struct Launcher: Sendable {
         }
     }
 
-    private func signalAll(_ children: inout [Child], _ signal: Int32) -> Date {
+    private func signalAll(_ children: inout [Child], _ signal: Int32) -> Double {
         for child in children where child.exitStatus == nil {
             kill(child.pid, signal)
         }
-        return Date().addingTimeInterval(self.stopTimeoutSeconds)
+        return SystemClock.monotonicSeconds() + self.stopTimeoutSeconds
     }
 
     private static func exitCode(_ status: Int32) -> Int32 {

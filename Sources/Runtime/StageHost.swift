@@ -15,7 +15,7 @@ import NavCore
 import Routers
 import ServiceLifecycle
 import Sinks
-import Stages
+public import Stages
 public import Evaluation
 
 /// Where a stage runs: its own process (`hapticnav run`, `hapticnav stage`), or composed with others in one process,
@@ -24,6 +24,9 @@ public import Evaluation
 public struct StageHosting: Sendable {
     /// The hub composed stages share, whose thread runs them; nil for a stage that is its own process.
     public var hub: DirectHub?
+    /// The stages' clocks: every stage, and the adapters that stamp what reaches them, read time here (a test
+    /// injects its own).
+    public var time: StageTime = .system
 
     /// A stage that is its process: its own context, stopped by SIGTERM and SIGINT, and by its launcher's end.
     public static let ownProcess = StageHosting(hub: nil)
@@ -32,6 +35,12 @@ public struct StageHosting: Sendable {
     /// file system or the network), it runs on the hub's thread, and it stops when its task is cancelled (signals
     /// are the process's own).
     public static func composed(on hub: DirectHub) -> StageHosting { StageHosting(hub: hub) }
+
+    /// Where the stage runs, on the clocks `time`.
+    public init(hub: DirectHub?, time: StageTime = .system) {
+        self.hub = hub
+        self.time = time
+    }
 
     /// Whether the stage is composed with others in this process.
     public var isComposed: Bool { self.hub != nil }
@@ -58,6 +67,7 @@ public enum StageHost {
             throw StageHostError.composedWithKeys(stage: stage.name)
         }
         let bus = pipeline.bus
+        let time = hosting.time
         let context = hosting.hub?.context ?? ZMQContext()
         var publisher: BusPublisher?
         var subscriber: BusSubscriber?
@@ -125,7 +135,7 @@ public enum StageHost {
             try await Task.sleep(for: .seconds(bus.joinGraceSeconds))
             service = SourceStage(
                 name: stage.name, source: try PluginRegistry.makeSource(stage, logger: logger), output: publisher,
-                logger: logger)
+                logger: logger, time: time)
         case .smoother:
             guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
@@ -136,7 +146,7 @@ public enum StageHost {
             service = SmootherStage(
                 name: stage.name, input: fixes, output: WatchedPublisher(base: publisher, watch: watch),
                 filter: try PluginRegistry.makeSmoother(stage), logger: logger,
-                inputCounters: inputCounters(subscriber))
+                inputCounters: inputCounters(subscriber), time: time)
         case .route:
             guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
@@ -162,7 +172,8 @@ public enum StageHost {
             }
             service = RouteControllerStage(
                 name: stage.name, input: fixes, output: WatchedPublisher(base: publisher, watch: watch),
-                providers: providers, options: options, logger: logger, inputCounters: inputCounters(subscriber))
+                providers: providers, options: options, logger: logger, inputCounters: inputCounters(subscriber),
+                time: time)
         case .haptic:
             guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
             guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
@@ -181,7 +192,7 @@ public enum StageHost {
                 case let .publisherLost(_, stage, _):
                     return Arrival(
                         .publisherLost(stage: stage), sender: stage,
-                        receivedSeconds: StageTime.system.monotonicSeconds())
+                        receivedSeconds: time.monotonicSeconds())
                 case .publisherUp: return nil
                 }
             }
@@ -203,7 +214,7 @@ public enum StageHost {
             let senderRefusals = zap
             let sink = HapticSinkStage(
                 name: stage.name, input: inputs, output: WatchedPublisher(base: publisher, watch: watch),
-                devices: devices, options: options, logger: logger,
+                devices: devices, options: options, logger: logger, time: time,
                 inputCounters: {
                     busCounters() + (listener.withLock { $0 }?.statusCounters ?? [])
                         + (senderRefusals.map {
