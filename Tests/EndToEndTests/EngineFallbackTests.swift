@@ -69,11 +69,13 @@ extension ProcessSuites {
             return file
         }
 
-        /// One recorded message: its topic, payload, sending stage and receive time.
+        /// One recorded message: its topic, payload, sending stage and send time.
         struct Recorded {
             var topic: String
             var payload: [String: Any]
             var stage: String
+            /// When its stage sent it, by that stage's clock (the recorder's receipt, where the send time is missing):
+            /// the intervals measured on it are the stage's own, not the recorder's delays on a loaded host.
             var time: Double
         }
 
@@ -84,13 +86,13 @@ extension ProcessSuites {
                     let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
                     let message = object["message"] as? [String: Any], let topic = message["topic"] as? String,
                     let payload = message["payload"] as? [String: Any],
-                    let time = object["receiveTimeSeconds"] as? Double
+                    let time = object["sendTimeSeconds"] as? Double ?? object["receiveTimeSeconds"] as? Double
                 else { return nil }
                 return Recorded(topic: topic, payload: payload, stage: object["stage"] as? String ?? "", time: time)
             }
         }
 
-        /// Each route's id, provider and first receive time, in order.
+        /// Each route's id, provider and first send time, in order.
         private func routes(_ recorded: [Recorded]) -> [(id: Int, provider: String, time: Double)] {
             var seen = Set<Int>()
             return recorded.compactMap { entry in
@@ -114,7 +116,7 @@ extension ProcessSuites {
             return counters.first { $0["name"] as? String == "signalLost" }?["value"] as? Int
         }
 
-        /// The longest gap between targets received from the route stage, between two times [seconds].
+        /// The longest gap between targets sent by the route stage, between two times [seconds].
         private func longestTargetGap(_ recorded: [Recorded], from: Double, to: Double) -> Double {
             let times = recorded.filter { $0.topic == "target" && $0.time >= from && $0.time <= to }.map(\.time)
             return zip(times, times.dropFirst()).map { $1 - $0 }.max() ?? .infinity

@@ -157,25 +157,32 @@ private func phyphox(_ url: String, timeout: Double = 0.5) throws -> PhyphoxSour
         let collected = Collected()
         let task = start(source, into: collected)
         defer { task.cancel() }
+        // Each change waited for with a generous bound: a loaded host may hold a poll past its 0.3 s deadline (a
+        // moment of "phone unreachable" on the way), and how soon a condition shows is not what this test is about.
         #expect(await eventually(within: 15) { collected.headings.count >= 10 }, "started and measuring")
         phone.pause()
-        let paused = await eventually(within: 5) { await source.condition()?.message.contains("paused") == true }
+        // The paused condition, and its health read with it (a poll in between may have timed out meanwhile).
+        var pausedCondition: SourceCondition?
+        let paused = await eventually(within: 30) {
+            pausedCondition = await source.condition()
+            return pausedCondition?.message.contains("paused") == true
+        }
         #expect(paused)
-        #expect(await source.condition()?.health == .stale)
+        #expect(pausedCondition?.health == .stale)
         let before = collected.headings.count
         phone.resume()
-        #expect(await eventually(within: 5) { collected.headings.count > before + 10 })
+        #expect(await eventually(within: 30) { collected.headings.count > before + 10 })
         // The pause is over: no stale condition (the recording's compass may be out of the model's limits just there,
         // a degraded condition of its own).
-        #expect(await eventually(within: 5) { await source.condition()?.health != .stale })
+        #expect(await eventually(within: 30) { await source.condition()?.health != .stale })
         phone.setAnswering(false)
-        let unreachable = await eventually(within: 5) {
+        let unreachable = await eventually(within: 30) {
             await source.condition()?.message.hasPrefix("phone unreachable") == true
         }
         #expect(unreachable)
         phone.setAnswering(true)
         let again = collected.headings.count
-        #expect(await eventually(within: 10) { collected.headings.count > again + 10 }, "data again")
+        #expect(await eventually(within: 30) { collected.headings.count > again + 10 }, "data again")
         // Nothing old was sent on after the gap: times only rise.
         let times = collected.headings.map(\.timeSeconds)
         #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 })
@@ -198,8 +205,14 @@ private func phyphox(_ url: String, timeout: Double = 0.5) throws -> PhyphoxSour
         let collected = Collected()
         let task = start(source, into: collected)
         defer { task.cancel() }
-        #expect(await eventually(within: 5) { await source.condition() != nil })
-        let message = await source.condition()?.message ?? ""
+        // The first condition that names the experiment (a poll a loaded host holds past its half-second deadline says
+        // "phone unreachable" meanwhile, which is not the condition this test is about).
+        var message = ""
+        let named = await eventually(within: 30) {
+            message = await source.condition()?.message ?? ""
+            return message.contains("'Magnetometer'")
+        }
+        #expect(named, "\(message)")
         #expect(message.contains("'Magnetometer'") && message.contains("locAccuracy, magX"), "\(message)")
         #expect(message.contains("hapticnav.phyphox"))
         #expect(collected.all.isEmpty)
