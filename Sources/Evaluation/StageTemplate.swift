@@ -26,7 +26,9 @@ struct StageTemplate {
         let bytes = try InputFile.contents(of: config)
         let decoder = JSONDecoder()
         decoder.allowsJSON5 = true
-        let root = try decoder.decode(SettingValue.self, from: Data(bytes))
+        // `${VARIABLES}` as a run of the config has them (the field config's map).
+        let root = try decoder.decode(SettingValue.self, from: Data(bytes)).expandingVariables(
+            environment: ProcessInfo.processInfo.environment, path: "the config")
         guard let stages = root["stages"]?.objectValue else {
             throw WalkerEvaluation.Failure(description: "\(config): no stages")
         }

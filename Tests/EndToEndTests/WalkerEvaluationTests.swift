@@ -5,6 +5,25 @@ extension ProcessSuites {
     /// `hapticnav eval walkers` on a small configuration: simulated participants through the real smoother, route
     /// controller and sink processes. Checks that the figures are computed, not the thresholds.
     @Suite struct WalkerEvaluationTests {
+        /// The field config names its map as `${HAPTICNAV_MAP:-…}`: the evaluation expands it as a run does (it took the
+        /// text for a path and refused it).
+        @Test func aConfigWhoseMapIsAVariableIsEvaluated() async throws {
+            let run = try ChildProcess(
+                try hapticnavExecutable(),
+                [
+                    "eval", "walkers", "--config",
+                    repositoryRoot.appendingPathComponent("configs/field-phone.json5").path,
+                    "--pairs", repositoryRoot.appendingPathComponent("data/routing/monaco-pedestrian-routes.json").path,
+                    "--routes", "1", "--seeds", "1", "--noise", "5", "--participant", "events", "--json",
+                ])
+            #expect(await run.wait(seconds: 300) == 0, "\(run.stderr.suffix(2000))")
+            let object = try #require(
+                JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stdout.prefix(500))"
+            )
+            let walks = try #require(object["walks"] as? [[String: Any]])
+            #expect(walks.count == 1)
+        }
+
         @Test func twoRoutesThroughTheRealProcessesGiveEveryFigure() async throws {
             let sessions = try scratchFolder()
             let run = try ChildProcess(
