@@ -57,17 +57,19 @@ let package = Package(
             linkerSettings: [.linkedLibrary("xml2")]),
         // zlib (Debian: zlib1g-dev), for the compressed blocks of OpenStreetMap PBF files.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
-        // The readers plugins share (GPX, receivers' logs, route files, timestamps, input files), over libxml2 where
-        // XML: beneath the plugins.
-        .target(name: "Parsers", dependencies: ["NavCore", "CXMLSAX", "SystemIO"], path: "plugins/Parsers"),
+        // Support (Sources/Support): libraries beneath the plugins, not plugins themselves. The readers plugins share
+        // (GPX, receivers' logs, route files, timestamps, input files), over libxml2 where XML.
+        .target(name: "Parsers", dependencies: ["NavCore", "CXMLSAX", "SystemIO"], path: "Sources/Support/Parsers"),
         // Maps: OpenStreetMap XML and PBF, and the walking graph's cache.
-        .target(name: "MapFiles", dependencies: ["NavCore", "Parsers", "CZlib", "SystemIO"], path: "plugins/MapFiles"),
+        .target(
+            name: "MapFiles", dependencies: ["NavCore", "Parsers", "CZlib", "SystemIO"],
+            path: "Sources/Support/MapFiles"),
         // Sessions: MCAP files (written and read) and the session folders around them.
         .target(
             name: "SessionFiles", dependencies: ["NavCore", "Parsers", "CZlib", "SystemIO"],
-            path: "plugins/SessionFiles"),
+            path: "Sources/Support/SessionFiles"),
         // Byte streams to devices and servers (TCP, serial, pty), read on their own threads.
-        .target(name: "Links", dependencies: ["NavCore", "SystemIO"], path: "plugins/Links"),
+        .target(name: "Links", dependencies: ["NavCore", "SystemIO"], path: "Sources/Support/Links"),
         .target(
             name: "LocationSources",
             dependencies: [
