@@ -93,3 +93,37 @@ public struct TrueNorth: Sendable {
         ]
     }
 }
+
+/// Where headings enter the pipeline (the source stage; preflight's look at a source): magnetic headings are turned
+/// true here, once, so that every reader acts on true headings only. The declination is taken at the latest fix, or
+/// before the first at `place` (the config's: its route's destination), which serves because the declination changes
+/// by about a degree in a hundred kilometres. With neither, a magnetic heading goes on as magnetic, and says so, for
+/// its readers to refuse.
+public struct TrueNorthIntake: Sendable {
+    private var trueNorth = TrueNorth()
+    /// The declination the latest magnetic heading was turned true with [degrees, east positive].
+    public private(set) var declinationDegrees: Double?
+
+    /// An intake that knows `place` until the first fix.
+    public init(place: Coordinate? = nil) {
+        if let place { self.trueNorth.observe(latitude: place.latitude, longitude: place.longitude, heightMeters: nil) }
+    }
+
+    /// The message as it goes on: a fix is learnt from; a magnetic heading is turned true where it can be.
+    public mutating func take(_ message: BusMessage) -> BusMessage {
+        switch message {
+        case .fix:
+            self.trueNorth.observe(message)
+            return message
+        case let .heading(sample) where sample.reference == .magneticNorth:
+            guard let corrected = self.trueNorth.trueHeading(sample) else { return message }
+            self.declinationDegrees = Angle.signedDifference(from: sample.headingDegrees, to: corrected.headingDegrees)
+            return .heading(corrected)
+        default:
+            return message
+        }
+    }
+
+    /// Magnetic headings turned true, and let through magnetic for want of a position [count].
+    public var statusCounters: [StatusCounter] { self.trueNorth.statusCounters }
+}

@@ -49,8 +49,8 @@ public enum CalibrationRunner {
         defer { subscriber.close() }
 
         var calibration = Calibration()
-        // North is true north: a magnetic heading is corrected with the latest position, or waits for one.
-        var trueNorth = TrueNorth()
+        // North is true north: the source stage turns headings true once it has a position (or the config's place);
+        // a heading still magnetic waits for one.
         var waitingForPosition = false
         var lastPrompt = ""
         var result: CalibrationResult?
@@ -65,11 +65,10 @@ public enum CalibrationRunner {
                 return nil
             }
             for await received in subscriber.messages {
-                trueNorth.observe(received.message)
                 let inputs: [Calibration.Input]
                 switch received.message {
-                case let .heading(raw):
-                    guard let sample = trueNorth.trueHeading(raw) else {
+                case let .heading(sample):
+                    guard sample.reference == .trueNorth else {
                         if !waitingForPosition {
                             waitingForPosition = true
                             print(

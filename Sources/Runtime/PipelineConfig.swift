@@ -154,6 +154,13 @@ public struct PipelineConfig: Sendable {
             expanded, file: file, baseDirectory: base, calibrationMayBeMissing: calibrationMayBeMissing)
     }
 
+    /// Where magnetic headings are turned true before the first fix: the route stage's destination, when it has one
+    /// (``TrueNorthIntake``).
+    public var declinationPlace: Coordinate? {
+        guard var options = self.stages.first(where: { $0.role == .route })?.options else { return nil }
+        return try? options.coordinate("destination")
+    }
+
     /// The names of a config tree's stages of `role` (a stage's `role`, else its name), in name order.
     public static func stageNames(_ stages: [String: SettingValue], role: String) -> [String] {
         stages.filter { ($0.value["role"]?.stringValue ?? $0.key) == role }.map(\.key).sorted()

@@ -48,7 +48,9 @@ public enum Preflight {
         if let stage = config.stages.first(where: { $0.role == .source }) {
             let source = try PluginRegistry.makeSource(stage, logger: logger)
             rows =
-                await self.source(source, plugin: stage.plugin, seconds: seconds, offset: offset, limits: limits)
+                await self.source(
+                    source, plugin: stage.plugin, seconds: seconds, offset: offset, place: config.declinationPlace,
+                    limits: limits)
                 + rows
         }
         rows += self.keys(config) + self.folders(config, limits: limits)
@@ -74,12 +76,17 @@ public enum Preflight {
         let items = Mutex<[(received: Double, message: BusMessage)]>([])
     }
 
+    /// The source's own checks over `seconds` of its messages, its headings turned true as its stage turns them
+    /// (``TrueNorthIntake``, before the first fix at `place`).
     static func source(
-        _ source: any MessageSource, plugin: String, seconds: Double, offset: Double, limits: Limits
+        _ source: any MessageSource, plugin: String, seconds: Double, offset: Double, place: Coordinate? = nil,
+        limits: Limits
     ) async -> [Row] {
         let collected = Collected()
         let task = Task {
+            let intake = Mutex(TrueNorthIntake(place: place))
             try await source.run { message in
+                let message = intake.withLock { $0.take(message) }
                 collected.items.withLock { $0.append((SystemClock.wallSeconds(), message)) }
             }
         }
@@ -151,14 +158,13 @@ public enum Preflight {
         return rows
     }
 
-    /// The heading (true, less the pocket offset) against the GPS course of the fixes taken while walking.
+    /// The heading (true, less the pocket offset) against the GPS course of the fixes taken while walking; a heading
+    /// still magnetic (no place to turn it true) is not compared.
     static func course(_ fixes: [LocationFix], _ headings: [HeadingSample], offset: Double, limits: Limits) -> Row {
-        var trueNorth = TrueNorth()
         var differences: [Double] = []
         var headingIndex = 0
         let sorted = headings.sorted { $0.timeSeconds < $1.timeSeconds }
         for fix in fixes.sorted(by: { $0.timeSeconds < $1.timeSeconds }) {
-            trueNorth.observe(.fix(fix))
             guard let course = fix.courseDegrees, (fix.speedMetersPerSecond ?? 0) >= 0.8 else { continue }
             while headingIndex + 1 < sorted.count,
                 abs(sorted[headingIndex + 1].timeSeconds - fix.timeSeconds)
@@ -166,9 +172,9 @@ public enum Preflight {
             {
                 headingIndex += 1
             }
-            guard headingIndex < sorted.count, abs(sorted[headingIndex].timeSeconds - fix.timeSeconds) < 0.5,
-                let heading = trueNorth.trueHeading(sorted[headingIndex])
-            else { continue }
+            guard headingIndex < sorted.count else { continue }
+            let heading = sorted[headingIndex]
+            guard abs(heading.timeSeconds - fix.timeSeconds) < 0.5, heading.reference == .trueNorth else { continue }
             differences.append(abs(Angle.signedDifference(from: course, to: heading.headingDegrees - offset)))
         }
         guard differences.count >= 3 else {

@@ -67,7 +67,6 @@ public enum StageHost {
             throw StageHostError.composedWithKeys(stage: stage.name)
         }
         let bus = pipeline.bus
-        let time = hosting.time
         let context = hosting.hub?.context ?? ZMQContext()
         var publisher: BusPublisher?
         var subscriber: BusSubscriber?
@@ -86,8 +85,6 @@ public enum StageHost {
             }
         }
         var zap: ZAPHandler?
-        var controlListener: ControlListener?
-        defer { controlListener?.close() }
         if !stage.publish.isEmpty {
             var options = bus.publisher
             options.curve = try LinkSecurity.publisherOptions(for: stage, in: pipeline)
@@ -112,147 +109,24 @@ public enum StageHost {
                     context: context, connect: stage.inputs, options: options, logger: logger)
             }
         }
-        // The bus's counters in the stage's status: what its input dropped, and the readers its publisher refused.
-        let stageName = stage.name
-        let refusedReaders = zap
-        @Sendable func inputCounters(_ subscriber: BusSubscriber) -> @Sendable () -> [StatusCounter] {
-            {
-                subscriber.snapshot.busStatusCounters
-                    + (refusedReaders.map {
-                        [StatusCounter(name: "bus.refusedReaders", value: $0.refused(domain: stageName))]
-                    } ?? [])
-            }
-        }
         // What the input waits for, in every status the stage publishes and on its own while the stage says nothing.
         let watch = subscriber.map { InputWatch(subscriber: $0) }
         let watchdog = hosting.isComposed ? nil : ParentWatchdog.startIfLaunched(logger: logger)
         defer { watchdog?.stop() }
 
-        let service: any Service
-        switch stage.role {
-        case .source:
-            guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
-            try await Task.sleep(for: .seconds(bus.joinGraceSeconds))
-            service = SourceStage(
-                name: stage.name, source: try PluginRegistry.makeSource(stage, logger: logger), output: publisher,
-                logger: logger, time: time)
-        case .smoother:
-            guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
-            guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
-            let fixes = subscriber.messages.compactMap { received -> Arrival<LocationFix>? in
-                if case let .fix(fix) = received.message { return received.arrival(fix) }
-                return nil
-            }
-            service = SmootherStage(
-                name: stage.name, input: fixes, output: WatchedPublisher(base: publisher, watch: watch),
-                filter: try PluginRegistry.makeSmoother(stage), logger: logger,
-                inputCounters: inputCounters(subscriber), time: time)
-        case .route:
-            guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
-            guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
-            let fixes = subscriber.messages.compactMap { received -> Arrival<RouteInput>? in
-                switch received.message {
-                case let .smoothed(fix): return received.arrival(.fix(fix))
-                case let .step(step): return received.arrival(.step(step))
-                default: return nil
-                }
-            }
-            let providers = try PluginRegistry.makeRouters(stage, logger: logger)
-            var options = try RouteStageOptions.parse(stage.options).0
-            // The offline router's walking graph, when there is one: the route's junctions are found on it, and
-            // with `place` ways or network the walker is placed on its ways.
-            options.graph = providers.lazy.compactMap { ($0 as? OSMRouteProvider)?.graph }.first
-            if options.place != .smoothed {
-                guard let graph = options.graph else {
-                    throw ConfigError.invalidValue(
-                        path: "stages.\(stage.name).options.place", expected: "an `osm` router among the providers",
-                        found: providers.map(\.name).joined(separator: ", "))
-                }
-                options.ways = graph
-            }
-            service = RouteControllerStage(
-                name: stage.name, input: fixes, output: WatchedPublisher(base: publisher, watch: watch),
-                providers: providers, options: options, logger: logger, inputCounters: inputCounters(subscriber),
-                time: time)
-        case .haptic:
-            guard let publisher else { throw StageHostError.needsPublish(stage: stage.name) }
-            guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
-            let inputs = subscriber.compactMap { event -> Arrival<SinkInput>? in
-                switch event {
-                case let .message(received):
-                    switch received.message {
-                    case let .heading(sample): return received.arrival(.heading(sample))
-                    case let .attitude(attitude): return received.arrival(.attitude(attitude))
-                    case let .target(target): return received.arrival(.target(target))
-                    case let .progress(progress): return received.arrival(.progress(progress))
-                    case let .turn(event): return received.arrival(.turn(event))
-                    case .route, .smoothed: return received.arrival(.context(received.message))
-                    default: return nil
-                    }
-                case let .publisherLost(_, stage, _):
-                    return Arrival(
-                        .publisherLost(stage: stage), sender: stage,
-                        receivedSeconds: time.monotonicSeconds())
-                case .publisherUp: return nil
-                }
-            }
-            let (devices, options) = try HapticStageOptions.parse(stage, logger: logger, check: false)
-            let control = try ControlConfig.parse(stage, calibrationFile: nil)
-            var listenerOptions = ControlListenerOptions()
-            if control != nil, let key = stage.key, let security = pipeline.security {
-                var keys: Set<String> = []
-                for name in control?.senders ?? [] {
-                    let publicKey = try security.publicKey(name)
-                    keys.insert(publicKey)
-                    listenerOptions.senderNames[publicKey] = name
-                }
-                listenerOptions.curve = CurveServerOptions(identity: try security.keyPair(key), readers: keys)
-                if zap == nil { zap = try context.zapHandler(logger: logger) }
-            }
-            let listener = Mutex<ControlListener?>(nil)
-            let busCounters = inputCounters(subscriber)
-            let senderRefusals = zap
-            let sink = HapticSinkStage(
-                name: stage.name, input: inputs, output: WatchedPublisher(base: publisher, watch: watch),
-                devices: devices, options: options, logger: logger, time: time,
-                inputCounters: {
-                    busCounters() + (listener.withLock { $0 }?.statusCounters ?? [])
-                        + (senderRefusals.map {
-                            // Wrong keys (the ZAP handler's) and senders with no key at all (the listener's monitor).
-                            let plain = listener.withLock { $0 }?.refusedHandshakes ?? 0
-                            return [
-                                StatusCounter(
-                                    name: "control.refusedSenders",
-                                    value: $0.refused(domain: "control:\(stageName)") &+ plain)
-                            ]
-                        } ?? [])
-                })
-            if let control {
-                do {
-                    let made = try ControlListener(
-                        context: context, bind: control.listen.map(hosting.endpoint), stage: stage.name,
-                        options: listenerOptions, zap: zap,
-                        logger: logger
-                    ) { request, sender in await sink.control(request, sender: sender) }
-                    listener.withLock { $0 = made }
-                    controlListener = made
-                } catch {
-                    throw StageHostError.cannotListen(
-                        stage: stage.name, endpoints: control.listen.map(hosting.endpoint), reason: "\(error)")
-                }
-                logger.info("taking the experimenter's commands on \(control.listen.joined(separator: ", "))")
-            }
-            service = sink
-        case .recorder:
-            guard let subscriber else { throw StageHostError.needsInputs(stage: stage.name) }
-            let records = subscriber.messages.map(\.recorded)
-            let recorder = try PluginRegistry.makeSink(stage, logger: logger)
-            // A session carries what its report needs: the config that recorded it (and so its map).
-            if let session = recorder as? MCAPRecorder {
-                SessionConfigRecord.write(pipeline, into: session.options.folder, logger: logger)
-            }
-            service = RecorderStage(name: stage.name, input: records, sink: recorder, logger: logger)
+        // The role's factory makes the stage (``StageFactory/registry``).
+        guard let factory = StageFactory.registry[stage.role] else {
+            throw ConfigError.invalidValue(
+                path: "stages.\(stage.name).role", expected: "a role with a stage factory", found: stage.role.rawValue)
         }
+        let setup = StageSetup(
+            stage: stage, pipeline: pipeline, logger: logger, hosting: hosting, context: context,
+            publisher: publisher, subscriber: subscriber, watch: watch, zap: zap)
+        let made = try await factory.make(setup)
+        defer { for close in made.closeWhenDone { close() } }
+        let service = made.service
+        let keptAlive = made.keptAlive
+        defer { withExtendedLifetime(keptAlive) {} }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)
         ]
@@ -260,7 +134,8 @@ public enum StageHost {
             services.append(
                 .init(
                     service: InputWatchReporter(
-                        stage: stage.name, watch: watch, publisher: publisher, counters: inputCounters(subscriber),
+                        stage: stage.name, watch: watch, publisher: publisher,
+                        counters: setup.inputCounters(subscriber),
                         logger: logger),
                     successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore))
         }

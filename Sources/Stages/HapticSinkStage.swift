@@ -138,8 +138,9 @@ where Input.Element == Arrival<SinkInput> {
     private var cuesSent = 0
     /// The oldest input a cue was computed from, since the start [seconds]: the fail-safe keeps it within the limit.
     private var oldestInputActedOn = 0.0
-    /// Magnetic headings turned true at the guidance target's position (a few metres from the walker).
-    private var trueNorth = TrueNorth()
+    /// Magnetic headings refused: headings are turned true where they enter (the source stage), and a bearing is
+    /// never compared with a magnetic heading [count].
+    private var magneticHeadings: UInt64 = 0
     /// Headings not acted on because their accuracy was worse than the limit [count].
     private var inaccurateHeadings: UInt64 = 0
     /// The experimenter's stop in force: every output silent, nothing rendered, until resumed.
@@ -204,7 +205,7 @@ where Input.Element == Arrival<SinkInput> {
         counters.append(StatusCounter(name: "turns.withheld", value: self.turnsWithheld))
         counters.append(StatusCounter(name: "turns.dropped", value: self.turnsDropped))
         counters.append(StatusCounter(name: "stopped", value: self.stop == nil ? 0 : 1))
-        counters += self.trueNorth.statusCounters
+        counters.append(StatusCounter(name: "heading.magneticRefused", value: self.magneticHeadings))
         try? await self.reporter.publish(health, message, counters: counters, timeCheck: self.timeCheck)
     }
 
@@ -299,7 +300,6 @@ where Input.Element == Arrival<SinkInput> {
             guard let current = await self.admit(arrival, topic: "target", measurementSeconds: target.timeSeconds)
             else { return }
             self.target = target
-            self.trueNorth.observe(.target(target))
             await self.apply(self.failSafe.target(currentAt: current, now: self.time.monotonicSeconds()))
         case let .progress(progress):
             guard await self.admit(arrival, topic: "progress", measurementSeconds: progress.timeSeconds) != nil else {
@@ -328,7 +328,6 @@ where Input.Element == Arrival<SinkInput> {
         case .attitude:
             break
         case let .context(message):
-            self.trueNorth.observe(message)
             for device in self.devices { await device.observe(message) }
         case let .publisherLost(stage):
             self.logger.warning("sink '\(self.name)': publisher '\(stage)' lost")
@@ -341,11 +340,14 @@ where Input.Element == Arrival<SinkInput> {
     private func handleHeading(_ raw: HeadingSample, _ arrival: Arrival<SinkInput>) async {
         guard let current = await self.admit(arrival, topic: "heading", measurementSeconds: raw.timeSeconds)
         else { return }
-        // Bearings are true: a magnetic heading is corrected first, or not used at all.
-        guard let sample = self.trueNorth.trueHeading(raw) else {
-            self.failSafe.headingUnusable("magnetic heading and no position yet to correct it")
+        // Bearings are true, and so are the headings the source stage lets through once it knows where it is: a
+        // magnetic one (the source had no position yet, or a client that publishes headings of its own) is not used.
+        guard raw.reference == .trueNorth else {
+            self.magneticHeadings &+= 1
+            self.failSafe.headingUnusable("magnetic heading (the source turns headings true once it has a position)")
             return
         }
+        let sample = raw
         // A heading that says it may be far off (a disturbed compass) is not acted on, nor counted as fresh.
         if let accuracy = sample.accuracyDegrees, accuracy > self.options.maximumHeadingAccuracyDegrees {
             self.inaccurateHeadings &+= 1

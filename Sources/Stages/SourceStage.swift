@@ -19,16 +19,17 @@ public actor SourceStage<Output: MessagePublisher>: Service {
     /// When the source last emitted [seconds, the stage's monotonic time].
     private var lastEmission: Double
     private let staleAfterSeconds: Double
-    /// Magnetic headings are referred to true north here, with the latest fix; before the first fix they go out as
-    /// magnetic (and say so), for the readers to correct or refuse.
-    private var trueNorth = TrueNorth()
-    private var declinationDegrees: Double?
+    /// Magnetic headings are turned true here (``TrueNorthIntake``), and nowhere after.
+    private var trueNorth: TrueNorthIntake
 
-    /// Creates the stage on `time` (the system's clocks by default).
+    /// Creates the stage on `time` (the system's clocks by default); magnetic headings before the first fix are turned
+    /// true at `place` (the config's) when given.
     public init(
         name: String, source: any MessageSource, output: Output, logger: Logger,
-        statusIntervalSeconds: Double = 2, staleAfterSeconds: Double = 2, time: StageTime = .system
+        statusIntervalSeconds: Double = 2, staleAfterSeconds: Double = 2, place: Coordinate? = nil,
+        time: StageTime = .system
     ) {
+        self.trueNorth = TrueNorthIntake(place: place)
         self.time = time
         self.lastEmission = time.monotonicSeconds()
         self.staleAfterSeconds = staleAfterSeconds
@@ -54,24 +55,13 @@ public actor SourceStage<Output: MessagePublisher>: Service {
         try await self.reporter.publish(health, message, counters: counters)
     }
 
-    /// Observes fixes; turns magnetic headings true once a fix has been seen.
     private func referToTrueNorth(_ message: BusMessage) -> BusMessage {
-        switch message {
-        case .fix:
-            self.trueNorth.observe(message)
-            return message
-        case let .heading(sample) where sample.reference == .magneticNorth:
-            guard let corrected = self.trueNorth.trueHeading(sample) else { return message }
-            self.declinationDegrees = Angle.signedDifference(from: sample.headingDegrees, to: corrected.headingDegrees)
-            return .heading(corrected)
-        default:
-            return message
-        }
+        self.trueNorth.take(message)
     }
 
     /// "; headings to true north (declination +3.3°)" once a magnetic heading has been corrected.
     private var declinationText: String {
-        guard let declination = self.declinationDegrees else { return "" }
+        guard let declination = self.trueNorth.declinationDegrees else { return "" }
         return
             "; headings to true north (declination \(declination >= 0 ? "+" : "")\(fixedDecimal(declination, digits: 1))°)"
     }

@@ -310,3 +310,53 @@ private struct QuietLiveSource: MessageSource {
         #expect(abs(walker.lengthMeters - 659) < 7)
     }
 }
+
+/// A phone in Seattle (declination about 15° east): a magnetic heading of 300°, then a fix, then the heading again.
+private struct MagneticPhone: MessageSource {
+    static let id = "magnetic-phone"
+    func run(emit: @Sendable (BusMessage) async throws -> Void) async throws {
+        let heading = HeadingSample(timeSeconds: 1_790_000_000, headingDegrees: 300, reference: .magneticNorth)
+        try await emit(.heading(heading))
+        try await emit(
+            .fix(
+                LocationFix(
+                    timeSeconds: 1_790_000_001, latitude: 47.6062, longitude: -122.3321, horizontalAccuracyMeters: 5)))
+        var later = heading
+        later.timeSeconds += 2
+        try await emit(.heading(later))
+    }
+}
+
+/// Magnetic headings are turned true where they enter, the source stage: at the latest fix, and before the first at
+/// the config's place; with neither they go on magnetic, for the readers to refuse.
+@Suite struct TrueNorthAtTheSourceTests {
+    private func headings(place: Coordinate?) async throws -> [HeadingSample] {
+        let output = MemoryPublisher()
+        let stage = SourceStage(
+            name: "phone", source: MagneticPhone(), output: output, logger: Logger(label: "test"), place: place)
+        try await stage.run()
+        return await output.messages.compactMap { if case let .heading(h) = $0 { h } else { nil } }
+    }
+
+    @Test func beforeTheFirstFixTheConfigsPlaceServes() async throws {
+        let seattle = Coordinate(latitude: 47.6062, longitude: -122.3321)
+        let declination = try #require(
+            MagneticModel.wmm2025.field(
+                latitude: seattle.latitude, longitude: seattle.longitude, timeSeconds: 1_790_000_000)
+        ).declinationDegrees
+        #expect(declination > 14 && declination < 17)
+        // A place 50 km away: the declination there differs by well under a degree.
+        let headings = try await self.headings(place: Coordinate(latitude: 47.2, longitude: -122.0))
+        #expect(headings.count == 2)
+        #expect(headings.allSatisfy { $0.reference == .trueNorth })
+        for heading in headings {
+            #expect(abs(Angle.signedDifference(from: 300 + declination, to: heading.headingDegrees)) < 1)
+        }
+    }
+
+    @Test func withoutAPlaceTheFirstGoesOnMagneticAndTheRestTrue() async throws {
+        let headings = try await self.headings(place: nil)
+        #expect(headings.map(\.reference) == [.magneticNorth, .trueNorth])
+        #expect(headings.first?.headingDegrees == 300)
+    }
+}
