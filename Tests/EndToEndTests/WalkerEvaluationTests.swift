@@ -76,15 +76,16 @@ extension ProcessSuites {
             #expect(report.stdout.contains("arrived"), "\(report.stdout)")
         }
 
-        /// Participants who act on turn events, each stage its own process: every walk hears the route controller's
+        /// Participants who act on turn events, the stages composed (the same stage code and messages as a process
+        /// each: `stagesComposedInOneProcessGiveTheSameWalksAsAProcessEach`): every walk hears the route controller's
         /// announcements as the sink rendered them, walks its route to the arrival, and takes the turns it was told.
-        @Test func eventFollowingParticipantsThroughTheRealProcessesHearTheTurnsAndArrive() async throws {
+        @Test func eventFollowingParticipantsHearTheTurnsAndArrive() async throws {
             let run = try ChildProcess(
                 try hapticnavExecutable(),
                 [
                     "eval", "walkers", "--config", repositoryRoot.appendingPathComponent("configs/demo.json5").path,
                     "--pairs", repositoryRoot.appendingPathComponent("data/routing/monaco-pedestrian-routes.json").path,
-                    "--routes", "3", "--seeds", "1", "--noise", "5", "--participant", "events", "--processes", "--json",
+                    "--routes", "3", "--seeds", "1", "--noise", "5", "--participant", "events", "--json",
                     "--set", "stages.route.options.guidance=events",
                 ])
             #expect(await run.wait(seconds: 400) == 0, "\(run.stderr.suffix(2000))")
@@ -103,17 +104,17 @@ extension ProcessSuites {
             }
         }
 
-        /// The place on the network (`place: network`) through the real processes, GPS error correlated over 30 s:
-        /// network participants arrive on every route, never falsely, and the route controller places them along the
-        /// route far nearer where they are than from the smoothed fix (the same walks' error, `place: smoothed`).
-        @Test func theNetworkPlaceThroughTheRealProcessesPlacesWalkersAlongTheRoute() async throws {
+        /// The place on the network (`place: network`), the stages composed, GPS error correlated over 30 s: network
+        /// participants arrive on every route, never falsely, and the route controller places them along the route far
+        /// nearer where they are than from the smoothed fix (the same walks' error, `place: smoothed`).
+        @Test func theNetworkPlacePlacesWalkersAlongTheRoute() async throws {
             let run = try ChildProcess(
                 try hapticnavExecutable(),
                 [
                     "eval", "walkers", "--config", repositoryRoot.appendingPathComponent("configs/demo.json5").path,
                     "--pairs", repositoryRoot.appendingPathComponent("data/routing/monaco-pedestrian-routes.json").path,
-                    "--routes", "3", "--seeds", "1", "--noise", "5c", "--participant", "network", "--processes",
-                    "--json", "--set", "stages.route.options.place=smoothed,network",
+                    "--routes", "3", "--seeds", "1", "--noise", "5c", "--participant", "network", "--json", "--set",
+                    "stages.route.options.place=smoothed,network",
                 ])
             #expect(await run.wait(seconds: 400) == 0, "\(run.stderr.suffix(2000))")
             let object = try #require(
