@@ -148,8 +148,7 @@ public struct PipelineConfig: Sendable {
         tree root: SettingValue, file: String, calibrationMayBeMissing: Bool = false
     ) throws -> PipelineConfig {
         let base = Self.baseDirectory(of: root, file: file)
-        let expanded = try Self.expandVariables(
-            root, environment: ProcessInfo.processInfo.environment, path: "the config")
+        let expanded = try root.expandingVariables(environment: ProcessInfo.processInfo.environment, path: "the config")
         return try self.parse(
             expanded, file: file, baseDirectory: base, calibrationMayBeMissing: calibrationMayBeMissing)
     }
@@ -439,15 +438,6 @@ public struct PipelineConfig: Sendable {
         try topics.finish()
         try settings.finish()
         return bus
-    }
-
-    /// Replaces `${NAME}` and `${NAME:-default}` in every string with the environment's value, so that
-    /// one config serves several hosts (`HAPTICNAV_GROUP1_HOST=10.0.0.5 hapticnav run --group 2 …`).
-    public static func expandVariables(
-        _ value: SettingValue, environment: [String: String],
-        path: String
-    ) throws(ConfigError) -> SettingValue {
-        try value.expandingVariables(environment: environment, path: path)
     }
 
     private static func describe(_ error: DecodingError) -> String {

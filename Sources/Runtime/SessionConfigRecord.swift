@@ -19,8 +19,8 @@ public enum SessionConfigRecord {
         do {
             // The config as it ran: its directory absolute (ConfigSweep's, with nothing set), its variables expanded.
             let tree = try ConfigSweep.config(file: pipeline.file, setting: [])
-            let expanded = try PipelineConfig.expandVariables(
-                tree, environment: ProcessInfo.processInfo.environment, path: "the config")
+            let expanded = try tree.expandingVariables(
+                environment: ProcessInfo.processInfo.environment, path: "the config")
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             try Paths.createFolders(folder)

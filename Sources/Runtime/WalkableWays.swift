@@ -43,8 +43,8 @@ public enum WalkableWays {
     /// stage's `map` setting (a simulated walker's); nil when it has none.
     public static func map(config: String) -> String? {
         guard let root = try? PipelineConfig.readTree(file: config),
-            let expanded = try? PipelineConfig.expandVariables(
-                root, environment: ProcessInfo.processInfo.environment, path: "the config"),
+            let expanded = try? root.expandingVariables(
+                environment: ProcessInfo.processInfo.environment, path: "the config"),
             case let .object(stages)? = expanded["stages"]
         else { return nil }
         let base = PipelineConfig.baseDirectory(of: expanded, file: config)

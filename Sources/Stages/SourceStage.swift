@@ -58,7 +58,6 @@ public actor SourceStage<Output: MessagePublisher>: Service {
     private func referToTrueNorth(_ message: BusMessage) -> BusMessage {
         self.trueNorth.take(message)
     }
-
     /// "; headings to true north (declination +3.3°)" once a magnetic heading has been corrected.
     private var declinationText: String {
         guard let declination = self.trueNorth.declinationDegrees else { return "" }

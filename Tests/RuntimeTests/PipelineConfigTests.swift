@@ -331,10 +331,10 @@ import TestSupport
             "a": .string("tcp://${HOST:-127.0.0.1}:${PORT:-5601}"),
             "b": .array([.string("${HOST}")]),
         ])
-        let expanded = try PipelineConfig.expandVariables(value, environment: ["HOST": "10.1.2.3"], path: "c")
+        let expanded = try value.expandingVariables(environment: ["HOST": "10.1.2.3"], path: "c")
         #expect(expanded == .object(["a": .string("tcp://10.1.2.3:5601"), "b": .array([.string("10.1.2.3")])]))
         #expect(throws: ConfigError.self) {
-            try PipelineConfig.expandVariables(.string("${MISSING}"), environment: [:], path: "c")
+            try SettingValue.string("${MISSING}").expandingVariables(environment: [:], path: "c")
         }
     }
 }
