@@ -24,6 +24,9 @@ struct WalkTally {
     private var lastAlongError = Double.nan
     private var lastOffMeters = Double.nan
     private var turnArounds: [WalkerEvaluation.TurnAround] = []
+    /// When the walker first came within 5 m of the destination [seconds into the walk], and the arrival cue's time.
+    private var nearDestinationAt: Double?
+    private var arrivalAt: Double?
 
     /// The cue in force at a step: a turn cue's onset, a turn-around's onset.
     mutating func felt(_ kind: CueKind, at seconds: Double) {
@@ -89,10 +92,19 @@ struct WalkTally {
         self.judgedChoices = choices.count
     }
 
+    /// Where the walker is against the destination: the first time they come within 5 m of it.
+    mutating func approach(_ position: Coordinate, destination: Coordinate, at seconds: Double) {
+        if self.nearDestinationAt == nil && FlatProjection.distance(position, destination) <= 5 {
+            self.nearDestinationAt = seconds
+        }
+    }
+
     /// The arrival cue, where the walker was when it came: an arrival within 10 m, or a false one.
-    mutating func arrived(at position: Coordinate, destination: Coordinate) {
+    mutating func arrived(at position: Coordinate, destination: Coordinate, at seconds: Double) {
+        self.approach(position, destination: destination, at: seconds)
         self.arrivedNear = FlatProjection.distance(position, destination) <= 10
         self.arrivedFar = !self.arrivedNear
+        self.arrivalAt = seconds
     }
 
     /// The walk these figures make.
@@ -114,6 +126,8 @@ struct WalkTally {
         walk.wrongJunctions = self.wrongJunctions
         walk.turnArounds = self.turnArounds
         walk.turnEvents = self.turnEvents
+        // From within 5 m of the destination to the arrival cue, or to the walk's end without it.
+        walk.destinationWaitSeconds = self.nearDestinationAt.map { max(0, (self.arrivalAt ?? seconds) - $0) }
         walk.alongErrorsMeters = self.alongErrors.map { ($0 * 100).rounded() / 100 }
         walk.placeErrorsMeters = self.placeErrors.map { ($0 * 100).rounded() / 100 }
         return walk

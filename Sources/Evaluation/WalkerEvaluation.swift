@@ -194,6 +194,9 @@ public enum WalkerEvaluation {
         public var arrived: Bool
         /// The arrival cue came while the participant was truly more than 10 m from the destination.
         public var falseArrival = false
+        /// From the participant's first coming within 5 m of the destination to the arrival cue (or to the walk's
+        /// end without one) [seconds]; nil when they never came that near.
+        public var destinationWaitSeconds: Double?
         /// Junctions passed within 5 m of the route in force, and at how many of them the branch taken left it
         /// (its point 8 m along more than 5 m from the route, or behind the junction along it) [count].
         public var junctionsOnRoute = 0
@@ -276,6 +279,10 @@ public enum WalkerEvaluation {
         public var restarts: Int
         /// Walks announced as arrived more than 10 m from the destination [count].
         public var falseArrivals = 0
+        /// From within 5 m of the destination to the arrival cue, median and longest over the walks that came that
+        /// near [seconds].
+        public var destinationWaitMedianSeconds = Double.nan
+        public var destinationWaitLongestSeconds = Double.nan
         public var wrongBranchesPerWalk = 0.0
         /// Of them, the branches taken at junctions walked through unnoticed (participants following events).
         public var unnoticedWrongBranchesPerWalk = 0.0
@@ -460,6 +467,7 @@ public enum WalkerEvaluation {
         let count = Double(max(1, walks.count))
         let minutes = walks.map(\.seconds).reduce(0, +) / 60
         let ratios = walks.map { $0.seconds / max(1, $0.routeSeconds) }.sorted()
+        let waits = walks.compactMap(\.destinationWaitSeconds).sorted()
         let latencies = walks.flatMap(\.latenciesMilliseconds).sorted()
         func percentile(_ values: [Double], _ p: Double) -> Double {
             values.isEmpty ? .nan : values[min(values.count - 1, Int(Double(values.count - 1) * p))]
@@ -479,6 +487,8 @@ public enum WalkerEvaluation {
             cueLatencyP99Milliseconds: percentile(latencies, 0.99),
             timeouts: walks.map(\.timeouts).reduce(0, +), restarts: walks.map(\.restarts).reduce(0, +),
             falseArrivals: walks.filter(\.falseArrival).count,
+            destinationWaitMedianSeconds: percentile(waits, 0.5),
+            destinationWaitLongestSeconds: waits.last ?? .nan,
             wrongBranchesPerWalk: Double(walks.map(\.wrongBranches).reduce(0, +)) / count,
             unnoticedWrongBranchesPerWalk: Double(
                 walks.map { $0.wrongJunctions.filter { $0.basis == .missed }.count }
@@ -504,7 +514,7 @@ public enum WalkerEvaluation {
         let width = labels.isEmpty ? 0 : max(9, labels.map(\.count).max()!) + 2
         var lines = [
             (width > 0 ? "settings".padded(to: width) : "")
-                + "participant  condition   walks  arrived  false arr.  on route  wrong branches/walk  unnoticed  junctions right  stops/walk  turn cues/min  time ×route  reroutes/walk  wrong-way/walk  smoothed RMS  place RMS  along mean, RMS/p95  cue latency p50/p99"
+                + "participant  condition   walks  arrived  false arr.  wait at dest. p50/max  on route  wrong branches/walk  unnoticed  junctions right  stops/walk  turn cues/min  time ×route  reroutes/walk  wrong-way/walk  smoothed RMS  place RMS  along mean, RMS/p95  cue latency p50/p99"
         ]
         for s in summaries {
             let network = s.participant.onNetwork
@@ -512,7 +522,8 @@ public enum WalkerEvaluation {
                 (width > 0 ? (s.settings ?? "").padded(to: width) : "")
                     + s.participant.rawValue.padded(to: 13) + s.condition.padded(to: 10)
                     + String(
-                        cFormat: "%6d  %6.1f%%  %10d  %7.1f%%  ", s.walks, s.arrivedPercent, s.falseArrivals,
+                        cFormat: "%6d  %6.1f%%  %10d  %11.0f / %4.0f s  %7.1f%%  ", s.walks, s.arrivedPercent,
+                        s.falseArrivals, s.destinationWaitMedianSeconds, s.destinationWaitLongestSeconds,
                         s.onRoutePercent)
                     + (network
                         ? String(
@@ -897,7 +908,7 @@ public enum WalkerEvaluation {
             }
             tally.felt(felt, at: t)
             if felt == .arrival {
-                tally.arrived(at: participant.position, destination: pair.destination)
+                tally.arrived(at: participant.position, destination: pair.destination, at: t)
                 endedAt = t
                 break
             }
@@ -908,6 +919,7 @@ public enum WalkerEvaluation {
                 tally.judge(walker.choices, against: currentLine, at: t)
             }
             if participant.started, let line = currentLine { tally.track(participant.position, on: line) }
+            if participant.started { tally.approach(participant.position, destination: pair.destination, at: t) }
             step += 1
             endedAt = t
         }

@@ -118,6 +118,9 @@ public struct NetworkPlace: Sendable {
         /// The position's error as the filter has it [metres east, north], the weighted mean over the particles.
         public var biasEast: Double
         public var biasNorth: Double
+        /// How far the smoothed fix may be from the walker, one σ per axis, as the filter has learnt it (its slowly
+        /// varying error and the error beside it) [metres].
+        public var errorSigmaMeters = 0.0
     }
 
     /// A particle: a place on a directed edge of the graph, and its estimate of the position's bias.
@@ -577,6 +580,8 @@ public struct NetworkPlace: Sendable {
             point: plane.unproject(point),
             directionDegrees: direction >= 0 ? self.bearing(low, high) : self.bearing(high, low), share: share,
             sure: share >= self.options.sureShare && bias.meters <= self.gate(accuracy: accuracy),
-            biasEast: bias.east, biasNorth: bias.north)
+            biasEast: bias.east, biasNorth: bias.north,
+            errorSigmaMeters: (self.biasSigma(accuracy: accuracy) * self.biasSigma(accuracy: accuracy)
+                + self.options.noiseSigmaMeters * self.options.noiseSigmaMeters).squareRoot())
     }
 }

@@ -420,14 +420,27 @@ public struct RouteTracker: Sendable {
         if self.state == .rerouting { self.state = .offRoute }
     }
 
+    /// The position as measured, beside a place estimated otherwise (on the ways), and how far it may be from the
+    /// walker (one σ per axis, as the estimate has learnt it: a street canyon's error outlasts any smoothing).
+    public struct ArrivalWitness: Sendable, Equatable {
+        public var position: Coordinate
+        public var errorSigmaMeters: Double
+
+        public init(position: Coordinate, errorSigmaMeters: Double) {
+            self.position = position
+            self.errorSigmaMeters = errorSigmaMeters
+        }
+    }
+
     /// Takes one smoothed fix; nil until there is a route. `offRouteMeters`, when given, is the distance from the route
     /// beyond which this fix is off it, instead of the options' (a walker matched to a way that is not the route's is
     /// off it however near that way runs). `arrivalWitness`, when the fix's place is an estimate of another kind (on
     /// the ways), is the position as measured: the destination is reached only when it too is within the arrival
-    /// radius and the fix's accuracy of it (a walker placed on a way near the destination, who is not there, is not
-    /// told they have arrived).
+    /// radius and two σ of its error (the larger of the fix's accuracy and the witness's own σ) of it. A walker placed
+    /// on a way near the destination, who is not there, is not told they have arrived; one standing there is, though
+    /// the error of the fix, correlated over tens of seconds, holds it a few metres off.
     public mutating func update(
-        with fix: SmoothedFix, offRouteMeters: Double? = nil, arrivalWitness: Coordinate? = nil
+        with fix: SmoothedFix, offRouteMeters: Double? = nil, arrivalWitness: ArrivalWitness? = nil
     ) -> Update? {
         guard let route = self.route, let line = self.polyline, !route.waypoints.isEmpty else { return nil }
         let walker = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
@@ -486,7 +499,8 @@ public struct RouteTracker: Sendable {
             let witnessed =
                 !isArrival
                 || arrivalWitness.map {
-                    FlatProjection.distance($0, waypoint.coordinate) <= radius + fix.horizontalAccuracyMeters
+                    FlatProjection.distance($0.position, waypoint.coordinate)
+                        <= radius + 2 * max(fix.horizontalAccuracyMeters, $0.errorSigmaMeters)
                 } ?? true
             guard (distance <= radius || passed) && witnessed else { break }
             update.completedWaypoints.append(self.nextWaypoint)

@@ -354,6 +354,7 @@ where Input.Element == Arrival<RouteInput> {
         // side of a street), so that a new route starts along the way they are on.
         var tracked = fix
         var offRouteMeters: Double?
+        var witness: RouteTracker.ArrivalWitness?
         if self.matcher != nil {
             let moved = self.lastMatchTime.map { max(0, fix.timeSeconds - $0) * fix.speedMetersPerSecond }
             self.lastMatchTime = fix.timeSeconds
@@ -375,6 +376,7 @@ where Input.Element == Arrival<RouteInput> {
             if let estimate, estimate.sure, let route = self.tracker.route {
                 tracked.latitude = estimate.point.latitude
                 tracked.longitude = estimate.point.longitude
+                witness = RouteTracker.ArrivalWitness(position: here, errorSigmaMeters: estimate.errorSigmaMeters)
                 // Sure of a way that is not the route's: off the route, however near that way runs.
                 let onRouteWay = (self.routeLine(route).project(estimate.point)?.distanceMeters ?? .infinity) <= 2
                 if !onRouteWay { offRouteMeters = 2 }
@@ -385,7 +387,7 @@ where Input.Element == Arrival<RouteInput> {
         }
         guard
             let update = self.tracker.update(
-                with: tracked, offRouteMeters: offRouteMeters, arrivalWitness: self.network == nil ? nil : here),
+                with: tracked, offRouteMeters: offRouteMeters, arrivalWitness: witness),
             let route = self.tracker.route
         else { return }
         if fix.timeSeconds - self.lastPublished >= self.options.republishSeconds {

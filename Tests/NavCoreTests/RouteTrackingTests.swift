@@ -230,16 +230,46 @@ struct ScriptedWalk {
                 horizontalAccuracyMeters: 2, speedMetersPerSecond: 1.3, courseDegrees: 0, reset: false)
         }
         for (index, north) in stride(from: 0.0, through: 140, by: 10).enumerated() {
-            _ = tracker.update(with: fix(north: north, time: Double(index)), arrivalWitness: at(north))
+            _ = tracker.update(with: fix(north: north, time: Double(index)), arrivalWitness: .init(position: at(north), errorSigmaMeters: 1))
         }
         let witnessFar = Geodesic.wgs84.direct(from: at(150), azimuthDegrees: 90, distanceMeters: 12).coordinate
-        let farAnswer = tracker.update(with: fix(north: 150, time: 20), arrivalWitness: witnessFar)
+        let farAnswer = tracker.update(with: fix(north: 150, time: 20), arrivalWitness: .init(position: witnessFar, errorSigmaMeters: 1))
         let far = try #require(farAnswer)
         #expect(!far.arrived)
         let witnessNear = Geodesic.wgs84.direct(from: at(150), azimuthDegrees: 90, distanceMeters: 3.5).coordinate
-        let nearAnswer = tracker.update(with: fix(north: 150, time: 21), arrivalWitness: witnessNear)
+        let nearAnswer = tracker.update(with: fix(north: 150, time: 21), arrivalWitness: .init(position: witnessNear, errorSigmaMeters: 1))
         let near = try #require(nearAnswer)
         #expect(near.arrived)
+    }
+
+    /// Under a street canyon's error (the witness's σ as the place on the ways has learnt it, 5 m), a walker standing
+    /// at the destination whose fix is held 9 m off arrives; a fix 13 m off does not (two σ and the radius: 12 m).
+    @Test func aWitnessWithCorrelatedErrorArrivesWithinTwoOfItsSigmas() throws {
+        func walk(witnessOff: Double) throws -> Bool {
+            var tracker = RouteTracker()
+            tracker.setRoute(self.route(from: self.east))
+            func at(_ north: Double) -> Coordinate {
+                Geodesic.wgs84.direct(from: self.east, azimuthDegrees: 0, distanceMeters: north).coordinate
+            }
+            func fix(north: Double, time: Double) -> SmoothedFix {
+                SmoothedFix(
+                    timeSeconds: time, latitude: at(north).latitude, longitude: at(north).longitude,
+                    horizontalAccuracyMeters: 2, speedMetersPerSecond: 1.3, courseDegrees: 0, reset: false)
+            }
+            for (index, north) in stride(from: 0.0, through: 140, by: 10).enumerated() {
+                _ = tracker.update(
+                    with: fix(north: north, time: Double(index)),
+                    arrivalWitness: .init(position: at(north), errorSigmaMeters: 5))
+            }
+            let witness = Geodesic.wgs84.direct(from: at(150), azimuthDegrees: 270, distanceMeters: witnessOff)
+            let update = tracker.update(
+                with: fix(north: 150, time: 20),
+                arrivalWitness: .init(position: witness.coordinate, errorSigmaMeters: 5))
+            let answer = try #require(update)
+            return answer.arrived
+        }
+        #expect(try walk(witnessOff: 9))
+        #expect(try !walk(witnessOff: 13))
     }
 
     @Test func waypointModeAimsAtTheNextWaypoint() {
