@@ -7,6 +7,8 @@ let package = Package(
     products: [
         .executable(name: "hapticnav", targets: ["hapticnav"]),
         .library(name: "NavCore", targets: ["NavCore"]),
+        .library(name: "MapLogic", targets: ["MapLogic"]),
+        .library(name: "HapticLogic", targets: ["HapticLogic"]),
         .library(name: "Bus", targets: ["Bus"]),
     ],
     dependencies: [
@@ -15,8 +17,15 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
-        // Pure values and state machines: messages, wire codec, geodesy, filters. No I/O.
+        // The three rooms, pure values and state machines without I/O. The shared core: messages, wire codec,
+        // geodesy, time, settings, the sources' contract and the true-north conversion. Both groups stand on it.
         .target(name: "NavCore"),
+        // Group 1's logic (map logic): the smoother, the walking graph, the place on the ways, route tracking, turn
+        // events. Nothing of Group 2 reaches it, and it reaches nothing of Group 2.
+        .target(name: "MapLogic", dependencies: ["NavCore"]),
+        // Group 2's logic (haptic logic): guidance, the pocket calibration, the sink's fail-safe, its output devices'
+        // contract and fallback. It never sees the map.
+        .target(name: "HapticLogic", dependencies: ["NavCore"]),
 
         // Files, threads and child processes over the C library: what stages need of an OS, without Foundation.
         .target(name: "SystemIO", dependencies: ["CSpawn"]),
@@ -39,7 +48,7 @@ let package = Package(
         .target(
             name: "Stages",
             dependencies: [
-                "NavCore", "SystemIO",
+                "NavCore", "MapLogic", "HapticLogic", "SystemIO",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -48,7 +57,7 @@ let package = Package(
         // Plugins: one target per swappable part.
         .target(
             name: "SimSource",
-            dependencies: ["MapFiles", "NavCore", "Parsers"],
+            dependencies: ["MapFiles", "NavCore", "MapLogic", "Parsers"],
             path: "plugins/SimSource"
         ),
         // libxml2, reached through the system library (Debian: libxml2-dev), and the parsers plugins share.
@@ -62,7 +71,7 @@ let package = Package(
         .target(name: "Parsers", dependencies: ["NavCore", "CXMLSAX", "SystemIO"], path: "Sources/Support/Parsers"),
         // Maps: OpenStreetMap XML and PBF, and the walking graph's cache.
         .target(
-            name: "MapFiles", dependencies: ["NavCore", "Parsers", "CZlib", "SystemIO"],
+            name: "MapFiles", dependencies: ["NavCore", "MapLogic", "Parsers", "CZlib", "SystemIO"],
             path: "Sources/Support/MapFiles"),
         // Sessions: MCAP files (written and read) and the session folders around them.
         .target(
@@ -80,12 +89,14 @@ let package = Package(
         ),
         .target(
             name: "Smoothers",
-            dependencies: ["NavCore"],
+            dependencies: ["NavCore", "MapLogic"],
             path: "plugins/Smoothers"
         ),
         .target(
             name: "Routers",
-            dependencies: ["MapFiles", "NavCore", "Parsers", "Links", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "MapFiles", "NavCore", "MapLogic", "Parsers", "Links", .product(name: "Logging", package: "swift-log"),
+            ],
             path: "plugins/Routers"
         ),
         // posix_openpt and friends, which Swift's Glibc module leaves out.
@@ -95,7 +106,7 @@ let package = Package(
         .target(
             name: "Devices",
             dependencies: [
-                "NavCore", "Links", "SystemIO", "CPseudoTerminal", "CEmergencyStop",
+                "NavCore", "HapticLogic", "Links", "SystemIO", "CPseudoTerminal", "CEmergencyStop",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "plugins/Devices"
@@ -111,7 +122,7 @@ let package = Package(
         // The session tools: a session's report, its export (CSV, GPX, GeoJSON, MCAP for Foxglove), the live monitor.
         .target(
             name: "SessionTools",
-            dependencies: ["NavCore", "Bus", "Parsers", "SessionFiles", "Stages", "SystemIO"]
+            dependencies: ["NavCore", "MapLogic", "Bus", "Parsers", "SessionFiles", "Stages", "SystemIO"]
         ),
 
         // Config loading, plugin registry, process launcher, one ServiceGroup per process.
@@ -120,7 +131,7 @@ let package = Package(
             dependencies: [
                 "SessionTools",
                 "SessionFiles",
-                "NavCore", "Bus", "CSpawn", "SystemIO", "Stages", "SimSource", "LocationSources", "Smoothers",
+                "NavCore", "MapLogic", "HapticLogic", "Bus", "CSpawn", "SystemIO", "Stages", "SimSource", "LocationSources", "Smoothers",
                 "Routers",
                 "Devices", "Sinks", "Parsers", "Links", "Evaluation",
                 .product(name: "Logging", package: "swift-log"),
@@ -134,7 +145,7 @@ let package = Package(
             name: "Evaluation",
             dependencies: [
                 "MapFiles",
-                "NavCore", "Bus", "CZeroMQ", "SystemIO", "Routers", "Parsers", "Devices", "Links", "LocationSources",
+                "NavCore", "MapLogic", "HapticLogic", "Bus", "CZeroMQ", "SystemIO", "Routers", "Parsers", "Devices", "Links", "LocationSources",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -143,7 +154,7 @@ let package = Package(
             dependencies: [
                 "SessionTools",
                 "MapFiles", "SessionFiles",
-                "Runtime", "Evaluation", "Bus", "NavCore", "SystemIO", "LocationSources", "Parsers", "Devices", "Links",
+                "Runtime", "Evaluation", "Bus", "NavCore", "MapLogic", "HapticLogic", "SystemIO", "LocationSources", "Parsers", "Devices", "Links",
                 "Routers",
                 "Stages", "Sinks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -153,10 +164,12 @@ let package = Package(
 
         .target(name: "TestSupport", dependencies: ["NavCore", "Links", "SystemIO"], path: "Tests/TestSupport"),
         .testTarget(name: "NavCoreTests", dependencies: ["NavCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "MapLogicTests", dependencies: ["MapLogic", "NavCore"]),
+        .testTarget(name: "HapticLogicTests", dependencies: ["HapticLogic", "NavCore"]),
         .testTarget(
             name: "LinksTests", dependencies: ["Links", "SystemIO", "NavCore", "TestSupport", "CPseudoTerminal"]),
         .testTarget(
-            name: "EvaluationTests", dependencies: ["Evaluation", "NavCore", "LocationSources", "Links", "SystemIO"]),
+            name: "EvaluationTests", dependencies: ["Evaluation", "NavCore", "MapLogic", "LocationSources", "Links", "SystemIO"]),
         .testTarget(
             name: "BusTests",
             dependencies: [
@@ -167,19 +180,19 @@ let package = Package(
             dependencies: [
                 "SessionTools",
                 "SessionFiles",
-                "Runtime", "Bus", "NavCore", "Stages", "SimSource", "Sinks", "Routers", "Parsers", "Evaluation",
+                "Runtime", "Bus", "NavCore", "MapLogic", "Stages", "SimSource", "Sinks", "Routers", "Parsers", "Evaluation",
                 "Links", "TestSupport", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
         .testTarget(
             name: "DevicesTests",
             dependencies: [
-                "Devices", "Stages", "NavCore", "Links", "TestSupport",
+                "Devices", "Stages", "NavCore", "MapLogic", "HapticLogic", "Links", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "RoutersTests",
-            dependencies: ["MapFiles", "Routers", "Parsers", "Evaluation", "NavCore", "TestSupport"]),
+            dependencies: ["MapFiles", "Routers", "Parsers", "Evaluation", "NavCore", "MapLogic", "TestSupport"]),
         .testTarget(
             name: "LocationSourcesTests",
             dependencies: [

@@ -1,3 +1,4 @@
+public import HapticLogic
 public import NavCore
 
 /// A walker who obeys cues, for measuring how often cues change: the plain rule (a cue whenever the

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+public import MapLogic
 public import NavCore
 
 /// What the evaluation harness needs of a simulated participant: where they are, which way their body faces, how

@@ -9,6 +9,7 @@ import SystemIO
 #if canImport(Glibc)
 import Glibc
 #endif
+public import MapLogic
 
 /// `hapticnav bench place`: what the network place costs per fix and what it buys, by particle count, beside the
 /// smoother's own cost measured in the same run (the baseline): walkers along the routes of a map at 1.3 m/s with GPS

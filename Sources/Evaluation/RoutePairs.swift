@@ -1,3 +1,4 @@
+public import MapLogic
 public import NavCore
 
 /// Start and destination pairs drawn from a map, for evaluating guidance on a city of one's own: the middles of

@@ -1,3 +1,4 @@
+public import MapLogic
 public import NavCore
 
 /// Measures a smoother against a known truth: the figures `hapticnav eval smoother` prints.

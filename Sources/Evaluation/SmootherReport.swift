@@ -6,6 +6,7 @@ import Foundation
 import Parsers
 public import NavCore
 import SystemIO
+public import MapLogic
 
 /// `hapticnav eval smoother`: the smoother's error and lag on simulated walks and on a real one.
 public enum SmootherReport {

@@ -7,6 +7,7 @@ import Logging
 import NavCore
 import Routers
 import SystemIO
+import MapLogic
 
 /// The evaluated stages of a config (its smoother, route controller and haptic sink), rewritten per walk: their
 /// endpoints in the walk's folder, the source replaced by the harness, the route's destination, the sink's offset

@@ -1,3 +1,5 @@
+public import HapticLogic
+public import MapLogic
 public import NavCore
 
 /// Walkers who obey cues, following a route to its end: how far they stray under each guidance-target rule.

@@ -1,3 +1,4 @@
+public import HapticLogic
 public import LocationSources
 public import NavCore
 

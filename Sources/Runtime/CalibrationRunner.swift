@@ -4,6 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+public import HapticLogic
 public import Logging
 public import NavCore
 

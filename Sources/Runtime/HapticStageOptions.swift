@@ -7,6 +7,7 @@ import Logging
 import NavCore
 import Parsers
 import Stages
+import HapticLogic
 
 /// Reads a haptic stage: its primary device (`plugin`, `settings`), the fallback devices and the guidance options.
 enum HapticStageOptions {

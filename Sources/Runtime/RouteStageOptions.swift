@@ -1,5 +1,6 @@
 import NavCore
 import Stages
+import MapLogic
 
 /// Reads a route stage's `options`: where to go, how to track, and which providers to ask after the stage's own.
 enum RouteStageOptions {

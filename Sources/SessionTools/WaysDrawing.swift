@@ -1,3 +1,4 @@
+package import MapLogic
 package import NavCore
 
 /// The walkable ways drawn under a report's tracks (a map's walking graph, loaded by `Runtime`'s `WalkableWays`).

@@ -1,3 +1,4 @@
+public import HapticLogic
 public import Logging
 public import NavCore
 public import ServiceLifecycle

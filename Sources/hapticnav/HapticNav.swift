@@ -3,6 +3,7 @@ import Runtime
 #if canImport(Glibc)
 import Glibc
 #endif
+import HapticLogic
 
 /// The `hapticnav` command: its subcommands, one file each under `Commands/`.
 struct HapticNav: AsyncParsableCommand {

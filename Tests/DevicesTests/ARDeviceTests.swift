@@ -4,6 +4,7 @@ import Logging
 import NavCore
 import TestSupport
 import Testing
+import MapLogic
 
 @Suite struct ARDeviceTests {
     @Test func theNextWaypointsArePlacedEastNorthAndUpOfTheWalker() async throws {

@@ -6,6 +6,7 @@ import Stages
 import Synchronization
 import TestSupport
 import Testing
+import HapticLogic
 
 /// A band emulator serving on a thread of this process, collecting its JSON log lines.
 final class EmulatedBand: Sendable {

@@ -4,6 +4,7 @@ import Stages
 import Synchronization
 import TestSupport
 import Testing
+import HapticLogic
 
 /// The sink on a hand-driven clock: magnetic headings are turned true before they meet a bearing, and headings that
 /// say they may be far off are not acted on.

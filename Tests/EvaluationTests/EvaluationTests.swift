@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import NavCore
 import Testing
+import MapLogic
 
 @Suite struct GuidanceSimulationTests {
     @Test func debouncingCutsCueChatterForWalkersWhoObey() {

@@ -1,6 +1,7 @@
 import Evaluation
 import NavCore
 import Testing
+import MapLogic
 
 /// The participant held to the ways, on small networks drawn in metres around a point in Monaco.
 @Suite struct NetworkParticipantTests {

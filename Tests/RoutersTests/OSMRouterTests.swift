@@ -6,6 +6,7 @@ import Parsers
 @testable import Routers
 import Testing
 import TestSupport
+import MapLogic
 
 private let repository = repositoryRoot
 private let monaco = repository.appendingPathComponent("data/maps/monaco-highways.osm").path

@@ -2,6 +2,7 @@ import Foundation
 import NavCore
 import Parsers
 import Testing
+import MapLogic
 
 /// Small maps built for one rule each: a piece of network cut off from the rest next to the start.
 @Suite struct SnappingTests {

@@ -2,6 +2,7 @@ import MapFiles
 import Foundation
 import NavCore
 import Parsers
+import MapLogic
 
 /// Loads OpenStreetMap XML text as a walking graph, through a temporary file of its own (removed after).
 func loadOSM(_ xml: String, name: String = "map") throws -> WalkingGraph {

@@ -3,6 +3,7 @@ import Foundation
 import NavCore
 import Parsers
 import Testing
+import MapLogic
 
 /// One small map per walkability rule (the pedestrian engines' foot rules; see OSMLoader): whether a way is walked,
 /// and whether a node can be passed.

@@ -4,6 +4,7 @@ import NavCore
 import Parsers
 import Testing
 import TestSupport
+import MapLogic
 
 @Suite(.serialized) struct WalkingGraphCacheTests {
     private let pbf = repositoryRoot.appendingPathComponent("data/maps/monaco.osm.pbf").path

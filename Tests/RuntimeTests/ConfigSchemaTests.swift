@@ -4,6 +4,7 @@ import NavCore
 import Stages
 @testable import Runtime
 import Testing
+import MapLogic
 
 @Suite struct ConfigSchemaTests {
     private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

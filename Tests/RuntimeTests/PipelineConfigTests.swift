@@ -6,6 +6,7 @@ import NavCore
 @testable import Runtime
 import Testing
 import TestSupport
+import MapLogic
 
 @Suite struct PipelineConfigTests {
     private let route = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -5,6 +5,7 @@ import Parsers
 @testable import Runtime
 import Testing
 import TestSupport
+import MapLogic
 
 @Suite struct SessionExportTests {
     /// A recording as the jsonl recorder writes it: 20 fixes and smoothed fixes a second apart walking north, a

@@ -6,6 +6,7 @@ import Parsers
 @testable import Runtime
 import Testing
 import TestSupport
+import MapLogic
 
 @Suite struct SessionReportTests {
     /// The turn events of ``session()``, at the second each is for: sent three times each by the route stage

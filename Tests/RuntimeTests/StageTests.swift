@@ -9,6 +9,7 @@ import Stages
 import Testing
 import TestSupport
 import Logging
+import MapLogic
 
 @Suite struct StageTests {
     private let path = [

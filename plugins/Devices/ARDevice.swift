@@ -9,6 +9,7 @@ import Glibc
 public import Logging
 public import NavCore
 import SystemIO
+public import HapticLogic
 
 /// The `ar` device: the next waypoints in the walker's local frame — metres east, north and up of the walker,
 /// compass-aligned (true north) — for AR clients, as the design's AR placement does. Each update (on every

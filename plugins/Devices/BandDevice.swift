@@ -1,3 +1,4 @@
+public import HapticLogic
 internal import CEmergencyStop
 public import Links
 public import Logging

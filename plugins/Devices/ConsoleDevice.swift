@@ -1,5 +1,6 @@
 public import NavCore
 import SystemIO
+public import HapticLogic
 
 /// The `console` device: one short line per change of cue, fit for a screen reader ("turn left, strong").
 public actor ConsoleDevice: OutputDevice {

@@ -9,6 +9,7 @@ import Glibc
 public import Logging
 public import NavCore
 import SystemIO
+public import HapticLogic
 
 /// The `speaker` device: stereo sound. Tone pulses panned to the side to turn, louder with intensity; distinct
 /// sounds for turn around, arrival and signal lost; silence on course; spoken prompts through espeak-ng. Plays

@@ -7,6 +7,7 @@ import Foundation
 public import Logging
 public import NavCore
 import Parsers
+public import MapLogic
 
 /// The `osm` provider: shortest walking routes over an OpenStreetMap extract, offline.
 public struct OSMRouteProvider: RouteProvider {

@@ -1,3 +1,4 @@
+public import MapLogic
 public import NavCore
 
 /// The `kalman` smoother: ``KalmanSmoother`` with its options read from a config.

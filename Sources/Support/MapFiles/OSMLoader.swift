@@ -1,6 +1,7 @@
 import Parsers
 public import NavCore
 import SystemIO
+public import MapLogic
 
 /// Reads an OpenStreetMap XML extract into a ``WalkingGraph``.
 ///

@@ -3,6 +3,7 @@ import Glibc
 #endif
 public import NavCore
 import SystemIO
+public import MapLogic
 
 /// A compiled walking graph kept beside its map (`MAP.walking-graph`), so that a route stage starts in a fraction of
 /// the time reading the map takes. The cache names the map's size and modification time, the loader's rules and

@@ -16,6 +16,7 @@ import Routers
 import Logging
 import NavCore
 import Runtime
+import MapLogic
 
 struct Eval: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

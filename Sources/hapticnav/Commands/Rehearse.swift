@@ -14,6 +14,7 @@ import Runtime
 import SessionFiles
 import Synchronization
 import SystemIO
+import MapLogic
 
 /// `hapticnav rehearse`: a field session rehearsed on one machine, closed loop. A simulated participant (the network
 /// participant of `eval walkers`, held to the map's ways, following the cues and turn events it feels) carries a

@@ -3,6 +3,7 @@ import ArgumentParser
 import NavCore
 import Runtime
 import SystemIO
+import MapLogic
 
 struct Report: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -13,6 +13,7 @@ import Logging
 import NavCore
 import Parsers
 import Runtime
+import MapLogic
 
 struct RouteCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -8,6 +8,7 @@ import Foundation
 import NavCore
 import Runtime
 import SystemIO
+import MapLogic
 
 struct StudyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,3 +1,4 @@
+public import NavCore
 /// The three-step calibration that finds the phone-in-pocket heading offset.
 ///
 /// (a) Find north: with the phone held flat in front of the chest, the walker turns until the heading is

@@ -1,3 +1,4 @@
+public import NavCore
 /// A filter that turns raw fixes into smoothed ones (the smoother stage's swappable part).
 public protocol SmoothingFilter: Sendable {
     /// The id that configs use to choose this plugin, for example "kalman".

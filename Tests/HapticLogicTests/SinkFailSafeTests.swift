@@ -1,5 +1,6 @@
 import NavCore
 import Testing
+import HapticLogic
 
 @Suite struct SinkFailSafeTests {
     @Test func guidanceStartsWhenBothInputsAreFreshAndStopsWhenEitherIsStale() {

@@ -1,3 +1,4 @@
+public import NavCore
 /// Why a fix was not used.
 public enum FixRejection: String, Error, CaseIterable, Sendable, Codable {
     /// A NaN or infinite time, latitude, longitude or accuracy.

@@ -1,6 +1,7 @@
 import Foundation
 import NavCore
 import Testing
+import MapLogic
 
 @Suite struct SmootherTests {
     private let origin = Coordinate(latitude: 43.7319, longitude: 7.4216)

@@ -1,3 +1,4 @@
+public import NavCore
 /// Places a walker on the walking graph as they go: an online (causal) hidden-Markov matcher in the manner of
 /// Newson & Krumm (2009), as online map matchers run it, over the ways a blind walker follows.
 ///

@@ -1,5 +1,6 @@
 import NavCore
 import Testing
+import MapLogic
 
 @Suite struct RouteBuilderTests {
     private let corner = Coordinate(latitude: 43.7300, longitude: 7.4200)

@@ -1,5 +1,6 @@
 import NavCore
 import Testing
+import MapLogic
 
 @Suite struct ProviderScheduleTests {
     @Test func providersAreAskedInTheConfiguredOrderUntilOneFails() {

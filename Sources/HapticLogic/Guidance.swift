@@ -1,3 +1,4 @@
+public import NavCore
 /// Turns the true heading and the guidance target into haptic cues.
 ///
 /// True heading = raw heading − offset. Silent while |deviation| ≤ tolerance. Outside it, a cue whose

@@ -1,3 +1,4 @@
+public import NavCore
 /// Turns a provider's plan into a ``Route``: waypoints where the route turns, with spoken instructions.
 public enum RouteBuilder {
     /// Builds the route. A waypoint sits at each vertex where the direction changes by more than

@@ -1,5 +1,6 @@
 import NavCore
 import Testing
+import HapticLogic
 
 @Suite struct OutputSelectionTests {
     @Test func theFirstAvailableDeviceIsChosenAndEachMoveIsReportedOnce() {

@@ -1,3 +1,4 @@
+public import NavCore
 /// A walking network: nodes, undirected edges with their lengths and street names, and a grid index of
 /// the edges for snapping points to the nearest way.
 public struct WalkingGraph: Sendable {

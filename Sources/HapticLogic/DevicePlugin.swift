@@ -1,3 +1,4 @@
+public import NavCore
 /// Something that renders haptic cues: a band, a speaker, a console (the haptic sink's swappable part).
 ///
 /// No requirement has a default: devices are actors, and a default in a protocol extension would win over an

@@ -1,3 +1,4 @@
+public import NavCore
 /// The route's manoeuvres at the junctions of the walking network, and when to announce them (``TurnEvent``): pure,
 /// time and place come from the caller.
 ///

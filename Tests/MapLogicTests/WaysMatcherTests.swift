@@ -1,6 +1,7 @@
 import Foundation
 import NavCore
 import Testing
+import MapLogic
 
 @Suite struct WaysMatcherTests {
     /// Two parallel streets 12 m apart, joined only at their ends 300 m apart, and a walker on the southern one whose

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import NavCore
 import Testing
+import MapLogic
 
 /// The lever `hapticnav eval walkers` kept: the receiver's velocity as a measurement. (A GPS bias learned against
 /// the route while on it was tried and dropped: it absorbed the walkers' real drift, and fewer arrived.)

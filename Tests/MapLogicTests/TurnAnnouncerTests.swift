@@ -1,5 +1,6 @@
 import NavCore
 import Testing
+import MapLogic
 
 /// A street running east with a side street at each of its junctions every 30 m; the route walks east through two
 /// junctions and turns left (north) at the third, onto "Rue du Nord".

@@ -1,5 +1,6 @@
 import NavCore
 import Testing
+import HapticLogic
 
 @Suite struct GuidanceTests {
     private func target(_ bearing: Double, kind: TargetKind = .lookAhead, route: UInt32 = 1) -> GuidanceTarget {

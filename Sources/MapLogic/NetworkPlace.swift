@@ -1,3 +1,4 @@
+public import NavCore
 /// Where the walker is on the walking network: which way, where along it, going which way, and how sure that is.
 ///
 /// A particle filter over the walking graph (Rao–Blackwellised): each particle is a place on a way of the graph and a

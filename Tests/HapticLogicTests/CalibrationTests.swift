@@ -1,5 +1,6 @@
 import NavCore
 import Testing
+import HapticLogic
 
 /// A synthetic walker for calibration: turning toward north with the phone flat until it goes quiet (a sample
 /// after the north window is entered, at 353°), standing a moment with the phone still flat, then walking that way

@@ -1,6 +1,7 @@
 import Foundation
 import NavCore
 import Testing
+import MapLogic
 
 /// A city grid of streets 60 m apart (nodes every 10 m, as a map's ways bend), and a walker who goes along a street,
 /// turns at a junction, and on; their fixes with GPS error through the smoother, as the route stage has them.
