@@ -1,6 +1,14 @@
 // swift-tools-version:6.2
 import PackageDescription
 
+/// A stage's target's dependencies: the shared core, what stages share, and its group's logic.
+func stage(_ logic: Target.Dependency...) -> [Target.Dependency] {
+    [
+        "NavCore", "Stages", "SystemIO", .product(name: "Logging", package: "swift-log"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+    ] + logic
+}
+
 let package = Package(
     name: "hapticnav",
     platforms: [.macOS(.v15)],
@@ -44,15 +52,22 @@ let package = Package(
             ]
         ),
 
-        // The stage actors. They see an AsyncSequence in and a publisher protocol out, never ZeroMQ.
+        // The stage actors, a target each (Sources/Stages/<stage>), on what every stage shares (Sources/Stages/Common:
+        // the stage's clock, its status, its input's time check). They see an AsyncSequence in and a publisher
+        // protocol out, never ZeroMQ; Group 1's stages reach map logic only, the haptic stage haptic logic only.
         .target(
             name: "Stages",
             dependencies: [
-                "NavCore", "MapLogic", "HapticLogic", "SystemIO",
-                .product(name: "Logging", package: "swift-log"),
+                "NavCore", "SystemIO", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            path: "Sources/Stages/Common"
         ),
+        .target(name: "StageSource", dependencies: stage(), path: "Sources/Stages/Source"),
+        .target(name: "StageSmoother", dependencies: stage("MapLogic"), path: "Sources/Stages/Smoother"),
+        .target(name: "StageRoute", dependencies: stage("MapLogic"), path: "Sources/Stages/Route"),
+        .target(name: "StageHaptic", dependencies: stage("HapticLogic"), path: "Sources/Stages/Haptic"),
+        .target(name: "StageRecorder", dependencies: stage(), path: "Sources/Stages/Recorder"),
 
         // Plugins: one target per swappable part.
         .target(
@@ -122,7 +137,9 @@ let package = Package(
         // The session tools: a session's report, its export (CSV, GPX, GeoJSON, MCAP for Foxglove), the live monitor.
         .target(
             name: "SessionTools",
-            dependencies: ["NavCore", "MapLogic", "Bus", "Parsers", "SessionFiles", "Stages", "SystemIO"]
+            dependencies: [
+                "NavCore", "MapLogic", "Bus", "Parsers", "SessionFiles", "Stages", "StageHaptic", "SystemIO",
+            ]
         ),
 
         // Config loading, plugin registry, process launcher, one ServiceGroup per process.
@@ -131,7 +148,9 @@ let package = Package(
             dependencies: [
                 "SessionTools",
                 "SessionFiles",
-                "NavCore", "MapLogic", "HapticLogic", "Bus", "CSpawn", "SystemIO", "Stages", "SimSource", "LocationSources", "Smoothers",
+                "NavCore", "MapLogic", "HapticLogic", "Bus", "CSpawn", "SystemIO", "Stages", "StageSource",
+                "StageSmoother", "StageRoute",
+                "StageHaptic", "StageRecorder", "SimSource", "LocationSources", "Smoothers",
                 "Routers",
                 "Devices", "Sinks", "Parsers", "Links", "Evaluation",
                 .product(name: "Logging", package: "swift-log"),
@@ -145,7 +164,8 @@ let package = Package(
             name: "Evaluation",
             dependencies: [
                 "MapFiles",
-                "NavCore", "MapLogic", "HapticLogic", "Bus", "CZeroMQ", "SystemIO", "Routers", "Parsers", "Devices", "Links", "LocationSources",
+                "NavCore", "MapLogic", "HapticLogic", "Bus", "CZeroMQ", "SystemIO", "Routers", "Parsers", "Devices",
+                "Links", "LocationSources",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -154,9 +174,10 @@ let package = Package(
             dependencies: [
                 "SessionTools",
                 "MapFiles", "SessionFiles",
-                "Runtime", "Evaluation", "Bus", "NavCore", "MapLogic", "HapticLogic", "SystemIO", "LocationSources", "Parsers", "Devices", "Links",
+                "Runtime", "Evaluation", "Bus", "NavCore", "MapLogic", "HapticLogic", "SystemIO", "LocationSources",
+                "Parsers", "Devices", "Links",
                 "Routers",
-                "Stages", "Sinks",
+                "Stages", "StageHaptic", "Sinks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -169,7 +190,8 @@ let package = Package(
         .testTarget(
             name: "LinksTests", dependencies: ["Links", "SystemIO", "NavCore", "TestSupport", "CPseudoTerminal"]),
         .testTarget(
-            name: "EvaluationTests", dependencies: ["Evaluation", "NavCore", "MapLogic", "LocationSources", "Links", "SystemIO"]),
+            name: "EvaluationTests",
+            dependencies: ["Evaluation", "NavCore", "MapLogic", "LocationSources", "Links", "SystemIO"]),
         .testTarget(
             name: "BusTests",
             dependencies: [
@@ -180,14 +202,15 @@ let package = Package(
             dependencies: [
                 "SessionTools",
                 "SessionFiles",
-                "Runtime", "Bus", "NavCore", "MapLogic", "Stages", "SimSource", "Sinks", "Routers", "Parsers", "Evaluation",
+                "Runtime", "Bus", "NavCore", "MapLogic", "Stages", "StageSource", "StageSmoother", "StageRoute",
+                "StageRecorder", "SimSource", "Sinks", "Routers", "Parsers", "Evaluation",
                 "Links", "TestSupport", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
         .testTarget(
             name: "DevicesTests",
             dependencies: [
-                "Devices", "Stages", "NavCore", "MapLogic", "HapticLogic", "Links", "TestSupport",
+                "Devices", "Stages", "StageHaptic", "NavCore", "MapLogic", "HapticLogic", "Links", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(

@@ -10,6 +10,7 @@ import SystemIO
 import Glibc
 #endif
 public import Stages
+public import StageHaptic
 
 /// A haptic stage's `options.control`: where it listens for the experimenter's stop, resume and mark, who may send
 /// them, and where a stop is kept across a restart (docs/LAB.md, "Stopping the outputs").

@@ -8,6 +8,7 @@ import NavCore
 import Parsers
 import Stages
 import HapticLogic
+import StageHaptic
 
 /// Reads a haptic stage: its primary device (`plugin`, `settings`), the fallback devices and the guidance options.
 enum HapticStageOptions {

@@ -9,6 +9,8 @@ import Routers
 import Smoothers
 public import HapticLogic
 public import MapLogic
+public import StageHaptic
+public import StageRoute
 
 /// The plugins this build knows, per role. Registration is this explicit list, so an unknown id is an
 /// error that lists the known ones. (Programs outside this build join the bus through its wire protocol.)

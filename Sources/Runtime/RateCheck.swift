@@ -1,6 +1,7 @@
 import Logging
 import NavCore
 import Stages
+import StageHaptic
 
 /// Holds each haptic stage's stale limits against the rates of the inputs they watch: a limit shorter than
 /// 2.5 periods of its input would declare a steady stream lost between two messages (spurious signal-lost

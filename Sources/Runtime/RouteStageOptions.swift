@@ -1,6 +1,7 @@
 import NavCore
 import Stages
 import MapLogic
+import StageRoute
 
 /// Reads a route stage's `options`: where to go, how to track, and which providers to ask after the stage's own.
 enum RouteStageOptions {

@@ -7,6 +7,11 @@ import Sinks
 import Stages
 import Synchronization
 import HapticLogic
+import StageRecorder
+import StageHaptic
+import StageRoute
+import StageSmoother
+import StageSource
 
 /// What a stage's factory is given by its host: the stage's config and pipeline, its bus ends (made by the host, in
 /// a process of its own or on a composed hub), its clocks, its logger, and the bus's counters for its status.

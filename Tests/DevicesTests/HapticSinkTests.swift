@@ -7,6 +7,7 @@ import Synchronization
 import TestSupport
 import Testing
 import HapticLogic
+import StageHaptic
 
 /// A band emulator serving on a thread of this process, collecting its JSON log lines.
 final class EmulatedBand: Sendable {

@@ -5,6 +5,7 @@ import Synchronization
 import TestSupport
 import Testing
 import HapticLogic
+import StageHaptic
 
 /// The sink on a hand-driven clock: magnetic headings are turned true before they meet a bearing, and headings that
 /// say they may be far off are not acted on.

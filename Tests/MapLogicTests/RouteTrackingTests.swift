@@ -231,14 +231,18 @@ struct ScriptedWalk {
                 horizontalAccuracyMeters: 2, speedMetersPerSecond: 1.3, courseDegrees: 0, reset: false)
         }
         for (index, north) in stride(from: 0.0, through: 140, by: 10).enumerated() {
-            _ = tracker.update(with: fix(north: north, time: Double(index)), arrivalWitness: .init(position: at(north), errorSigmaMeters: 1))
+            _ = tracker.update(
+                with: fix(north: north, time: Double(index)),
+                arrivalWitness: .init(position: at(north), errorSigmaMeters: 1))
         }
         let witnessFar = Geodesic.wgs84.direct(from: at(150), azimuthDegrees: 90, distanceMeters: 12).coordinate
-        let farAnswer = tracker.update(with: fix(north: 150, time: 20), arrivalWitness: .init(position: witnessFar, errorSigmaMeters: 1))
+        let farAnswer = tracker.update(
+            with: fix(north: 150, time: 20), arrivalWitness: .init(position: witnessFar, errorSigmaMeters: 1))
         let far = try #require(farAnswer)
         #expect(!far.arrived)
         let witnessNear = Geodesic.wgs84.direct(from: at(150), azimuthDegrees: 90, distanceMeters: 3.5).coordinate
-        let nearAnswer = tracker.update(with: fix(north: 150, time: 21), arrivalWitness: .init(position: witnessNear, errorSigmaMeters: 1))
+        let nearAnswer = tracker.update(
+            with: fix(north: 150, time: 21), arrivalWitness: .init(position: witnessNear, errorSigmaMeters: 1))
         let near = try #require(nearAnswer)
         #expect(near.arrived)
     }

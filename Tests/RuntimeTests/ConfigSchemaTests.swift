@@ -5,6 +5,7 @@ import Stages
 @testable import Runtime
 import Testing
 import MapLogic
+import StageRoute
 
 @Suite struct ConfigSchemaTests {
     private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -7,6 +7,7 @@ import NavCore
 import Testing
 import TestSupport
 import MapLogic
+import StageRoute
 
 @Suite struct PipelineConfigTests {
     private let route = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

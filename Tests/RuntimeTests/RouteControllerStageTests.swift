@@ -7,6 +7,7 @@ import Stages
 import TestSupport
 import Testing
 import MapLogic
+import StageRoute
 
 /// A walker's smoothed fix at `position`, with fix time and receive time `time`.
 private func fix(_ position: Coordinate, at time: Double, course: Double = 90) -> Arrival<SmoothedFix> {

@@ -10,6 +10,9 @@ import Testing
 import TestSupport
 import Logging
 import MapLogic
+import StageRecorder
+import StageSmoother
+import StageSource
 
 @Suite struct StageTests {
     private let path = [

@@ -16,6 +16,7 @@ import Glibc
 #endif
 import Synchronization
 import SystemIO
+import StageHaptic
 
 extension StudyCommand {
     struct RunTrial: AsyncParsableCommand {

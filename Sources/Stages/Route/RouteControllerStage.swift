@@ -2,6 +2,7 @@ public import MapLogic
 public import Logging
 public import NavCore
 public import ServiceLifecycle
+public import Stages
 
 /// A route controller's settings.
 public struct RouteControllerOptions: Sendable {

@@ -2,6 +2,7 @@ public import HapticLogic
 public import Logging
 public import NavCore
 public import ServiceLifecycle
+public import Stages
 
 /// The haptic sink's settings.
 public struct HapticSinkOptions: Sendable {

@@ -1,6 +1,7 @@
 public import Logging
 public import NavCore
 public import ServiceLifecycle
+public import Stages
 
 /// The location source stage: runs a ``MessageSource`` plugin and publishes what it emits.
 ///

@@ -3,18 +3,18 @@ public import NavCore
 /// What every stage says of itself, said one way: a status stamped by the stage's wall clock, the stage's own
 /// counters followed by its input's (the time checks', then the transport's), what the time checks dropped appended
 /// to the message, and when the next periodic report is due.
-struct StatusReporter<Output: MessagePublisher>: Sendable {
+package struct StatusReporter<Output: MessagePublisher>: Sendable {
     private let stage: String
     private let output: Output
     private let time: StageTime
     /// Time between periodic reports [seconds of the clock `due(at:)` is given].
-    let intervalSeconds: Double
+    package let intervalSeconds: Double
     /// The transport's counters for the stage's input (bad frames, gaps).
     private let inputCounters: @Sendable () -> [StatusCounter]
     /// When the last report went out, by the clock `due(at:)` is given.
     private var last: Double
 
-    init(
+    package init(
         stage: String, output: Output, time: StageTime, intervalSeconds: Double,
         inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }, firstDueAfterInterval: Bool = false
     ) {
@@ -28,20 +28,20 @@ struct StatusReporter<Output: MessagePublisher>: Sendable {
 
     /// True once per interval of `now` (the stage's monotonic clock, or its messages' time): a periodic report is
     /// due, and counts as sent.
-    mutating func due(at now: Double) -> Bool {
+    package mutating func due(at now: Double) -> Bool {
         guard now - self.last >= self.intervalSeconds else { return false }
         self.last = now
         return true
     }
 
     /// Marks a report as sent at `now` (one that went out on its own, for a change): the next periodic one waits.
-    mutating func sent(at now: Double) {
+    package mutating func sent(at now: Double) {
         self.last = now
     }
 
     /// The status with the stage's counters, then the time checks' and the input's; the checks' drops follow the
     /// message.
-    func message(
+    package func message(
         _ health: StageHealth, _ message: String, counters: [StatusCounter], timeCheck: InputTimeCheck? = nil
     ) -> BusMessage {
         let drops = timeCheck?.dropSummary ?? ""
@@ -53,7 +53,7 @@ struct StatusReporter<Output: MessagePublisher>: Sendable {
     }
 
     /// Publishes ``message(_:_:counters:timeCheck:)``.
-    func publish(
+    package func publish(
         _ health: StageHealth, _ message: String, counters: [StatusCounter], timeCheck: InputTimeCheck? = nil
     ) async throws {
         try await self.output.publish(self.message(health, message, counters: counters, timeCheck: timeCheck))

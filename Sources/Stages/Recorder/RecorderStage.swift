@@ -2,6 +2,7 @@ public import Logging
 public import NavCore
 public import ServiceLifecycle
 import Synchronization
+public import Stages
 
 /// The recorder stage: hands every received message to a ``MessageSink`` plugin until shutdown.
 ///
