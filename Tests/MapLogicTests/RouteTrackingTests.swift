@@ -217,32 +217,46 @@ struct ScriptedWalk {
         #expect(back?.arrived == true)
     }
 
-    /// A place on the ways at the destination does not arrive while the fix as measured (the witness) is farther from
-    /// it than the radius and the accuracy: a walker off the ways, placed on one near the destination.
-    @Test func anEstimatedPlaceArrivesOnlyWithItsWitness() throws {
+    /// A point `north` metres up the route that starts at `east`.
+    func alongEast(_ north: Double) -> Coordinate {
+        Geodesic.wgs84.direct(from: self.east, azimuthDegrees: 0, distanceMeters: north).coordinate
+    }
+
+    /// A tracker on the route from `east`, its walker placed on the ways 140 m along it, each fix witnessed where it
+    /// is with the error σ given.
+    func trackerNearTheDestination(witnessSigma: Double) -> RouteTracker {
         var tracker = RouteTracker()
         tracker.setRoute(self.route(from: self.east))
-        func at(_ north: Double) -> Coordinate {
-            Geodesic.wgs84.direct(from: self.east, azimuthDegrees: 0, distanceMeters: north).coordinate
-        }
-        func fix(north: Double, time: Double) -> SmoothedFix {
-            SmoothedFix(
-                timeSeconds: time, latitude: at(north).latitude, longitude: at(north).longitude,
-                horizontalAccuracyMeters: 2, speedMetersPerSecond: 1.3, courseDegrees: 0, reset: false)
-        }
         for (index, north) in stride(from: 0.0, through: 140, by: 10).enumerated() {
             _ = tracker.update(
-                with: fix(north: north, time: Double(index)),
-                arrivalWitness: .init(position: at(north), errorSigmaMeters: 1))
+                with: self.placeFix(north: north, time: Double(index)),
+                arrivalWitness: .init(position: self.alongEast(north), errorSigmaMeters: witnessSigma))
         }
-        let witnessFar = Geodesic.wgs84.direct(from: at(150), azimuthDegrees: 90, distanceMeters: 12).coordinate
+        return tracker
+    }
+
+    /// A place on the ways `north` metres up the route from `east`.
+    func placeFix(north: Double, time: Double) -> SmoothedFix {
+        let point = self.alongEast(north)
+        return SmoothedFix(
+            timeSeconds: time, latitude: point.latitude, longitude: point.longitude, horizontalAccuracyMeters: 2,
+            speedMetersPerSecond: 1.3, courseDegrees: 0, reset: false)
+    }
+
+    /// A place on the ways at the destination does not arrive while the fix as measured (the witness) is farther from
+    /// it than the radius and two σ of its error: a walker off the ways, placed on one near the destination.
+    @Test func anEstimatedPlaceArrivesOnlyWithItsWitness() throws {
+        var tracker = self.trackerNearTheDestination(witnessSigma: 1)
+        let witnessFar = Geodesic.wgs84.direct(from: self.alongEast(150), azimuthDegrees: 90, distanceMeters: 12)
         let farAnswer = tracker.update(
-            with: fix(north: 150, time: 20), arrivalWitness: .init(position: witnessFar, errorSigmaMeters: 1))
+            with: self.placeFix(north: 150, time: 20),
+            arrivalWitness: .init(position: witnessFar.coordinate, errorSigmaMeters: 1))
         let far = try #require(farAnswer)
         #expect(!far.arrived)
-        let witnessNear = Geodesic.wgs84.direct(from: at(150), azimuthDegrees: 90, distanceMeters: 3.5).coordinate
+        let witnessNear = Geodesic.wgs84.direct(from: self.alongEast(150), azimuthDegrees: 90, distanceMeters: 3.5)
         let nearAnswer = tracker.update(
-            with: fix(north: 150, time: 21), arrivalWitness: .init(position: witnessNear, errorSigmaMeters: 1))
+            with: self.placeFix(north: 150, time: 21),
+            arrivalWitness: .init(position: witnessNear.coordinate, errorSigmaMeters: 1))
         let near = try #require(nearAnswer)
         #expect(near.arrived)
     }
@@ -250,31 +264,17 @@ struct ScriptedWalk {
     /// Under a street canyon's error (the witness's σ as the place on the ways has learnt it, 5 m), a walker standing
     /// at the destination whose fix is held 9 m off arrives; a fix 13 m off does not (two σ and the radius: 12 m).
     @Test func aWitnessWithCorrelatedErrorArrivesWithinTwoOfItsSigmas() throws {
-        func walk(witnessOff: Double) throws -> Bool {
-            var tracker = RouteTracker()
-            tracker.setRoute(self.route(from: self.east))
-            func at(_ north: Double) -> Coordinate {
-                Geodesic.wgs84.direct(from: self.east, azimuthDegrees: 0, distanceMeters: north).coordinate
-            }
-            func fix(north: Double, time: Double) -> SmoothedFix {
-                SmoothedFix(
-                    timeSeconds: time, latitude: at(north).latitude, longitude: at(north).longitude,
-                    horizontalAccuracyMeters: 2, speedMetersPerSecond: 1.3, courseDegrees: 0, reset: false)
-            }
-            for (index, north) in stride(from: 0.0, through: 140, by: 10).enumerated() {
-                _ = tracker.update(
-                    with: fix(north: north, time: Double(index)),
-                    arrivalWitness: .init(position: at(north), errorSigmaMeters: 5))
-            }
-            let witness = Geodesic.wgs84.direct(from: at(150), azimuthDegrees: 270, distanceMeters: witnessOff)
+        func arrives(witnessOff: Double) throws -> Bool {
+            var tracker = self.trackerNearTheDestination(witnessSigma: 5)
+            let witness = Geodesic.wgs84.direct(
+                from: self.alongEast(150), azimuthDegrees: 270, distanceMeters: witnessOff)
             let update = tracker.update(
-                with: fix(north: 150, time: 20),
+                with: self.placeFix(north: 150, time: 20),
                 arrivalWitness: .init(position: witness.coordinate, errorSigmaMeters: 5))
-            let answer = try #require(update)
-            return answer.arrived
+            return try #require(update).arrived
         }
-        #expect(try walk(witnessOff: 9))
-        #expect(try !walk(witnessOff: 13))
+        #expect(try arrives(witnessOff: 9))
+        #expect(try !arrives(witnessOff: 13))
     }
 
     @Test func waypointModeAimsAtTheNextWaypoint() {
