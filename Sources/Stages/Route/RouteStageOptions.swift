@@ -1,18 +1,17 @@
-import NavCore
-import Stages
 import MapLogic
-import StageRoute
+public import NavCore
 
-/// Reads a route stage's `options`: where to go, how to track, and which providers to ask after the stage's own.
-enum RouteStageOptions {
+/// Reads a route stage's `options`: where to go, how to track, and which providers to ask after the stage's own. Beside
+/// the stage it configures; the runtime's factory calls it.
+public enum RouteStageOptions {
     /// A provider after the stage's own plugin: its plugin id, its settings, and where it sits in the config.
-    struct Fallback {
-        var plugin: String
-        var settings: Settings
-        var path: String
+    public struct Fallback {
+        public var plugin: String
+        public var settings: Settings
+        public var path: String
     }
 
-    static func parse(_ settings: Settings) throws -> (RouteControllerOptions, [Fallback]) {
+    public static func parse(_ settings: Settings) throws -> (RouteControllerOptions, [Fallback]) {
         var settings = settings
         var fallbacks: [Fallback] = []
         if let list = settings.value("fallback") {
