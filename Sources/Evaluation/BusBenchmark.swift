@@ -153,7 +153,10 @@ public enum BusBenchmark {
         var roundRatios: [Double] = []
         var curveRatios: [Double] = []
         for round in 0..<rounds {
-            let rawRound = try self.rawRound(endpoint: endpoint("raw-\(round)"), count: perRound, rateHz: rateHz)
+            let rawEndpoint = endpoint("raw-\(round)")
+            let rawRound = try await Self.onOwnThread {
+                try self.rawRound(endpoint: rawEndpoint, count: perRound, rateHz: rateHz)
+            }
             raw += rawRound
             let hop = try await onFreshEndpoint("bus-\(round)") {
                 try await self.transportRound(endpoint: $0, count: perRound, rateHz: rateHz)
@@ -186,7 +189,9 @@ public enum BusBenchmark {
     public static func rawHop(transport: String, folder: String, messages: Int) async throws -> LatencySummary {
         let endpoint =
             transport == "tcp" ? "tcp://127.0.0.1:\(Loopback.freePort())" : "ipc://\(folder)/raw.sock"
-        let microseconds = try self.rawRound(endpoint: endpoint, count: messages, rateHz: 1000)
+        let microseconds = try await Self.onOwnThread {
+            try self.rawRound(endpoint: endpoint, count: messages, rateHz: 1000)
+        }
         return LatencySummary(microseconds.map { $0 / 1000 })
     }
 
@@ -203,6 +208,14 @@ public enum BusBenchmark {
                 nanosleep(&spec, nil)
             }
             try send(index)
+        }
+    }
+
+    /// Runs blocking work (a raw libzmq round: its paced sends, its warm-up and its wait for the last message) on a
+    /// thread of its own, not on one of the cooperative pool's few threads, which other tasks of the process need.
+    private static func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            SystemThread.start(name: "bench-raw") { continuation.resume(with: Result { try body() }) }
         }
     }
 

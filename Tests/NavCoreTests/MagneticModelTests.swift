@@ -230,7 +230,10 @@ extension CompassCheckTests {
         let exited = AsyncStream<Void>.makeStream()
         process.terminationHandler = { _ in exited.continuation.finish() }
         try process.run()
-        let output = await Task.detached { pipe.fileHandleForReading.readDataToEndOfFile() }.value
+        // Read on a thread of its own (a detached task would run on the pool too).
+        let output = await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: pipe.fileHandleForReading.readDataToEndOfFile()) }.start()
+        }
         for await _ in exited.stream {}
         #expect(process.terminationStatus == 0, "pygeomag ran (scripts/setup installs it)")
         let rows = String(decoding: output, as: UTF8.self).split(separator: "\n").compactMap {

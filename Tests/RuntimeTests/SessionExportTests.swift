@@ -91,7 +91,7 @@ import MapLogic
 
     /// The MCAP export as Foxglove reads it: the Python `mcap` package finds LocationFix fixes with their times and
     /// coordinates, the route as GeoJSON, and the cues in JSON.
-    @Test func theMCAPExportCarriesFoxgloveLocationFixesThatPythonsMCAPReads() throws {
+    @Test func theMCAPExportCarriesFoxgloveLocationFixesThatPythonsMCAPReads() async throws {
         let session = try SessionExport.read(try self.recording())
         let file = try scratchFolder() + "/session.mcap"
         try Data(SessionExport.render(session, format: "mcap")).write(to: URL(fileURLWithPath: file))
@@ -116,14 +116,14 @@ import MapLogic
                 print(len(fixes), "%.1f %.6f %.6f %.1f %d" % fixes[0], "%.1f %.6f" % fixes[-1][:2], routes, ",".join(cues),
                       reader.get_summary().statistics.message_count)
             """
-        let output = try runPython(script, [file])
+        let output = try await runPython(script, [file])
         #expect(output == "20 1767225600.0 43.730000 7.420000 25.0 1 1767225619.0 43.730222 [2] turnLeft,arrival 43")
     }
 
     /// Turn events in the exports: in GeoJSON each once, where the walker was at the time of its fix, with its words
     /// and whether the sink rendered it; in the MCAP export for Foxglove every one recorded, on `/turn` as the JSON
     /// of docs/PROTOCOL.md, as Python's `mcap` reads it.
-    @Test func turnEventsAreExportedToGeoJSONAndToFoxglovesMCAP() throws {
+    @Test func turnEventsAreExportedToGeoJSONAndToFoxglovesMCAP() async throws {
         let session = try SessionReportTests.session()
         let object = try #require(
             JSONSerialization.jsonObject(with: Data(SessionExport.renderText(session, format: "geojson").utf8))
@@ -157,7 +157,7 @@ import MapLogic
                     turns.append("%s/%d/%s" % (data["phase"], data["junctionsBefore"], data["street"]))
                 print(" ".join(turns))
             """
-        let output = try runPython(script, [file])
+        let output = try await runPython(script, [file])
         // Every copy recorded (the route stage's three and the sink's one), as Foxglove shows the bus.
         let expected = SessionReportTests.turns.flatMap { second, event in
             Array(

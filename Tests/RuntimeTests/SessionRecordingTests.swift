@@ -79,7 +79,7 @@ import TestSupport
                 print(summary.statistics.message_count, len(summary.chunk_indexes),
                       " ".join("%s=%d" % kv for kv in sorted(counts.items())), first[0], first[1], first[2])
             """
-        let output = try runPython(script, ["\(folder)/part-0001.mcap"])
+        let output = try await runPython(script, ["\(folder)/part-0001.mcap"])
         let fields = output.split(separator: " ")
         #expect(fields.count == 8)
         #expect(fields[0] == "999")
@@ -286,7 +286,7 @@ import TestSupport
                     out.append({"stage": channel.metadata["stage"], "topic": topic, "payload": decoded})
             print(json.dumps(out))
             """
-        let output = try runPython(script, ["\(folder)/session/part-0001.mcap", tools])
+        let output = try await runPython(script, ["\(folder)/session/part-0001.mcap", tools])
         let decoded = try #require(JSONSerialization.jsonObject(with: Data(output.utf8)) as? [[String: Any]])
         #expect(decoded.count == read.count)
         let encoder = JSONEncoder()
@@ -355,8 +355,13 @@ import TestSupport
     }
 }
 
-/// Runs a Python script with arguments; its standard output, trimmed.
-func runPython(_ script: String, _ arguments: [String]) throws -> String {
+/// Runs a Python script with arguments; its standard output, trimmed. On a thread of its own: the script may take
+/// seconds (decoding a screenshot), which must not hold one of the cooperative pool's two threads.
+func runPython(_ script: String, _ arguments: [String]) async throws -> String {
+    try await offThePool { try runPythonBlocking(script, arguments) }
+}
+
+private func runPythonBlocking(_ script: String, _ arguments: [String]) throws -> String {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = ["python3", "-c", script] + arguments

@@ -220,7 +220,7 @@ import MapLogic
 
     /// The page as a browser draws it: headless Chromium's screenshot shows the smoothed track in its colour and the
     /// fixes in theirs, inside the map.
-    @Test func headlessChromiumDrawsTheTrack() throws {
+    @Test func headlessChromiumDrawsTheTrack() async throws {
         let session = try Self.session()
         let folder = try scratchFolder()
         try SessionReport.html(session, title: "screenshot").write(
@@ -230,17 +230,22 @@ import MapLogic
                 FileManager.default.isExecutableFile(atPath: $0)
             },
             "chromium is not installed: run scripts/setup")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: chromium)
-        process.arguments = [
-            "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1000,1400",
-            "--user-data-dir=\(folder)/profile", "--screenshot=\(folder)/report.png", "file://\(folder)/report.html",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        // Run and waited for on a thread of its own, not one of the cooperative pool's two.
+        let status = try await offThePool {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: chromium)
+            process.arguments = [
+                "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1000,1400",
+                "--user-data-dir=\(folder)/profile", "--screenshot=\(folder)/report.png",
+                "file://\(folder)/report.html",
+            ]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+        #expect(status == 0)
         // Count the pixels of each colour with a small PNG decoder (zlib and the five filters of the PNG spec).
         let script = """
             import sys, zlib, struct
@@ -273,7 +278,7 @@ import MapLogic
                            if all(abs(line[x + k] - rgb[k]) <= 24 for k in range(3)))
             print(width, height, count((0x1f, 0x5f, 0xbf)), count((0xf2, 0x9c, 0x38)))
             """
-        let output = try runPython(script, ["\(folder)/report.png"]).split(separator: " ").compactMap { Int($0) }
+        let output = try await runPython(script, ["\(folder)/report.png"]).split(separator: " ").compactMap { Int($0) }
         #expect(output.count == 4)
         guard output.count == 4 else { return }
         print("screenshot \(output[0])×\(output[1]): \(output[2]) track pixels, \(output[3]) fix pixels")
