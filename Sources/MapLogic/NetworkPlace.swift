@@ -567,6 +567,7 @@ public struct NetworkPlace: Sendable {
         let wayNorth = self.enu(best.to).north - self.enu(best.from).north
         let wayLength = max(1e-9, (wayEast * wayEast + wayNorth * wayNorth).squareRoot())
         let bias = self.meanBias()
+        let biasSigma = self.biasSigma(accuracy: accuracy)
         var share = 0.0
         for index in self.particles.indices {
             let weight = _exp(self.particles[index].logWeight)
@@ -582,7 +583,7 @@ public struct NetworkPlace: Sendable {
             directionDegrees: direction >= 0 ? self.bearing(low, high) : self.bearing(high, low), share: share,
             sure: share >= self.options.sureShare && bias.meters <= self.gate(accuracy: accuracy),
             biasEast: bias.east, biasNorth: bias.north,
-            errorSigmaMeters: (self.biasSigma(accuracy: accuracy) * self.biasSigma(accuracy: accuracy)
-                + self.options.noiseSigmaMeters * self.options.noiseSigmaMeters).squareRoot())
+            errorSigmaMeters: (biasSigma * biasSigma + self.options.noiseSigmaMeters * self.options.noiseSigmaMeters)
+                .squareRoot())
     }
 }
