@@ -226,6 +226,31 @@ public struct Settings: Sendable {
         try Settings(self.value(key), path: "\(self.path).\(key)", baseDirectory: self.baseDirectory)
     }
 
+    /// A plugin chosen in a list (a stage's `fallback`): its id, its settings, and where it sits in the config.
+    public struct PluginChoice: Sendable {
+        public var plugin: String
+        public var settings: Settings
+        public var path: String
+    }
+
+    /// A list of plugins, `[{ plugin, settings }, …]` (empty when absent): a stage's fallbacks.
+    public mutating func pluginList(_ key: String) throws(ConfigError) -> [PluginChoice] {
+        guard let list = self.value(key) else { return [] }
+        guard case let .array(items) = list else {
+            throw .invalidValue(
+                path: "\(self.path).\(key)", expected: "a list of { plugin, settings }", found: "\(list)")
+        }
+        var choices: [PluginChoice] = []
+        for (index, item) in items.enumerated() {
+            var entry = try Settings(item, path: "\(self.path).\(key)[\(index)]", baseDirectory: self.baseDirectory)
+            let plugin = try entry.string("plugin")
+            let settings = try entry.object("settings")
+            try entry.finish()
+            choices.append(PluginChoice(plugin: plugin, settings: settings, path: entry.path))
+        }
+        return choices
+    }
+
     /// The keys present, in sorted order.
     public var keys: [String] { self.values.keys.sorted() }
 

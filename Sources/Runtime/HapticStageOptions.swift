@@ -88,18 +88,10 @@ enum HapticStageOptions {
                 id: stage.plugin, settings: stage.settings, path: "stages.\(stage.name).plugin",
                 logger: logger)
         ]
-        if case let .array(items)? = settings.value("fallback") {
-            for (index, item) in items.enumerated() {
-                var entry = try Settings(
-                    item, path: "stages.\(stage.name).options.fallback[\(index)]",
-                    baseDirectory: stage.options.baseDirectory)
-                let id = try entry.string("plugin")
-                let deviceSettings = try entry.object("settings")
-                try entry.finish()
-                devices.append(
-                    try PluginRegistry.makeDevice(
-                        id: id, settings: deviceSettings, path: entry.path + ".plugin", logger: logger))
-            }
+        for fallback in try settings.pluginList("fallback") {
+            devices.append(
+                try PluginRegistry.makeDevice(
+                    id: fallback.plugin, settings: fallback.settings, path: fallback.path + ".plugin", logger: logger))
         }
         try settings.finish()
         return (devices, options)

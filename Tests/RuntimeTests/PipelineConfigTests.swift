@@ -197,6 +197,23 @@ import StageRoute
         }
     }
 
+    /// A haptic stage's fallback devices are read as a route stage's providers are: a list of { plugin, settings },
+    /// anything else refused with its path (a fallback that is not a list was once ignored without a word).
+    @Test func aHapticStagesFallbackThatIsNotAListIsRefusedWithItsPath() {
+        func haptic(_ fallback: String) -> String {
+            """
+            { stages: { haptic: { plugin: "console", inputs: ["tcp://127.0.0.1:5603"], topics: ["target"],
+                                  options: { offsetDegrees: 0, fallback: \(fallback) } } } }
+            """
+        }
+        #expect(throws: Never.self) { try self.parse(haptic("[{ plugin: \"console\", settings: {} }]")) }
+        #expect(
+            throws: ConfigError.invalidValue(
+                path: "stages.haptic.options.fallback", expected: "a list of { plugin, settings }",
+                found: "\(SettingValue.string("speaker"))")
+        ) { try self.parse(haptic("\"speaker\"")) }
+    }
+
     /// Matching to the ways needs the offline router's graph: a route stage with no `osm` provider is refused.
     @Test func matchingToTheWaysWithoutAnOSMRouterIsRefused() {
         let stage = self.routeStage(fallback: "[]").replacingOccurrences(

@@ -4,31 +4,10 @@ public import NavCore
 /// Reads a route stage's `options`: where to go, how to track, and which providers to ask after the stage's own. Beside
 /// the stage it configures; the runtime's factory calls it.
 public enum RouteStageOptions {
-    /// A provider after the stage's own plugin: its plugin id, its settings, and where it sits in the config.
-    public struct Fallback {
-        public var plugin: String
-        public var settings: Settings
-        public var path: String
-    }
-
-    public static func parse(_ settings: Settings) throws -> (RouteControllerOptions, [Fallback]) {
+    /// The stage's options, and the providers to ask after its own plugin, in order.
+    public static func parse(_ settings: Settings) throws -> (RouteControllerOptions, [Settings.PluginChoice]) {
         var settings = settings
-        var fallbacks: [Fallback] = []
-        if let list = settings.value("fallback") {
-            guard case let .array(items) = list else {
-                throw ConfigError.invalidValue(
-                    path: "\(settings.path).fallback", expected: "a list of { plugin, settings }",
-                    found: "\(list)")
-            }
-            for (index, item) in items.enumerated() {
-                var entry = try Settings(
-                    item, path: "\(settings.path).fallback[\(index)]", baseDirectory: settings.baseDirectory)
-                let plugin = try entry.string("plugin")
-                let providerSettings = try entry.object("settings")
-                try entry.finish()
-                fallbacks.append(Fallback(plugin: plugin, settings: providerSettings, path: entry.path))
-            }
-        }
+        let fallbacks = try settings.pluginList("fallback")
         guard let destination = try settings.coordinate("destination") else {
             throw ConfigError.missingKey(path: settings.path, key: "destination ([latitude, longitude])")
         }
