@@ -147,6 +147,12 @@ struct StageTemplate {
         // No experimenter in a simulated walk: no control endpoint to share between walks, and no stop kept from a
         // lab session that would silence this sink.
         hapticOptions["control"] = nil
+        // The harness steps in lockstep, each heading sent once the last is answered: a loaded machine may take more
+        // than a second of real time between two of them, which the fail-safe's limits (real time) would take for a
+        // lost input and silence a cue the walk never lost. Its limits at their longest, so that the walk's figures
+        // are the same on any machine (the fail-safe has its own tests). 30 s: the settings' largest.
+        hapticOptions["staleAfterSeconds"] = .number(30)
+        hapticOptions["headingStaleAfterSeconds"] = .number(30)
         haptic["options"] = .object(hapticOptions)
         var stages: [String: SettingValue] = [:]
         for (name, var object) in [(self.smoother, smoother), (self.route, route), (self.haptic, haptic)] {
