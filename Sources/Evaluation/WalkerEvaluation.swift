@@ -842,7 +842,7 @@ public enum WalkerEvaluation {
                 try await source.publish(.fix(fix))
                 // The target, and the smoothed fix it came from (on another connection, it may come after it).
                 if await !wait(
-                    seconds: 5,
+                    seconds: Self.answerWaitSeconds,
                     until: { inbox.state.withLock { $0.targets[time] != nil && $0.smoothed[time] != nil } })
                 {
                     timeouts += 1
@@ -886,7 +886,7 @@ public enum WalkerEvaluation {
                 reference: .trueNorth)
             let sent = SystemClock.monotonicSeconds()
             try await source.publish(.heading(heading))
-            if await wait(seconds: 5, until: { inbox.state.withLock { $0.cues[time] != nil } }) {
+            if await wait(seconds: Self.answerWaitSeconds, until: { inbox.state.withLock { $0.cues[time] != nil } }) {
                 let (kind, arrival) = inbox.state.withLock { ($0.cues[time]!, $0.cueArrivals[time] ?? sent) }
                 felt = kind
                 tally.latenciesMilliseconds.append((arrival - sent) * 1000)
@@ -945,9 +945,17 @@ public enum WalkerEvaluation {
 
     /// Gives up on a walk whose stages stopped answering: a stage stuck with its queue full would otherwise hold
     /// the source's lossless sends, and the walk, for ever.
+    /// How long the harness waits for a stage's answer to a fix or a heading before it counts the answer as timed out
+    /// and steps on [seconds]. Long: the stages answer every message, and a loaded machine (a fresh-clone run beside
+    /// two busy loops) held answers beyond 5 s, which changed the walk (a timed-out answer is a step without it).
+    static let answerWaitSeconds = 20.0
+
     static func checkAnswering(_ timeouts: Int) throws {
-        guard timeouts < 50 else {
-            throw Failure(description: "the stages stopped answering: 50 fixes or headings without an answer in 5 s")
+        guard timeouts < 15 else {
+            throw Failure(
+                description:
+                    "the stages stopped answering: 15 fixes or headings without an answer in \(Int(answerWaitSeconds)) s"
+            )
         }
     }
 }
