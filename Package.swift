@@ -158,6 +158,16 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
+        // The lab around a walk: a study's plan, trials and report, the preflight, the Foxglove bridge, the walkable
+        // ways a report draws.
+        .target(
+            name: "Lab",
+            dependencies: [
+                "Runtime", "SessionTools", "Evaluation", "NavCore", "MapLogic", "HapticLogic", "Stages", "StageHaptic",
+                "LocationSources", "Bus", "Links", "Parsers", "Routers", "SystemIO",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Evaluation and benchmarks: simulated walkers, smoother and guidance statistics, route benchmarks. The CLI
         // uses it; the pipeline never does.
         .target(
@@ -174,7 +184,8 @@ let package = Package(
             dependencies: [
                 "SessionTools",
                 "MapFiles", "SessionFiles",
-                "Runtime", "Evaluation", "Bus", "NavCore", "MapLogic", "HapticLogic", "SystemIO", "LocationSources",
+                "Runtime", "Lab", "Evaluation", "Bus", "NavCore", "MapLogic", "HapticLogic", "SystemIO",
+                "LocationSources",
                 "Parsers", "Devices", "Links",
                 "Routers",
                 "Stages", "StageHaptic", "Sinks",
@@ -207,6 +218,9 @@ let package = Package(
                 "Links", "TestSupport", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
+        .testTarget(
+            name: "LabTests",
+            dependencies: ["Lab", "Runtime", "SessionTools", "Evaluation", "NavCore", "TestSupport"]),
         .testTarget(
             name: "DevicesTests",
             dependencies: [

@@ -3,15 +3,15 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Logging
+package import Logging
 import NavCore
 import Parsers
 import Stages
-import HapticLogic
-import StageHaptic
+package import HapticLogic
+package import StageHaptic
 
 /// Reads a haptic stage: its primary device (`plugin`, `settings`), the fallback devices and the guidance options.
-enum HapticStageOptions {
+package enum HapticStageOptions {
     /// A saved calibration: what `hapticnav calibrate` writes.
     struct SavedCalibration: Codable {
         var offsetDegrees: Double
@@ -20,7 +20,7 @@ enum HapticStageOptions {
         var calibratedAt: String
     }
 
-    static func parse(
+    package static func parse(
         _ stage: StageConfig, logger: Logger, check: Bool, calibrationMayBeMissing: Bool = false
     ) throws -> ([any OutputDevice], HapticSinkOptions) {
         var settings = stage.options

@@ -3,6 +3,7 @@ import ArgumentParser
 import NavCore
 import Runtime
 import SystemIO
+import Lab
 
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -11,6 +11,7 @@ import Runtime
 import SystemIO
 #if canImport(Glibc)
 import Glibc
+import Lab
 #endif
 
 struct FoxgloveCommand: AsyncParsableCommand {

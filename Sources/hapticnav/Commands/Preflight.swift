@@ -1,5 +1,6 @@
 import ArgumentParser
 import Runtime
+import Lab
 
 struct PreflightCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -15,6 +15,7 @@ import SessionFiles
 import Synchronization
 import SystemIO
 import MapLogic
+import Lab
 
 /// `hapticnav rehearse`: a field session rehearsed on one machine, closed loop. A simulated participant (the network
 /// participant of `eval walkers`, held to the map's ways, following the cues and turn events it feels) carries a

@@ -5,6 +5,7 @@ import Parsers
 import SystemIO
 #if canImport(Glibc)
 import Glibc
+import Lab
 #endif
 
 struct Repair: ParsableCommand {

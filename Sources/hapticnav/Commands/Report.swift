@@ -4,6 +4,7 @@ import NavCore
 import Runtime
 import SystemIO
 import MapLogic
+import Lab
 
 struct Report: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -9,6 +9,7 @@ import NavCore
 import Runtime
 import SystemIO
 import MapLogic
+import Lab
 
 struct StudyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -17,6 +17,7 @@ import Glibc
 import Synchronization
 import SystemIO
 import StageHaptic
+import Lab
 
 extension StudyCommand {
     struct RunTrial: AsyncParsableCommand {

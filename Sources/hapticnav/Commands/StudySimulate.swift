@@ -10,6 +10,7 @@ import Runtime
 import SystemIO
 #if canImport(Glibc)
 import Glibc
+import Lab
 #endif
 
 extension StudyCommand {

@@ -1,6 +1,7 @@
 import Evaluation
 import NavCore
-@testable import Runtime
+@testable import Lab
+import Runtime
 @testable import SessionTools
 import Testing
 

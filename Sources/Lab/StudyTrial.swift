@@ -7,11 +7,7 @@ public import Evaluation
 public import NavCore
 import Parsers
 import SystemIO
-
-/// The software's version, written into every study trial's record and session.
-public enum HapticNavVersion {
-    public static let text = "0.25.0"
-}
+import Runtime
 
 /// One trial of a study: where it is kept (`DIR/sessions/P07/T04-band-harbour/`), the pipeline config it runs (the
 /// study's, with the trial's route and condition applied and the condition locked) and its record (`trial.json`).

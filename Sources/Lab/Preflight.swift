@@ -9,6 +9,7 @@ import Synchronization
 import SystemIO
 public import HapticLogic
 public import StageHaptic
+public import Runtime
 
 /// Before a walk: every live part of a config checked for real, with a go or no-go for each (`hapticnav preflight`).
 /// The source runs for a few seconds (the phone answers, fixes and headings at their rates, the phone's clock, GPS

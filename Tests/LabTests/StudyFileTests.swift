@@ -1,7 +1,8 @@
 import Evaluation
 import Foundation
 import NavCore
-@testable import Runtime
+@testable import Lab
+import Runtime
 import Testing
 import TestSupport
 

@@ -1,6 +1,7 @@
 public import Evaluation
 public import NavCore
 import SystemIO
+import Runtime
 
 /// A study's plan, `DIR/study.json5`: the pipeline each trial runs, the participants, the routes (each a
 /// destination or a route file) and the conditions (each a set of stage overrides on that pipeline).

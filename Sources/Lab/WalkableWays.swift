@@ -9,6 +9,7 @@ public import NavCore
 import Routers
 import SystemIO
 public import MapLogic
+import Runtime
 
 /// The map's walkable ways (the offline router's walking graph) for drawing under a report's tracks, so that a reader
 /// sees the streets and crossings where a walker hesitated or turned wrong.
