@@ -943,13 +943,13 @@ public enum WalkerEvaluation {
         return walk
     }
 
-    /// Gives up on a walk whose stages stopped answering: a stage stuck with its queue full would otherwise hold
-    /// the source's lossless sends, and the walk, for ever.
     /// How long the harness waits for a stage's answer to a fix or a heading before it counts the answer as timed out
     /// and steps on [seconds]. Long: the stages answer every message, and a loaded machine (a fresh-clone run beside
     /// two busy loops) held answers beyond 5 s, which changed the walk (a timed-out answer is a step without it).
     static let answerWaitSeconds = 20.0
 
+    /// Gives up on a walk whose stages stopped answering: a stage stuck with its queue full would otherwise hold
+    /// the source's lossless sends, and the walk, for ever.
     static func checkAnswering(_ timeouts: Int) throws {
         guard timeouts < 15 else {
             throw Failure(

@@ -8,7 +8,6 @@ import Bus
 public import Links
 public import NavCore
 import Synchronization
-import Runtime
 
 /// The live bus for Foxglove: a WebSocket server speaking `foxglove.websocket.v1` (Foxglove's WebSocket protocol) on
 /// which each client is told the server and every channel (``FoxgloveChannels``, the same as an exported MCAP file's,

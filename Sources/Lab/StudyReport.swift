@@ -8,7 +8,6 @@ import Foundation
 public import NavCore
 import SystemIO
 public import MapLogic
-import Runtime
 
 /// `hapticnav study report`: one tidy row per trial of the schedule (from its session and record), per-condition
 /// medians and quartiles, paired within-participant differences (Wilcoxon signed-rank, rank-biserial effect size),
