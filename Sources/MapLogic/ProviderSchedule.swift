@@ -1,4 +1,4 @@
-public import NavCore
+import NavCore
 /// The order in which a route controller asks its providers (an engine first, the offline router last, say), and
 /// which it leaves alone for a while after they failed.
 ///

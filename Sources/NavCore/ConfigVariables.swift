@@ -1,6 +1,7 @@
 extension SettingValue {
     /// Replaces `${NAME}` and `${NAME:-default}` in every string with the environment's value, so that
-    /// one config serves several hosts (`HAPTICNAV_GROUP1_HOST=10.0.0.5 hapticnav run --group 2 …`).
+    /// one config serves several hosts (`HAPTICNAV_GROUP1_HOST=10.0.0.5 hapticnav run --group 2 …`); a default may
+    /// name another variable (`${HAPTICNAV_RECORDING:-${HAPTICNAV_RECORDINGS:-../out}/lab-recording.jsonl}`).
     public func expandingVariables(environment: [String: String], path: String) throws(ConfigError) -> SettingValue {
         switch self {
         case let .string(text):
@@ -30,9 +31,25 @@ extension SettingValue {
         var rest = Substring(text)
         while let open = rest.firstRange(of: "${") {
             result += rest[..<open.lowerBound]
-            guard let close = rest[open.upperBound...].firstIndex(of: "}") else {
+            // The closing brace that matches: a default may itself hold `${…}` (`${A:-${B:-out}/a.jsonl}`).
+            var depth = 1
+            var cursor = open.upperBound
+            while cursor < rest.endIndex {
+                if rest[cursor...].hasPrefix("${") {
+                    depth += 1
+                    cursor = rest.index(cursor, offsetBy: 2)
+                    continue
+                }
+                if rest[cursor] == "}" {
+                    depth -= 1
+                    if depth == 0 { break }
+                }
+                cursor = rest.index(after: cursor)
+            }
+            guard cursor < rest.endIndex else {
                 throw .invalidValue(path: path, expected: "a closing '}' after '${'", found: "'\(text)'")
             }
+            let close = cursor
             let body = rest[open.upperBound..<close]
             let name: Substring
             let fallback: Substring?
@@ -46,7 +63,7 @@ extension SettingValue {
             if let value = environment[String(name)], !value.isEmpty {
                 result += value
             } else if let fallback {
-                result += fallback
+                result += try Self.expand(String(fallback), environment: environment, path: path)
             } else {
                 throw .invalidValue(
                     path: path, expected: "environment variable \(name) to be set (or a default: ${\(name):-value})",

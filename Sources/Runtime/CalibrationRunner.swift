@@ -7,6 +7,7 @@ import Foundation
 public import HapticLogic
 public import Logging
 public import NavCore
+import SystemIO
 
 /// `hapticnav calibrate`: the three-step calibration on a pipeline's bus, with its prompts printed and spoken
 /// and its north-finding cues on the haptic stage's device; saves the offset for the sink to load.
@@ -127,8 +128,10 @@ public enum CalibrationRunner {
         }
     }
 
-    /// Saves a successful run's offset where a haptic stage's `calibrationFile` reads it.
+    /// Saves a successful run's offset where a haptic stage's `calibrationFile` reads it, making its folder (0750:
+    /// the service's state folder, `/var/lib/hapticnav/NAME`, before the service first made it) if needed.
     public static func save(_ result: CalibrationResult, to file: String) throws {
+        try Paths.createFolders(Paths.folder(of: file), permissions: 0o750)
         let saved = HapticStageOptions.SavedCalibration(
             offsetDegrees: result.offsetDegrees, spreadDegrees: result.spreadDegrees,
             sampleCount: Int(result.sampleCount), calibratedAt: Date.now.formatted(.iso8601))

@@ -355,6 +355,16 @@ import StageRoute
         #expect(throws: ConfigError.self) {
             try SettingValue.string("${MISSING}").expandingVariables(environment: [:], path: "c")
         }
+        // A default that names another variable, as the shipped configs' recordings do.
+        let nested = SettingValue.string("${ONE:-${TWO:-../out}/a.jsonl}")
+        #expect(try nested.expandingVariables(environment: [:], path: "c") == .string("../out/a.jsonl"))
+        #expect(try nested.expandingVariables(environment: ["TWO": "/rec"], path: "c") == .string("/rec/a.jsonl"))
+        #expect(
+            try nested.expandingVariables(environment: ["ONE": "/x.jsonl", "TWO": "/rec"], path: "c")
+                == .string("/x.jsonl"))
+        #expect(throws: ConfigError.self) {
+            try SettingValue.string("${ONE:-${TWO}").expandingVariables(environment: [:], path: "c")
+        }
     }
 }
 

@@ -42,6 +42,18 @@ import TestSupport
         try await recorder.finish()
     }
 
+    /// A recorder started again in its folder (a stage restarted after a crash) goes on in a new part: nothing
+    /// recorded before is overwritten, and the session reads back whole.
+    @Test func aRecorderStartedAgainGoesOnAfterThePartsAlreadyThere() async throws {
+        let folder = try scratchFolder()
+        let written = Self.records(600)
+        try await self.record(Array(written[0..<300]), options: .init(folder: folder))
+        try await self.record(Array(written[300...]), options: .init(folder: folder))
+        let (read, summary) = try SessionReader.records(folder)
+        #expect(summary.files == ["\(folder)/part-0001.mcap", "\(folder)/part-0002.mcap"])
+        #expect(read.map(\.message) == written.map(\.message))
+    }
+
     @Test func aSessionReadsBackRecordForRecordWithBothClocksAndItsFrames() async throws {
         let folder = try scratchFolder()
         let written = Self.records(3000)

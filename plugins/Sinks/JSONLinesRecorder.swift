@@ -19,10 +19,11 @@ public actor JSONLinesRecorder: MessageSink {
     private var buffer = Data()
     private var lastFlush = ContinuousClock.now
 
-    /// Creates (or truncates) the recording file, making its folder if needed.
+    /// Opens the recording file to append to (a stage started again after a crash continues it), making its folder
+    /// if needed.
     public init(file: String) throws {
         do {
-            self.handle = try OutputFile(path: file, mode: .truncate)
+            self.handle = try OutputFile(path: file, mode: .append)
         } catch {
             throw ConfigError.invalidValue(path: "recorder.file", expected: "a writable file", found: "\(error)")
         }

@@ -61,6 +61,8 @@ public final class MCAPRecorder: MessageSink, Sendable {
     private let logger: Logger
     private let openOutput: @Sendable (String) throws -> any Output
     private let now: @Sendable () -> Double
+    /// The number of the first part this recorder writes: after the parts already in the folder.
+    private let firstPart: Int
 
     /// Reads a config's `mcap` recorder settings and starts recording.
     public convenience init(settings: Settings, logger: Logger) throws {
@@ -113,8 +115,11 @@ public final class MCAPRecorder: MessageSink, Sendable {
             throw ConfigError.invalidValue(
                 path: "recorder.folder", expected: "a folder that can be made", found: "\(error)")
         }
+        // A recorder started again in its folder (after a crash, by `hapticnav run` or systemd) goes on after the
+        // parts there: what was recorded before is never overwritten.
+        self.firstPart = Self.nextPart(in: options.folder)
         // Open the first part now, so that a folder that cannot be written is an error at start, not a silent loss.
-        let first = try self.openOutput(self.partPath(1))
+        let first = try self.openOutput(self.partPath(self.firstPart))
         let started = self.now()
         SystemThread.start(name: "mcap-recorder") { [self] in self.writeLoop(first: first, started: started) }
     }
@@ -168,8 +173,18 @@ public final class MCAPRecorder: MessageSink, Sendable {
         return SessionWriter(library: "hapticnav", metadata: metadata)
     }
 
+    /// One more than the highest `part-NNNN.mcap` in `folder`; 1 when there is none.
+    static func nextPart(in folder: String) -> Int {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        let numbers = names.compactMap { name -> Int? in
+            guard name.hasPrefix("part-"), name.hasSuffix(".mcap") else { return nil }
+            return Int(name.dropFirst("part-".count).dropLast(".mcap".count))
+        }
+        return (numbers.max() ?? 0) + 1
+    }
+
     private func writeLoop(first: any Output, started: Double) {
-        var part = 1
+        var part = self.firstPart
         var output = first
         var writer = self.newWriter(part: part)
         var partStarted = started
