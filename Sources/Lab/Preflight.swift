@@ -43,7 +43,7 @@ public enum Preflight {
         var rows: [Row] = []
         var offset = 0.0
         if let haptic = config.stages.first(where: { $0.role == .haptic }) {
-            let (devices, options) = try HapticStageOptions.parse(
+            let (devices, options) = try HapticStageDevices.make(
                 haptic, logger: logger, check: false, calibrationMayBeMissing: true)
             offset = options.guidance.offsetDegrees
             rows += await self.devices(devices)

@@ -7,6 +7,7 @@ import Foundation
 public import HapticLogic
 public import Logging
 public import NavCore
+import StageHaptic
 import SystemIO
 
 /// `hapticnav calibrate`: the three-step calibration on a pipeline's bus, with its prompts printed and spoken

@@ -132,7 +132,7 @@ public enum PluginRegistry {
                 .nominalPeriods
         case .smoother: _ = try self.makeSmoother(stage)
         case .haptic:
-            checked.sink = try HapticStageOptions.parse(
+            checked.sink = try HapticStageDevices.make(
                 stage, logger: Logger(label: "hapticnav.config-check"), check: true,
                 calibrationMayBeMissing: calibrationMayBeMissing
             ).1

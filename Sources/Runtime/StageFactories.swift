@@ -158,7 +158,7 @@ extension StageFactory {
             case .publisherUp: return nil
             }
         }
-        let (devices, options) = try HapticStageOptions.parse(stage, logger: logger, check: false)
+        let (devices, options) = try HapticStageDevices.make(stage, logger: logger, check: false)
         let control = try ControlConfig.parse(stage, calibrationFile: nil)
         var listenerOptions = ControlListenerOptions()
         var zap = setup.zap

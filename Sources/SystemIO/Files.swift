@@ -39,6 +39,17 @@ public enum Paths {
         return path.isEmpty ? folder : folder + "/" + path
     }
 
+    /// Why `file` cannot be read as a file, or nil when it can.
+    public static func unreadableReason(_ file: String) -> String? {
+        var info = stat()
+        guard stat(file, &info) == 0 else {
+            return errno == ENOENT ? "does not exist" : "cannot be read (\(String(cString: strerror(errno))))"
+        }
+        if info.st_mode & S_IFMT == S_IFDIR { return "is a folder, not a file" }
+        guard access(file, R_OK) == 0 else { return "cannot be read (\(String(cString: strerror(errno))))" }
+        return nil
+    }
+
     /// The last component of `path`.
     public static func lastComponent(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return path }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 public import NavCore
+import SystemIO
 
 extension Settings {
     /// A file the plugin reads, resolved against the config's folder; nil when the key is absent. A file that does
@@ -20,13 +21,5 @@ extension Settings {
     }
 
     /// Why `file` cannot be read as a file, or nil when it can.
-    public static func unreadableReason(_ file: String) -> String? {
-        var info = stat()
-        guard stat(file, &info) == 0 else {
-            return errno == ENOENT ? "does not exist" : "cannot be read (\(String(cString: strerror(errno))))"
-        }
-        if info.st_mode & S_IFMT == S_IFDIR { return "is a folder, not a file" }
-        guard access(file, R_OK) == 0 else { return "cannot be read (\(String(cString: strerror(errno))))" }
-        return nil
-    }
+    public static func unreadableReason(_ file: String) -> String? { Paths.unreadableReason(file) }
 }
