@@ -1,0 +1,31 @@
+import Foundation
+import SystemIO
+import Testing
+
+@Suite struct SystemThreadTests {
+    /// What the thread's name is, as `ps -L` and `perf` read it.
+    private static func names(_ given: [String]) async -> [String] {
+        await withTaskGroup(of: String.self) { group in
+            for name in given {
+                group.addTask {
+                    await withCheckedContinuation { continuation in
+                        SystemThread.start(name: name) {
+                            let comm = (try? InputFile.contents(of: "/proc/thread-self/comm")) ?? []
+                            continuation.resume(returning: String(decoding: comm, as: UTF8.self))
+                        }
+                    }
+                }
+            }
+            var names: [String] = []
+            for await name in group { names.append(name) }
+            return names.sorted()
+        }
+    }
+
+    /// A thread carries its own name, not its creator's (a Swift pool thread's, which misleads a profile); a long
+    /// one is cut to the kernel's 15 bytes.
+    @Test func aThreadIsNamedAsStarted() async {
+        let names = await Self.names(["bus-receive", "a-name-longer-than-fifteen"])
+        #expect(names == ["a-name-longer-t\n", "bus-receive\n"])
+    }
+}
