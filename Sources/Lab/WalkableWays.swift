@@ -26,7 +26,7 @@ public enum WalkableWays {
         given: String?, found: @autoclosure () -> String?, note: (String) -> Void
     ) throws -> WalkingGraph? {
         if let given {
-            if let reason = Settings.unreadableReason(given) {
+            if let reason = Paths.unreadableReason(given) {
                 throw ConfigError.missingFile(path: "--map", file: given, reason: reason)
             }
             do { return try self.graph(map: given) } catch {

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 public import NavCore
 import SystemIO
 
@@ -9,7 +6,7 @@ extension Settings {
     /// not exist, is a folder or cannot be read is an error naming the key, when the config is checked, not later.
     public mutating func inputFile(_ key: String) throws(ConfigError) -> String? {
         guard let file = try self.path(key) else { return nil }
-        if let reason = Self.unreadableReason(file) {
+        if let reason = Paths.unreadableReason(file) {
             throw .missingFile(path: "\(self.path).\(key)", file: file, reason: reason)
         }
         return file
@@ -19,7 +16,4 @@ extension Settings {
     public mutating func inputFile(_ spec: ValueSpec<String>) throws(ConfigError) -> String? {
         try self.inputFile(spec.key)
     }
-
-    /// Why `file` cannot be read as a file, or nil when it can.
-    public static func unreadableReason(_ file: String) -> String? { Paths.unreadableReason(file) }
 }
