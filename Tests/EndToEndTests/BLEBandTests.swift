@@ -5,7 +5,7 @@ import Logging
 import NavCore
 import Testing
 
-extension ProcessSuites {
+extension ProcessSuites.Lab {
     /// The band over Bluetooth LE without Bluetooth hardware: the `band` plugin's bridge (a central) and
     /// `band-emulator --ble` (a peripheral with the Nordic UART Service) each on a virtual controller of Bumble's, the
     /// controllers joined by one in-process radio link (tools/hapticnav_ble_controllers.py), every part its own process.
@@ -78,7 +78,7 @@ extension ProcessSuites {
                 try await Task.sleep(for: .milliseconds(25))
             }
             let lastCue = Date().timeIntervalSince1970
-            try await band.stopAll()
+            await band.stopAll()
             // Every frame arrived, in order: the stop after the last cue (the pings go on after it).
             #expect(
                 await eventually(within: 10) {

@@ -4,7 +4,7 @@ import Logging
 import NavCore
 import Testing
 
-extension ProcessSuites {
+extension ProcessSuites.Data {
     @Suite struct BandReconnectTests {
         @Test func theBandPluginReconnectsWhenTheLinkDropsAndComesBack() async throws {
             let port = freeTCPPort()

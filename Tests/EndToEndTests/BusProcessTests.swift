@@ -4,7 +4,7 @@ import NavCore
 import Testing
 
 /// Real processes on loopback: a `hapticnav bus publish` child, subscribed to from this test process.
-extension ProcessSuites {
+extension ProcessSuites.Data {
     @Suite struct BusProcessTests {
         private func endpoint(_ transport: String, in folder: String) -> String {
             transport == "ipc" ? "ipc://\(folder)/bus.sock" : "tcp://127.0.0.1:\(freeTCPPort())"

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension ProcessSuites {
+extension ProcessSuites.Data {
     /// `hapticnav calibrate --replay` on a real phone recording (phyphox: accelerometer and magnetometer of a 116 m
     /// hallway loop, bundled in data/walks with its licence).
     @Suite struct CalibrateReplayTests {

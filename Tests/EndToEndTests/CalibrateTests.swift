@@ -3,7 +3,7 @@ import NavCore
 import Testing
 
 /// `hapticnav calibrate` against a simulated walker who follows the calibration routine in another process.
-extension ProcessSuites {
+extension ProcessSuites.Data {
     @Suite(.serialized) struct CalibrateTests {
         private func run(tilt: Bool) async throws -> (status: Int32?, output: String, file: String) {
             let folder = try scratchFolder()

@@ -48,7 +48,7 @@ private final class CraftingPublisher: @unchecked Sendable {
     func close() { self.socket.close() }
 }
 
-extension ProcessSuites {
+extension ProcessSuites.Data {
     /// Crafted and corrupt input sent into running stage processes: each keeps running and keeps working.
     @Suite(.serialized) struct CraftedInputTests {
         private let route = repositoryRoot.appendingPathComponent("data/routes/monaco-demo-walk.geojson").path

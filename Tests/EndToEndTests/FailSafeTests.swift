@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension ProcessSuites {
+extension ProcessSuites.Safety {
     @Suite(.serialized) struct FailSafeTests {
         @Test func killingTheRouteControllerStopsEveryMotorWithinOneAndAHalfSecondsTwentyTimesOutOfTwenty() async throws
         {

@@ -3,7 +3,7 @@ import NavCore
 import Parsers
 import Testing
 
-extension ProcessSuites {
+extension ProcessSuites.Data {
     /// The phone in the loop, every part its own process: the phone stand-in (phyphox's protocol over HTTP) serves a
     /// recording in which the phone, flat at the route's start, turns 90° off the route and back every 1.5 s; the
     /// source, smoother, route controller and haptic sink run as in a field session, the band is the emulator.

@@ -18,9 +18,18 @@ func hapticnavExecutable() throws -> String {
     return candidate
 }
 
-/// The suites that start processes, run one after another: together they would crowd a 2-core machine
-/// and make timing assertions flaky.
-@Suite(.serialized) enum ProcessSuites {}
+/// The suites that start processes, in three lanes that run side by side (and beside the in-process suites); within a
+/// lane, one suite after another. Most of a process test's time is waiting (a walk at its pace, a restart's delay, a
+/// stale limit), not computing, so three at once leave the machine mostly idle; more at once would crowd a 2-core
+/// machine. `scripts/test` runs them on the release build, the program as it ships.
+@Suite enum ProcessSuites {
+    /// The fail-safe's deadlines: a stopped stage, a crash, a cut network, a restart (about 220 s).
+    @Suite(.serialized) enum Safety {}
+    /// The lab around the walk: engines, hosts on a network, the experimenter, preflight, the band's links (about 230 s).
+    @Suite(.serialized) enum Lab {}
+    /// Data through the stages: studies, sessions, evaluations, calibration, latency (about 240 s).
+    @Suite(.serialized) enum Data {}
+}
 
 /// One line of the band emulator's log: a frame it received, or a stop it made by itself (`event`).
 struct BandLogEntry {

@@ -8,7 +8,7 @@ import Testing
 
 /// Sessions with real processes: a recorded demo walk replayed through a haptic sink at three rates, and a recorder
 /// killed mid-session.
-extension ProcessSuites {
+extension ProcessSuites.Data {
     @Suite struct SessionProcessTests {
         /// The demo's pipeline with a console for a band, at `pace`, recorded by the mcap recorder into `folder/session`.
         private func recordedWalkConfig(in folder: String, pace: Double) throws -> String {

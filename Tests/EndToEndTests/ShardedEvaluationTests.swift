@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension ProcessSuites {
+extension ProcessSuites.Data {
     /// `eval walkers` spread over a cluster: shards of one run merged by `eval merge` give the whole run's walks and
     /// figures (all but the measured cue latencies, which are wall-clock), whether the shards ran here or as a Slurm
     /// job array; a merge refuses shards that do not make one run; a sweep walks each combination.

@@ -61,7 +61,7 @@ private func table(_ csv: String) -> [[String: String]] {
     return lines.dropFirst().map { Dictionary(uniqueKeysWithValues: zip(header, fields($0))) }
 }
 
-extension ProcessSuites {
+extension ProcessSuites.Data {
     @Suite struct StudyProcessTests {
         /// `study init`, `study simulate` through the real processes, `study report`: the schedule is counterbalanced,
         /// every trial has its session, the report's numbers are those of the sessions, the page renders in headless

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension ProcessSuites {
+extension ProcessSuites.Data {
     /// `hapticnav eval walkers` on a small configuration: simulated participants through the real smoother, route
     /// controller and sink processes. Checks that the figures are computed, not the thresholds.
     @Suite struct WalkerEvaluationTests {
