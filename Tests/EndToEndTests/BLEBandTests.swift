@@ -5,7 +5,7 @@ import Logging
 import NavCore
 import Testing
 
-extension ProcessSuites.Lab {
+extension ProcessSuites.Stages {
     /// The band over Bluetooth LE without Bluetooth hardware: the `band` plugin's bridge (a central) and
     /// `band-emulator --ble` (a peripheral with the Nordic UART Service) each on a virtual controller of Bumble's, the
     /// controllers joined by one in-process radio link (tools/hapticnav_ble_controllers.py), every part its own process.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension ProcessSuites.Lab {
+extension ProcessSuites.Stages {
     /// Any bytes in an input file give a clear error (exit 1, a message naming the file) or are counted and skipped:
     /// never a signal.
     @Suite(.serialized) struct BrokenFilesTests {

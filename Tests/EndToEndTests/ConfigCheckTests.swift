@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension ProcessSuites.Lab {
+extension ProcessSuites.Stages {
     /// `hapticnav config check` on what a lab gets wrong before it runs anything.
     @Suite struct ConfigCheckTests {
         @Test func aRunDirectoryOthersCanWriteIsWarnedAboutAndPlainTCPBeyondLoopbackIsRefused() async throws {

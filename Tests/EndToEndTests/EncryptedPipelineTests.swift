@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension ProcessSuites.Lab {
+extension ProcessSuites.Stages {
     /// The pipeline over CURVE on TCP, every stage its own process, keys made by `hapticnav keys generate`: the
     /// walker is guided; an impostor holding another key bound at the route controller's endpoint is never heard.
     @Suite struct EncryptedPipelineTests {

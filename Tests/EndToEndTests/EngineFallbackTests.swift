@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension ProcessSuites.Lab {
+extension ProcessSuites.Stages {
     /// The route controller with a routing engine first and the offline router after it, every stage its own
     /// process: an engine that never answers, and a live Valhalla killed and restarted mid-walk. The walker takes a
     /// detour (A to C, then C to B, while the route goes from A to B), so the route controller reroutes again and again.

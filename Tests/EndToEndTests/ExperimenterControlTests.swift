@@ -2,7 +2,7 @@ import Bus
 import Foundation
 import Testing
 
-extension ProcessSuites.Lab {
+extension ProcessSuites.Hosts {
     /// The experimenter's laptop and the participant's wearable as two hosts (network namespaces joined by a veth
     /// pair; needs root, as CI runs), with the lab's keys. `hapticnav control stop` on the laptop stops the band's
     /// motors; resume runs them again; a rogue key and a plain sender move nothing; a stop holds across a restart of

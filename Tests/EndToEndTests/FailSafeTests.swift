@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension ProcessSuites.Safety {
+extension ProcessSuites.Hosts {
     @Suite(.serialized) struct FailSafeTests {
         @Test func killingTheRouteControllerStopsEveryMotorWithinOneAndAHalfSecondsTwentyTimesOutOfTwenty() async throws
         {

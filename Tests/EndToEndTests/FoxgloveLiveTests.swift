@@ -3,7 +3,7 @@ import Foundation
 import NavCore
 import Testing
 
-extension ProcessSuites.Lab {
+extension ProcessSuites.Stages {
     /// `hapticnav foxglove` serving an encrypted lab's live bus over Foxglove's WebSocket protocol, to a client written
     /// from the protocol's specification in Python's standard library: the server's info, every channel advertised
     /// with its schema, a subscription, and a LocationFix equal to the one published.

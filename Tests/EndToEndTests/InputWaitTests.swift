@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension ProcessSuites.Lab {
+extension ProcessSuites.Stages {
     /// A stage whose input has no publisher says so, with the endpoint and for how long, in its status and so in
     /// the monitor; once the publisher comes, it says that too.
     @Suite struct InputWaitTests {

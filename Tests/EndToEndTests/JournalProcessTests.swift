@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension ProcessSuites.Lab {
+extension ProcessSuites.Stages {
     /// Under systemd (standard error the journal's stream, as `JOURNAL_STREAM` says), `hapticnav run` and the stages
     /// it starts log over the journal's native protocol, each logging field its own journal field.
     @Suite struct JournalProcessTests {

@@ -2,7 +2,7 @@ import Bus
 import Foundation
 import Testing
 
-extension ProcessSuites.Lab {
+extension ProcessSuites.Hosts {
     /// The lab as it runs: Group 1 on one host, Group 2 on another, a stranger on a third, all on one shared
     /// segment (network namespaces on a bridge; needs root, as CI runs). Over CURVE the walk arrives; the stranger,
     /// with another key, with none, or with plain text, reads nothing from either group.

@@ -5,7 +5,7 @@ import Testing
 
 /// The Lab Streaming Layer bridge in `tools/`: a real bus publisher, the bridge process, and LSL inlets (pylsl) in
 /// another process.
-extension ProcessSuites.Lab {
+extension ProcessSuites.Stages {
     @Suite struct LabStreamingLayerTests {
         @Test func anLSLInletReceivesCuesTargetsAndPositionsWithTheirOwnTimes() async throws {
             let folder = try scratchFolder()

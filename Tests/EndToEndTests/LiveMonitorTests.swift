@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// `hapticnav monitor --live` in a real terminal: tmux runs it beside a running pipeline; capture-pane reads the screen.
-extension ProcessSuites.Lab {
+extension ProcessSuites.Stages {
     @Suite struct LiveMonitorTests {
         /// Runs one tmux command on the test's own server; its status and output. Through Python's subprocess, which
         /// closes every other descriptor: the tmux server a first command starts would otherwise keep the one by which

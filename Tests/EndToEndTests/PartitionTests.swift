@@ -4,7 +4,7 @@ import NavCore
 import Synchronization
 import Testing
 
-extension ProcessSuites.Safety {
+extension ProcessSuites.Hosts {
     /// Group 1 and Group 2 on two test hosts (network namespaces joined by a veth pair) over CURVE, the link between
     /// them cut and healed, and Group 1 restarted during a cut.
     @Suite(.serialized) struct PartitionTests {

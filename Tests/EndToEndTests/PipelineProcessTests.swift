@@ -3,7 +3,7 @@ import NavCore
 import Testing
 
 /// `hapticnav run` with real child processes.
-extension ProcessSuites.Lab {
+extension ProcessSuites.Stages {
     @Suite struct PipelineProcessTests {
         /// A pipeline like the demo's, in its own folder: a looping simulated walker, a recorder, a console.
         private func writeConfig(in folder: String, loop: Bool, pace: Double, routePoints: Int? = nil) throws -> String
@@ -147,7 +147,7 @@ extension ProcessSuites.Lab {
     }
 }
 
-extension ProcessSuites.Lab {
+extension ProcessSuites.Stages {
     @Suite struct RouteCommandTests {
         @Test func routeJSONCarriesTheLengthAndTheCoordinates() async throws {
             let map = repositoryRoot.appendingPathComponent("data/maps/monaco-highways.osm").path

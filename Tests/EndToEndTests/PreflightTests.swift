@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-extension ProcessSuites.Lab {
+extension ProcessSuites.Stages {
     /// `hapticnav preflight` against live parts in their own processes: a go with a walker and an answering band, a
     /// no-go with the phone stand-in serving the bundled indoor phyphox recording (GPS accuracy of an indoor fix, few
     /// fixes) with its clock an hour ahead, and a band that is not there.

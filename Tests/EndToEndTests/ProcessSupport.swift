@@ -23,10 +23,13 @@ func hapticnavExecutable() throws -> String {
 /// stale limit), not computing, so three at once leave the machine mostly idle; more at once would crowd a 2-core
 /// machine. `scripts/test` runs them on the release build, the program as it ships.
 @Suite enum ProcessSuites {
-    /// The fail-safe's deadlines: a stopped stage, a crash, a cut network, a restart (about 220 s).
-    @Suite(.serialized) enum Safety {}
-    /// The lab around the walk: engines, hosts on a network, the experimenter, preflight, the band's links (about 230 s).
-    @Suite(.serialized) enum Lab {}
+    /// Every suite that makes network namespaces, one at a time: the kernel serialises making, entering and removing
+    /// them, and these suites time stops and heals across them (beside two busy loops, two of them in different
+    /// lanes waited 7 s in the same run, one for a heal and one for a `control stop`, where 0.1 s is usual). With the
+    /// fail-safe's kills (about 230 s).
+    @Suite(.serialized) enum Hosts {}
+    /// Stages on one host: crashes and restarts, engines, preflight, the band's links, encryption (about 230 s).
+    @Suite(.serialized) enum Stages {}
     /// Data through the stages: studies, sessions, evaluations, calibration, latency (about 240 s).
     @Suite(.serialized) enum Data {}
 }

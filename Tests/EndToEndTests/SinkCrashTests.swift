@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension ProcessSuites.Safety {
+extension ProcessSuites.Stages {
     /// A sink that freezes, is killed or crashes while a motor runs: the band stops by itself (its watchdog, or its
     /// host's link closing), or the sink's crash handler stops it.
     @Suite(.serialized) struct SinkCrashTests {

@@ -6,7 +6,7 @@ import Testing
 
 /// The lab config at its real rates for minutes (`scripts/soak`; HAPTICNAV_SOAK_SECONDS, 300 by default). Off in
 /// the ordinary test run: it only runs when HAPTICNAV_SOAK is set.
-extension ProcessSuites.Safety {
+extension ProcessSuites.Hosts {
     @Suite(.serialized, .enabled(if: ProcessInfo.processInfo.environment["HAPTICNAV_SOAK"] != nil))
     struct SoakTests {
         @Test func theLabConfigRunsAtItsRealRatesWithoutASingleSignalLostAlarm() async throws {

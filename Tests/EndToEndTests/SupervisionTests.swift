@@ -4,7 +4,7 @@ import NavCore
 import Synchronization
 import Testing
 
-extension ProcessSuites.Safety {
+extension ProcessSuites.Stages {
     /// `hapticnav run` restarts a stage that crashes: the route controller SIGKILLed mid-walk is started again
     /// and guides within 3 s, the sink SIGKILLed is started again with the same calibration, and the walk arrives.
     @Suite struct SupervisionTests {
