@@ -415,13 +415,17 @@ final class Receiver: @unchecked Sendable {
     private var liveness: [Liveness]
     /// Messages are handed over in memory by their sender (``DirectHub``), not read from sockets by this thread.
     private let inMemory: Bool
-    private struct StreamKey: Hashable {
-        var socketIndex: Int
+    /// One numbered stream: a stage's messages of one type on one socket, and the last number seen.
+    private struct Stream {
         var stage: String
-        var typeID: UInt8
+        var last: UInt64
     }
 
-    private var lastSequence: [StreamKey: UInt64] = [:]
+    /// Per socket and message type (index `socketIndex * 256 + typeID`), the streams seen there: one, unless another
+    /// stage published at the endpoint. Looked up by index and a short string comparison, not hashed per message.
+    private var streams: [[Stream]]
+    /// Streams kept per socket and type; beyond it the oldest is forgotten (a sender inventing stage names).
+    private static let streamsPerSlot = 16
     // Reused for every message: zmq_msg_recv releases a frame's previous content itself.
     private let topicFrame = ZMQFrame()
     private let headerFrame = ZMQFrame()
@@ -444,6 +448,7 @@ final class Receiver: @unchecked Sendable {
         self.logger = logger
         self.liveness = Array(repeating: Liveness(), count: endpoints.count)
         self.handshakeSettled = Array(repeating: false, count: endpoints.count)
+        self.streams = Array(repeating: [], count: max(1, endpoints.count) * 256)
     }
 
     func run() {
@@ -572,7 +577,7 @@ final class Receiver: @unchecked Sendable {
                     reason: .unexpectedSender,
                     detail: "sent by stage '\(header.stage.prefix(64))', where only '\(expected)' publishes")
             }
-            self.noteAlive(socketIndex: socketIndex, stage: header.stage)
+            self.noteAlive(socketIndex: socketIndex, stage: header.stage, at: receiveMonotonic)
             if isHeartbeat {
                 guard header.typeID == EnvelopeHeader.heartbeatTypeID else {
                     throw DecodeFailure(
@@ -651,8 +656,8 @@ final class Receiver: @unchecked Sendable {
         )
     }
 
-    private func noteAlive(socketIndex: Int, stage: String) {
-        self.liveness[socketIndex].lastSeenNanoseconds = SystemClock.monotonicNanoseconds()
+    private func noteAlive(socketIndex: Int, stage: String, at receiveMonotonic: Int64) {
+        self.liveness[socketIndex].lastSeenNanoseconds = receiveMonotonic
         if !self.liveness[socketIndex].alive || self.liveness[socketIndex].stage != stage {
             self.liveness[socketIndex].alive = true
             self.liveness[socketIndex].stage = stage
@@ -664,10 +669,15 @@ final class Receiver: @unchecked Sendable {
     }
 
     private func checkSequence(_ header: EnvelopeHeader, topic: String, socketIndex: Int) {
-        let key = StreamKey(socketIndex: socketIndex, stage: header.stage, typeID: header.typeID)
+        let slot = socketIndex * 256 + Int(header.typeID)
+        guard let index = self.streams[slot].firstIndex(where: { $0.stage == header.stage }) else {
+            if self.streams[slot].count >= Self.streamsPerSlot { self.streams[slot].removeFirst() }
+            self.streams[slot].append(Stream(stage: header.stage, last: header.sequence))
+            return
+        }
+        let last = self.streams[slot][index].last
+        self.streams[slot][index].last = header.sequence
         let endpoint = self.endpoints[socketIndex]
-        defer { self.lastSequence[key] = header.sequence }
-        guard let last = self.lastSequence[key] else { return }
         switch SequenceTracking.classify(last: last, next: header.sequence) {
         case .next:
             break

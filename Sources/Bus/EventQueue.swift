@@ -21,7 +21,9 @@ final class EventQueue: Sendable {
         var entries: [Entry] = []
         var head = 0
         var countByTopic: [String: Int] = [:]
-        var waiter: CheckedContinuation<BusEvent?, Never>?
+        /// The consumer's suspension. Unchecked (no allocation per message on the hot path): it is taken out under
+        /// the lock by whoever resumes it, so it is resumed exactly once.
+        var waiter: UnsafeContinuation<BusEvent?, Never>?
         var finished = false
     }
 
@@ -53,7 +55,7 @@ final class EventQueue: Sendable {
 
     /// Hands an event to the consumer, or queues it within its topic's limits.
     func push(_ event: BusEvent, topic: String?) {
-        let waiter: CheckedContinuation<BusEvent?, Never>? = self.state.withLock { state in
+        let waiter: UnsafeContinuation<BusEvent?, Never>? = self.state.withLock { state in
             if state.finished { return nil }
             if let waiter = state.waiter {
                 state.waiter = nil
@@ -100,7 +102,7 @@ final class EventQueue: Sendable {
     func next() async -> BusEvent? {
         if let ready = self.state.withLock({ Self.popLocked(&$0) }) { return ready }
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<BusEvent?, Never>) in
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<BusEvent?, Never>) in
                 let resumeNow: (Bool, BusEvent?) = self.state.withLock { state in
                     if let ready = Self.popLocked(&state) { return (true, ready) }
                     if state.finished || Task.isCancelled { return (true, nil) }
@@ -111,7 +113,7 @@ final class EventQueue: Sendable {
                 if resumeNow.0 { continuation.resume(returning: resumeNow.1) }
             }
         } onCancel: {
-            let waiter = self.state.withLock { state -> CheckedContinuation<BusEvent?, Never>? in
+            let waiter = self.state.withLock { state -> UnsafeContinuation<BusEvent?, Never>? in
                 defer { state.waiter = nil }
                 return state.waiter
             }
@@ -121,7 +123,7 @@ final class EventQueue: Sendable {
 
     /// Ends the sequence: the consumer drains what is queued, then sees nil.
     func finish() {
-        let waiter = self.state.withLock { state -> CheckedContinuation<BusEvent?, Never>? in
+        let waiter = self.state.withLock { state -> UnsafeContinuation<BusEvent?, Never>? in
             state.finished = true
             defer { state.waiter = nil }
             return state.waiter

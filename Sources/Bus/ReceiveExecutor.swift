@@ -16,6 +16,10 @@ public final class ReceiveExecutor: TaskExecutor, @unchecked Sendable {
         var running = true
     }
 
+    /// An empty array with room, swapped with the queue's to take its jobs: no allocation per message once both have
+    /// grown (receive thread only).
+    private var spare: [UnownedJob] = []
+
     private let state = Mutex(State())
     /// The read end of the pipe that wakes the receive thread's poll.
     let wakeDescriptor: Int32
@@ -85,14 +89,18 @@ public final class ReceiveExecutor: TaskExecutor, @unchecked Sendable {
     /// Runs the jobs queued so far, and those they enqueue, up to a bound that keeps receiving alive.
     func runPendingJobs() {
         for _ in 0..<64 {
-            let jobs = self.state.withLock { state -> [UnownedJob] in
-                defer { state.jobs.removeAll(keepingCapacity: true) }
-                return state.jobs
+            var jobs: [UnownedJob] = []
+            swap(&jobs, &self.spare)
+            self.state.withLock { state in swap(&state.jobs, &jobs) }
+            if jobs.isEmpty {
+                self.spare = jobs
+                return
             }
-            if jobs.isEmpty { return }
             for job in jobs {
                 job.runSynchronously(on: self.asUnownedTaskExecutor())
             }
+            jobs.removeAll(keepingCapacity: true)
+            self.spare = jobs
         }
     }
 
