@@ -22,8 +22,8 @@ import Testing
     }
 
     @Test func aClosedLinkWritesNothingToTheNextSocketGivenItsNumber() async throws {
-        // Another part of this process may take the freed number and keep it (the runtime's timer descriptor, a
-        // suite's sockets): then the whole check is made again with a new link, a few times.
+        // Another part of this process could still take the freed number and keep it: then the whole check is made
+        // again with a new link, a few times.
         var checked = false
         var holders: [String] = []
         for _ in 0..<5 where !checked {
@@ -37,9 +37,20 @@ import Testing
 
     private enum Attempt { case checked, numberHeldElsewhere(String) }
 
+    /// `fd` moved to the lowest free number at or above `minimum` (close-on-exec), or nil.
+    private static func moved(_ fd: Int32, to minimum: Int32) -> Int32? {
+        let moved = fcntl(fd, F_DUPFD_CLOEXEC, minimum)
+        close(fd)
+        return moved >= 0 ? moved : nil
+    }
+
     private static func writeAfterCloseReachesNoStranger() async throws -> Attempt {
-        let (near, far) = try #require(Self.socketPair())
+        // The link's descriptor sits far above the numbers the rest of this process takes (the lowest free ones: its
+        // suites open and close descriptors all the time), so that the freed number can be given to a new socket
+        // here without racing them for it.
+        let (low, far) = try #require(Self.socketPair())
         defer { close(far) }
+        let near = try #require(Self.moved(low, to: 700 + Int32.random(in: 0..<200)))
         let link = ByteLink(descriptor: near)
         let closedAt = Mutex<Int32?>(nil)
         link.whenClosing { fd in closedAt.withLock { $0 = fd } }
@@ -47,38 +58,17 @@ import Testing
         link.close()
         #expect(link.isClosed)
         // The descriptor goes back to the system once the reading thread has left it, after the closing actions.
-        // (Its number alone says nothing: other suites in this process open descriptors all the time.)
         #expect(await eventually(within: 5) { closedAt.withLock { $0 } == near })
 
-        // Open sockets until one gets the old number, then write through the closed link: nothing is written and
-        // nothing arrives. The system gives the lowest free number: sockets below it are kept (to climb to it),
-        // and when it is passed all are closed and it is tried again for a while.
-        var reused: (Int32, Int32)?
-        var others: [Int32] = []
-        defer { for fd in others { close(fd) } }
-        let deadline = Date().addingTimeInterval(2)
-        while reused == nil, Date() < deadline {
-            let (a, b) = try #require(Self.socketPair())
-            if a == near {
-                reused = (a, b)
-            } else if b == near {
-                reused = (b, a)
-            } else {
-                others += [a, b]
-                if a > near && b > near {
-                    for fd in others { close(fd) }
-                    others = []
-                    await Task.yield()
-                }
-            }
-        }
-        guard let (stranger, strangersPeer) = reused else {
+        // A new socket at the old number (the lowest free one from there: it, unless something else took it), then a
+        // write through the closed link: nothing is written and nothing arrives.
+        let (fresh, strangersPeer) = try #require(Self.socketPair())
+        defer { close(strangersPeer) }
+        let stranger = try #require(Self.moved(fresh, to: near))
+        defer { close(stranger) }
+        guard stranger == near else {
             return .numberHeldElsewhere(
                 (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(near)")) ?? "nothing")
-        }
-        defer {
-            close(stranger)
-            close(strangersPeer)
         }
         #expect(!link.write(Array("a band frame".utf8)))
         link.close()
