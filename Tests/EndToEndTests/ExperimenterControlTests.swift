@@ -216,8 +216,9 @@ extension ProcessSuites.Hosts {
             let group1 = try inside(laptop, ["run", "--config", lab, "--host", "1"])
             defer { for process in [group1, group2] { process.ensureStopped() } }
             var silences: [Double] = []
-            var cutsJudged = 0
+            // Per stop, the time from its cue's onset to the command's start.
             var reactions: [Double] = []
+            let judgedWithin = 0.1
             var resumedAt = Date().timeIntervalSince1970
             for trial in 0..<20 {
                 // A cue's sound begins: three pulses over 0.42 s, so it would go on for about 0.34 s after its onset.
@@ -237,16 +238,18 @@ extension ProcessSuites.Hosts {
                 // Cut short: its sound would go on to about 0.34 s after its onset. Judged where the command started
                 // within 0.1 s of the onset; beside a busy machine the recording can show the test the onset late,
                 // and a cue that had ended by itself says nothing of the stop.
-                if let onset { reactions.append(started - onset) }
-                if let onset, started < onset + 0.1 {
-                    cutsJudged += 1
-                    #expect(last < onset + 0.3, "the cue was cut short at stop \(trial)")
+                if let onset {
+                    reactions.append(started - onset)
+                    if started - onset < judgedWithin {
+                        #expect(last < onset + 0.3, "the cue was cut short at stop \(trial)")
+                    }
                 }
                 let resume = try inside(laptop, ["control", "resume", "--config", lab])
                 #expect(await resume.wait(seconds: 20) == 0, "resume \(trial): \(resume.stdout)")
                 resumedAt = Date().timeIntervalSince1970
             }
             let sorted = silences.sorted()
+            let cutsJudged = reactions.filter { $0 < judgedWithin }.count
             print(
                 "control stop → speaker silent at the sound server over two namespaces with CURVE: p50 \(String(format: "%.3f", sorted[sorted.count / 2])) s, max \(String(format: "%.3f", sorted.last ?? .nan)) s over \(sorted.count) stops (from starting the command; each right after a cue's onset; \(cutsJudged) started within 0.1 s of it, each cut short; the command started p50 \(String(format: "%.3f", reactions.isEmpty ? .nan : reactions.sorted()[reactions.count / 2])) s, max \(String(format: "%.3f", reactions.max() ?? .nan)) s after the onset)"
             )
