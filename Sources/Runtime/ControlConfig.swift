@@ -5,6 +5,7 @@ import Foundation
 #endif
 public import NavCore
 public import Bus
+import Dispatch
 import SystemIO
 #if canImport(Glibc)
 import Glibc
@@ -99,13 +100,35 @@ public struct FileStopStateStore: StopStateStore {
         }
     }
 
+    /// Writes the state with one `write(2)` over the file's old bytes (padded with spaces to the old length, which JSON
+    /// allows), so that a sink restarted after a crash reads it at once. A new file is written and renamed into place
+    /// only where there is none yet, or something that is not this user's file. Never a rename over the old file on
+    /// the way of an experimenter's stop: freeing its blocks can wait on the disk (online discard), and so can the
+    /// flush to the disk (`fsync`, for a power loss), which follows on another thread. A write torn by a power loss is
+    /// unreadable, and an unreadable file is a stop (a band that loses power stops its motors on its own).
     public func save(_ state: StopState?) throws {
-        let url = URL(fileURLWithPath: self.path)
-        try FileManager.default.createDirectory(
-            at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        try encoder.encode(Saved(stop: state)).write(to: url, options: .atomic)
+        var bytes = Array(try encoder.encode(Saved(stop: state)))
+        bytes.append(UInt8(ascii: "\n"))
+        var info = stat()
+        let descriptor =
+            lstat(self.path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG && info.st_uid == getuid()
+            ? open(self.path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW) : -1
+        if descriptor >= 0 {
+            if bytes.count < Int(info.st_size) {
+                let padding = repeatElement(UInt8(ascii: " "), count: Int(info.st_size) - bytes.count)
+                bytes.insert(contentsOf: padding, at: 0)
+            }
+            let file = OutputFile(descriptor: descriptor, path: self.path)
+            defer { file.close() }
+            guard file.write(bytes, at: 0) else { throw SystemError("write", path: self.path) }
+        } else {
+            try Paths.createFolders(Paths.folder(of: self.path))
+            try Paths.writeWhole(bytes, to: self.path)
+        }
+        let path = self.path
+        DispatchQueue.global(qos: .utility).async { Paths.flushToDisk(path) }
     }
 
     private struct Saved: Codable {

@@ -75,6 +75,18 @@ public enum Paths {
         try Self.replace(path, with: temporary)
     }
 
+    /// Asks the disk to keep `path` and the folder that names it (`fsync(2)` on both), so that they outlive a power
+    /// loss. It can take seconds on a busy disk: callers that must answer quickly call it off their own path.
+    public static func flushToDisk(_ path: String) {
+        let folder = Self.folder(of: path)
+        for target in [path, folder.isEmpty ? "." : folder] {
+            let descriptor = open(target, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { continue }
+            _ = fsync(descriptor)
+            _ = close(descriptor)
+        }
+    }
+
     /// Removes a file; false when it was not there or could not be removed.
     @discardableResult public static func remove(_ path: String) -> Bool { unlink(path) == 0 }
 
