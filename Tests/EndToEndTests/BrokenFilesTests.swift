@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 extension ProcessSuites.Stages {
@@ -65,7 +66,7 @@ extension ProcessSuites.Stages {
             var clean = 0, refused = 0
             for variant in variants {
                 let file = "\(folder)/\(variant.name).\(ext)"
-                try Data(variant.bytes).write(to: URL(fileURLWithPath: file))
+                try Data(variant.bytes).store(toFile: file)
                 let process = try ChildProcess(binary, arguments(file), environment: ["SWIFT_BACKTRACE": "enable=no"])
                 defer { process.ensureStopped() }
                 let status = await process.wait(seconds: 60)

@@ -1,5 +1,6 @@
 import Foundation
 import NavCore
+import TestSupport
 import Testing
 
 /// `hapticnav calibrate` against a simulated walker who follows the calibration routine in another process.
@@ -11,7 +12,7 @@ extension ProcessSuites.Data {
             let start = (lat: 43.7300, lon: 7.4200)
             try
                 "{\"type\":\"LineString\",\"coordinates\":[[\(start.lon),\(start.lat)],[\(start.lon),\(start.lat + 0.003)]]}"
-                .write(toFile: "\(folder)/north.geojson", atomically: true, encoding: .utf8)
+                .store(toFile: "\(folder)/north.geojson")
             let tiltSetting = tilt ? ", tiltEpisodes: [[2, 2]]" : ""
             let config = """
                 {
@@ -25,7 +26,7 @@ extension ProcessSuites.Data {
                   },
                 }
                 """
-            try config.write(toFile: "\(folder)/pipeline.json5", atomically: true, encoding: .utf8)
+            try config.store(toFile: "\(folder)/pipeline.json5")
             let binary = try hapticnavExecutable()
             let calibrate = try ChildProcess(
                 binary, ["calibrate", "--config", "\(folder)/pipeline.json5", "--timeout", "60"])
@@ -76,7 +77,7 @@ extension ProcessSuites.Data {
                   },
                 }
                 """
-            try config.write(toFile: "\(folder)/phone.json5", atomically: true, encoding: .utf8)
+            try config.store(toFile: "\(folder)/phone.json5")
             let binary = try hapticnavExecutable()
             let calibrate = try ChildProcess(
                 binary, ["calibrate", "--config", "\(folder)/phone.json5", "--timeout", "60"])

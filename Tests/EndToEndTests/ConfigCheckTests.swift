@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 extension ProcessSuites.Stages {
@@ -16,7 +17,7 @@ extension ProcessSuites.Stages {
                     smoother: { plugin: "kalman", inputs: ["source"], topics: ["fix"], publish: "ipc://\(shared)/smoother.sock" },
                 } }
                 """
-            try local.write(toFile: "\(folder)/local.json5", atomically: true, encoding: .utf8)
+            try local.store(toFile: "\(folder)/local.json5")
             let check = try ChildProcess(try hapticnavExecutable(), ["config", "check", "\(folder)/local.json5"])
             #expect(await check.wait(seconds: 20) == 0, "\(check.stderr)")
             #expect(check.stdout.contains("warning: run directory \(shared) is writable by others"), "\(check.stdout)")
@@ -26,7 +27,7 @@ extension ProcessSuites.Stages {
                     source: { plugin: "sim", publish: "tcp://*:5601", settings: { route: "\(route)" } },
                 } }
                 """
-            try open.write(toFile: "\(folder)/open.json5", atomically: true, encoding: .utf8)
+            try open.store(toFile: "\(folder)/open.json5")
             let refused = try ChildProcess(try hapticnavExecutable(), ["config", "check", "\(folder)/open.json5"])
             #expect(await refused.wait(seconds: 20) == 1)
             #expect(refused.stderr.contains("insecure: true"), "\(refused.stderr)")

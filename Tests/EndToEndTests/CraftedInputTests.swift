@@ -2,6 +2,7 @@
 import Foundation
 import NavCore
 import Synchronization
+import TestSupport
 import Testing
 
 /// Publishes hand-made envelopes (any sequence number, any time) on an endpoint the stages under test read.
@@ -81,7 +82,7 @@ extension ProcessSuites.Data {
                 }
                 """
             let file = "\(folder)/pipeline.json5"
-            try config.write(toFile: file, atomically: true, encoding: .utf8)
+            try config.store(toFile: file)
             return file
         }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 extension ProcessSuites.Stages {
@@ -46,7 +47,7 @@ extension ProcessSuites.Stages {
                 }
                 """
             let file = "\(self.folder)/\(name).json5"
-            try config.write(toFile: file, atomically: true, encoding: .utf8)
+            try config.store(toFile: file)
             return file
         }
 

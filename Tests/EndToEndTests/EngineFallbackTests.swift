@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 extension ProcessSuites.Stages {
@@ -32,7 +33,7 @@ extension ProcessSuites.Stages {
             }
             let file = "\(self.folder)/detour.geojson"
             let json = try JSONSerialization.data(withJSONObject: ["type": "LineString", "coordinates": coordinates])
-            try json.write(to: URL(fileURLWithPath: file))
+            try json.store(toFile: file)
             return file
         }
 
@@ -63,7 +64,7 @@ extension ProcessSuites.Stages {
                 }
                 """
             let file = "\(f)/pipeline.json5"
-            try config.write(toFile: file, atomically: true, encoding: .utf8)
+            try config.store(toFile: file)
             let check = try ChildProcess(self.binary, ["config", "check", file])
             #expect(await check.wait(seconds: 30) == 0, "\(check.stderr)")
             return file

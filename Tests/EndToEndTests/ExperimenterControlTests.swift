@@ -1,5 +1,6 @@
 import Bus
 import Foundation
+import TestSupport
 import Testing
 
 extension ProcessSuites.Hosts {
@@ -54,7 +55,7 @@ extension ProcessSuites.Hosts {
                     }
                     """
                 let file = "\(folder)/\(name).json5"
-                try text.write(toFile: file, atomically: true, encoding: .utf8)
+                try text.store(toFile: file)
                 return file
             }
             let lab = try config("lab", keys: keys, stageKeys: true)
@@ -207,7 +208,7 @@ extension ProcessSuites.Hosts {
                                                 stateFile: "\(folder)/control-state.json" } } },
               },
             }
-            """.write(toFile: lab, atomically: true, encoding: .utf8)
+            """.store(toFile: lab)
             func inside(_ host: String, _ arguments: [String]) throws -> ChildProcess {
                 try ChildProcess(
                     TwoHostNetwork.ipPath, network.inside(host, [binary] + arguments), environment: server.environment)

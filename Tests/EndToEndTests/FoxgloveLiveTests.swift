@@ -1,6 +1,7 @@
 import Bus
 import Foundation
 import NavCore
+import TestSupport
 import Testing
 
 extension ProcessSuites.Stages {
@@ -77,7 +78,7 @@ extension ProcessSuites.Stages {
                 source: { plugin: "sim", key: "group1", publish: "tcp://127.0.0.1:\(port)", settings: { route: "\(route)" } },
               },
             }
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+            """.store(toFile: config)
             let context = ZMQContext()
             defer { context.terminate() }
             var options = PublisherOptions()

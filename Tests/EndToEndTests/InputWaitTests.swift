@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 extension ProcessSuites.Stages {
@@ -20,7 +21,7 @@ extension ProcessSuites.Stages {
                 }
                 """
             let file = "\(folder)/pipeline.json5"
-            try config.write(toFile: file, atomically: true, encoding: .utf8)
+            try config.store(toFile: file)
             // Only the route controller: its input, the smoother, is not running.
             let stage = try ChildProcess(binary, ["stage", "route", "--config", file])
             defer { stage.ensureStopped() }

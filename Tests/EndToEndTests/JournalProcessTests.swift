@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 extension ProcessSuites.Stages {
@@ -14,7 +15,7 @@ extension ProcessSuites.Stages {
                 { name: "journal", stages: { source: { plugin: "sim", publish: "ipc://\(folder)/source.sock",
                   settings: { route: "\(route)", pace: 200, loop: false, seed: 1 } } } }
                 """
-            try config.write(toFile: "\(folder)/pipeline.json5", atomically: true, encoding: .utf8)
+            try config.store(toFile: "\(folder)/pipeline.json5")
             // As systemd starts a service: JOURNAL_STREAM names the device and inode of standard error.
             let run = try ChildProcess(
                 "/bin/sh",

@@ -1,5 +1,6 @@
 import Bus
 import Foundation
+import TestSupport
 import Testing
 
 extension ProcessSuites.Hosts {
@@ -43,7 +44,7 @@ extension ProcessSuites.Hosts {
                     }
                     """
                 let file = "\(folder)/\(name).json5"
-                try text.write(toFile: file, atomically: true, encoding: .utf8)
+                try text.store(toFile: file)
                 return file
             }
             let lab = try config("lab", keys: keys)

@@ -1,6 +1,7 @@
 import Bus
 import Foundation
 import NavCore
+import TestSupport
 import Testing
 
 /// The Lab Streaming Layer bridge in `tools/`: a real bus publisher, the bridge process, and LSL inlets (pylsl) in
@@ -364,7 +365,7 @@ extension ProcessSuites.Stages {
                 print(json.dumps(out))
                 """
             let file = try scratchFolder() + "/turns.hex"
-            try payloads.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+            try payloads.joined(separator: "\n").store(toFile: file)
             let python = try ChildProcess(
                 "/usr/bin/env", ["python3", "-c", script, repositoryRoot.appendingPathComponent("tools").path, file])
             defer { python.ensureStopped() }

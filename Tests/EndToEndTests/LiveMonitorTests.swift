@@ -1,5 +1,6 @@
 @testable import SessionTools
 import Foundation
+import TestSupport
 import Testing
 
 /// `hapticnav monitor --live` in a real terminal: tmux runs it beside a running pipeline; capture-pane reads the screen.
@@ -45,7 +46,7 @@ extension ProcessSuites.Stages {
                 }
                 """
             let file = "\(folder)/live.json5"
-            try config.write(toFile: file, atomically: true, encoding: .utf8)
+            try config.store(toFile: file)
             let binary = try hapticnavExecutable()
             let run = try ChildProcess(binary, ["run", "--config", file])
             defer { run.ensureStopped() }

@@ -2,6 +2,7 @@
 import Foundation
 import NavCore
 import Synchronization
+import TestSupport
 import Testing
 
 extension ProcessSuites.Hosts {
@@ -50,7 +51,7 @@ extension ProcessSuites.Hosts {
                     }
                     """
                 self.config = "\(self.folder)/lab.json5"
-                try config.write(toFile: self.config, atomically: true, encoding: .utf8)
+                try config.store(toFile: self.config)
             }
 
             private func inside(_ host: String, _ arguments: [String]) throws -> ChildProcess {

@@ -1,6 +1,7 @@
 import Foundation
 import NavCore
 import Parsers
+import TestSupport
 import Testing
 
 extension ProcessSuites.Data {
@@ -45,7 +46,7 @@ extension ProcessSuites.Data {
                   },
                 }
                 """
-            try config.write(toFile: "\(folder)/field.json5", atomically: true, encoding: .utf8)
+            try config.store(toFile: "\(folder)/field.json5")
             let stages = try ["recorder", "haptic", "route", "smoother", "source"].map {
                 try ChildProcess(binary, ["stage", $0, "--config", "\(folder)/field.json5"])
             }

@@ -1,5 +1,6 @@
 import Foundation
 import NavCore
+import TestSupport
 import Testing
 
 /// `hapticnav run` with real child processes.
@@ -17,7 +18,7 @@ extension ProcessSuites.Stages {
                 geometry["coordinates"] = Array(try #require(geometry["coordinates"] as? [Any]).prefix(routePoints))
                 feature["geometry"] = geometry
                 route = "\(folder)/short.geojson"
-                try JSONSerialization.data(withJSONObject: feature).write(to: URL(fileURLWithPath: route))
+                try JSONSerialization.data(withJSONObject: feature).store(toFile: route)
             }
             let config = """
                 {
@@ -34,7 +35,7 @@ extension ProcessSuites.Stages {
                 }
                 """
             let file = "\(folder)/pipeline.json5"
-            try config.write(toFile: file, atomically: true, encoding: .utf8)
+            try config.store(toFile: file)
             return file
         }
 
@@ -133,12 +134,12 @@ extension ProcessSuites.Stages {
             let file = "\(folder)/bad.json5"
             try """
             { stages: { source: { plugin: "sim", publish: "ipc://\(folder)/s.sock", settings: { route: "x.geojson", sped: 2 } } } }
-            """.write(toFile: file, atomically: true, encoding: .utf8)
+            """.store(toFile: file)
             let check = try ChildProcess(try hapticnavExecutable(), ["config", "check", file])
             #expect(await check.wait(seconds: 10) != 0)
             // The route file is checked first and does not exist: fix that, and the misspelt key is next.
             try "{\"type\": \"LineString\", \"coordinates\": [[7.42, 43.73], [7.43, 43.74]]}"
-                .write(toFile: "\(folder)/x.geojson", atomically: true, encoding: .utf8)
+                .store(toFile: "\(folder)/x.geojson")
             let again = try ChildProcess(try hapticnavExecutable(), ["config", "check", file])
             #expect(await again.wait(seconds: 10) != 0)
             #expect(again.stderr.contains("unknown key 'sped' in stages.source.settings"), "\(again.stderr)")

@@ -32,7 +32,7 @@ extension ProcessSuites.Stages {
                 }
                 """
             let file = "\(self.folder)/\(name).json5"
-            try config.write(toFile: file, atomically: true, encoding: .utf8)
+            try config.store(toFile: file)
             return file
         }
 

@@ -103,7 +103,7 @@ struct MotorPipeline {
             }
             """
         self.config = "\(folder)/pipeline.json5"
-        try config.write(toFile: self.config, atomically: true, encoding: .utf8)
+        try config.store(toFile: self.config)
         self.band = try ChildProcess(self.binary, ["band-emulator", "--tcp", "127.0.0.1:\(port)", "--log", self.log])
     }
 
@@ -143,9 +143,9 @@ func writePhyphoxRecording(
         accelerometer += "\(t),0.01,-0.02,9.81\n"
         magnetometer += "\(t),\(-horizontal * sin(h)),\(horizontal * cos(h)),\(-down)\n"
     }
-    try location.write(toFile: folder + "/Location.csv", atomically: true, encoding: .utf8)
-    try accelerometer.write(toFile: folder + "/Accelerometer.csv", atomically: true, encoding: .utf8)
-    try magnetometer.write(toFile: folder + "/Magnetometer.csv", atomically: true, encoding: .utf8)
+    try location.store(toFile: folder + "/Location.csv")
+    try accelerometer.store(toFile: folder + "/Accelerometer.csv")
+    try magnetometer.store(toFile: folder + "/Magnetometer.csv")
 }
 
 /// Starts `hapticnav phone-standin` on `port` serving `recording`; returns it and the phone's clock at the

@@ -4,6 +4,7 @@ import Foundation
 import NavCore
 import Parsers
 import Synchronization
+import TestSupport
 import Testing
 
 /// Sessions with real processes: a recorded demo walk replayed through a haptic sink at three rates, and a recorder
@@ -35,7 +36,7 @@ extension ProcessSuites.Data {
                 }
                 """
             let file = "\(folder)/walk.json5"
-            try config.write(toFile: file, atomically: true, encoding: .utf8)
+            try config.store(toFile: file)
             return file
         }
 
@@ -54,7 +55,7 @@ extension ProcessSuites.Data {
                 }
                 """
             let file = "\(folder)/replay-sink.json5"
-            try config.write(toFile: file, atomically: true, encoding: .utf8)
+            try config.store(toFile: file)
             return file
         }
 

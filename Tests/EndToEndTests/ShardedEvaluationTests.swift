@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 extension ProcessSuites.Data {
@@ -64,7 +65,7 @@ extension ProcessSuites.Data {
                 let shard = try await Self.run(
                     ["eval", "walkers"] + Self.walkArguments + ["--json", "--shard", "\(index)/3"])
                 let file = "\(folder)/shard-\(index).json"
-                try shard.stdout.write(toFile: file, atomically: true, encoding: .utf8)
+                try shard.stdout.store(toFile: file)
                 shards.append(file)
             }
             // In any order.
@@ -78,8 +79,8 @@ extension ProcessSuites.Data {
             // (One route: a run of two walks, whose third shard walks none.)
             let otherRun = try await Self.run(
                 ["eval", "walkers"] + Self.walkArguments + ["--routes", "1", "--json", "--shard", "3/3"])
-            try otherRun.stdout.write(toFile: "\(folder)/other.json", atomically: true, encoding: .utf8)
-            try whole.stdout.write(toFile: "\(folder)/whole.json", atomically: true, encoding: .utf8)
+            try otherRun.stdout.store(toFile: "\(folder)/other.json")
+            try whole.stdout.store(toFile: "\(folder)/whole.json")
             for (files, reason) in [
                 (Array(shards.prefix(2)), "missing: shard 3/3"),
                 (shards + [shards[0]], "shard 1/3 again"),

@@ -2,6 +2,7 @@
 import Foundation
 import NavCore
 import Synchronization
+import TestSupport
 import Testing
 
 /// The lab config at its real rates for minutes (`scripts/soak`; HAPTICNAV_SOAK_SECONDS, 300 by default). Off in
@@ -18,7 +19,7 @@ extension ProcessSuites.Hosts {
             let calibration = "\(folder)/calibration.json"
             // The lab's sim walker holds its phone with no offset from the walking direction.
             try #"{"offsetDegrees": 0, "spreadDegrees": 2, "sampleCount": 100, "calibratedAt": "2026-11-23T00:00:00Z"}"#
-                .write(toFile: calibration, atomically: true, encoding: .utf8)
+                .store(toFile: calibration)
             let band = try ChildProcess(binary, ["band-emulator", "--tcp", "127.0.0.1:\(port)", "--log", log])
             defer { band.ensureStopped() }
             let config = repositoryRoot.appendingPathComponent("configs/lab-two-hosts.json5").path

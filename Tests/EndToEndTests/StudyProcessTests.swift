@@ -2,6 +2,7 @@
 import Foundation
 import NavCore
 import Runtime
+import TestSupport
 import Testing
 
 /// A study folder beside the demo config: two routes of Monaco (a route file, and the way back by destination).
@@ -23,7 +24,7 @@ private func writeStudy(participants: Int, conditions: String, routes: String? =
           conditions: \(conditions),
         }
         """
-    try study.write(toFile: "\(folder)/study.json5", atomically: true, encoding: .utf8)
+    try study.store(toFile: "\(folder)/study.json5")
     return folder
 }
 
@@ -169,10 +170,10 @@ extension ProcessSuites.Data {
             let victim = "\(folder)/simulated/P01/T01-\(schedule[0]["condition"]!)-\(schedule[0]["route"]!)"
             var record = try String(contentsOfFile: "\(victim)/trial.json", encoding: .utf8)
             record = record.replacingOccurrences(of: "\"completed\"", with: "\"running\"")
-            try record.write(toFile: "\(victim)/trial.json", atomically: true, encoding: .utf8)
+            try record.store(toFile: "\(victim)/trial.json")
             let part = "\(victim)/part-0001.mcap"
             let bytes = try Data(contentsOf: URL(fileURLWithPath: part))
-            try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: part))
+            try bytes.prefix(bytes.count / 2).store(toFile: part)
             let again = try ChildProcess(
                 binary, ["study", "report", folder, "--simulated", "--csv", "\(folder)/trials2.csv"])
             #expect(await again.wait(seconds: 60) == 0, "\(again.stderr)")
@@ -279,7 +280,7 @@ extension ProcessSuites.Data {
             // A study file changed after its schedule was written is refused: trial N would be another trial.
             var changed = try String(contentsOfFile: "\(folder)/study.json5", encoding: .utf8)
             changed = changed.replacingOccurrences(of: "conditions: {", with: "conditions: { another: {},")
-            try changed.write(toFile: "\(folder)/study.json5", atomically: true, encoding: .utf8)
+            try changed.store(toFile: "\(folder)/study.json5")
             let stale = try ChildProcess(binary, ["study", "report", folder])
             #expect(await stale.wait(seconds: 30) == 1)
             #expect(stale.stderr.contains("a schedule written before study.json5 changed"), "\(stale.stderr)")

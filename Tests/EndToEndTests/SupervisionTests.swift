@@ -2,6 +2,7 @@
 import Foundation
 import NavCore
 import Synchronization
+import TestSupport
 import Testing
 
 extension ProcessSuites.Stages {
@@ -27,7 +28,7 @@ extension ProcessSuites.Stages {
             let calibration = "\(folder)/calibration.json"
             try
                 #"{"offsetDegrees": 60, "spreadDegrees": 2, "sampleCount": 100, "calibratedAt": "2026-11-23T00:00:00Z"}"#
-                .write(toFile: calibration, atomically: true, encoding: .utf8)
+                .store(toFile: calibration)
             let config = """
                 {
                   bus: { joinGraceSeconds: 0.3 },
@@ -44,7 +45,7 @@ extension ProcessSuites.Stages {
                 }
                 """
             let file = "\(folder)/pipeline.json5"
-            try config.write(toFile: file, atomically: true, encoding: .utf8)
+            try config.store(toFile: file)
             let band = try ChildProcess(binary, ["band-emulator", "--tcp", "127.0.0.1:\(port)", "--log", log])
             defer { band.ensureStopped() }
 
@@ -134,7 +135,7 @@ extension ProcessSuites.Stages {
                 }
                 """
             let file = "\(folder)/pipeline.json5"
-            try config.write(toFile: file, atomically: true, encoding: .utf8)
+            try config.store(toFile: file)
             let run = try ChildProcess(
                 try hapticnavExecutable(),
                 ["run", "--config", file, "--restart-limit", "2", "--restart-backoff-max", "0.2"])

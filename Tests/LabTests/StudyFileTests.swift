@@ -9,7 +9,7 @@ import TestSupport
 @Suite struct StudyFileTests {
     private func write(_ text: String) throws -> String {
         let folder = try scratchFolder()
-        try text.write(toFile: "\(folder)/study.json5", atomically: true, encoding: .utf8)
+        try text.store(toFile: "\(folder)/study.json5")
         return folder
     }
 
@@ -88,7 +88,7 @@ import TestSupport
             band: { haptic: { options: { fallback: null } } },
           },
         }
-        """.write(toFile: "\(folder)/study.json5", atomically: true, encoding: .utf8)
+        """.store(toFile: "\(folder)/study.json5")
         let study = try StudyFile.load(folder: folder)
         let schedule = try study.schedule()
         let trial = try StudyTrial.find(study: study, schedule: schedule, participant: "P01", number: nil)
@@ -119,7 +119,7 @@ import TestSupport
         try """
         { config: "\(config)", participants: 2, routes: { r: { destination: [1, 2] } },
           conditions: { a: { hapticc: {} }, b: {} } }
-        """.write(toFile: "\(folder)/study.json5", atomically: true, encoding: .utf8)
+        """.store(toFile: "\(folder)/study.json5")
         let wrong = try StudyFile.load(folder: folder)
         let first = try #require(try wrong.schedule().trials.first { $0.condition == "a" })
         #expect {

@@ -20,7 +20,7 @@ private func temporaryFile(_ name: String, _ contents: String) throws -> String 
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hn-logs-\(UUID().uuidString.prefix(8))")
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     let path = folder.appendingPathComponent(name).path
-    try contents.write(toFile: path, atomically: true, encoding: .utf8)
+    try contents.store(toFile: path)
     return path
 }
 

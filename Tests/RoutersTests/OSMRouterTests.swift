@@ -100,7 +100,7 @@ private let graph: WalkingGraph? = try? OSMLoader.load(file: monaco)
             ),
         ] {
             let file = folder.appendingPathComponent("broken-\(name)-\(UUID().uuidString).osm.pbf").path
-            try bytes.write(to: URL(fileURLWithPath: file))
+            try bytes.store(toFile: file)
             defer { try? FileManager.default.removeItem(atPath: file) }
             do {
                 _ = try OSMLoader.load(file: file)

@@ -18,7 +18,7 @@ private func write(_ name: String, _ contents: String) throws -> String {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent(
         "route-\(UUID().uuidString.prefix(6))-\(name)"
     ).path
-    try contents.write(toFile: path, atomically: true, encoding: .utf8)
+    try contents.store(toFile: path)
     return path
 }
 

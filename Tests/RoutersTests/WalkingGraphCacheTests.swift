@@ -67,7 +67,7 @@ import MapLogic
             Data(good.enumerated().map { $0.offset == good.count / 3 ? ~$0.element : $0.element }),
             Data(repeating: 0xFF, count: 100), Data(),
         ] {
-            try damaged.write(to: URL(fileURLWithPath: cache))
+            try damaged.store(toFile: cache)
             let loaded = try WalkingGraphCache.load(map: map)
             #expect(loaded.source == .map)
             #expect(try self.lengths(loaded.graph).allSatisfy { $0 > 600 })

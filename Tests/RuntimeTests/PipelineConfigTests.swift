@@ -40,7 +40,7 @@ import StageRoute
         // Its sink needs a calibration (`hapticnav calibrate` writes one).
         let calibration = try scratchFolder() + "/calibration.json"
         try #"{"offsetDegrees": 70, "spreadDegrees": 3, "sampleCount": 200, "calibratedAt": "2026-11-24T00:00:00Z"}"#
-            .write(toFile: calibration, atomically: true, encoding: .utf8)
+            .store(toFile: calibration)
         setenv("HAPTICNAV_CALIBRATION", calibration, 1)
         defer { unsetenv("HAPTICNAV_CALIBRATION") }
         // The field config's band is named by the environment (a serial port, or a BLE band's name).
@@ -226,7 +226,7 @@ import StageRoute
     /// Writes `text` as a config file and loads it as `config check` does.
     private func load(_ text: String) throws -> PipelineConfig {
         let file = try scratchFolder() + "/config.json5"
-        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        try text.store(toFile: file)
         return try PipelineConfig.load(file: file)
     }
 

@@ -43,7 +43,7 @@ import MapLogic
         try add(.cue(HapticCue(timeSeconds: 1_767_225_619, kind: .arrival, intensity: 1, deviationDegrees: 0)), 0)
         lines.insert("not a record {", at: 3)
         let file = try scratchFolder() + "/recording.jsonl"
-        try (lines.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        try (lines.joined(separator: "\n") + "\n").store(toFile: file)
         return file
     }
 
@@ -94,7 +94,7 @@ import MapLogic
     @Test func theMCAPExportCarriesFoxgloveLocationFixesThatPythonsMCAPReads() async throws {
         let session = try SessionExport.read(try self.recording())
         let file = try scratchFolder() + "/session.mcap"
-        try Data(SessionExport.render(session, format: "mcap")).write(to: URL(fileURLWithPath: file))
+        try Data(SessionExport.render(session, format: "mcap")).store(toFile: file)
         let script = """
             import sys, json
             from mcap.reader import make_reader
@@ -144,7 +144,7 @@ import MapLogic
         }
 
         let file = try scratchFolder() + "/session.mcap"
-        try Data(SessionExport.render(session, format: "mcap")).write(to: URL(fileURLWithPath: file))
+        try Data(SessionExport.render(session, format: "mcap")).store(toFile: file)
         let script = """
             import sys, json
             from mcap.reader import make_reader
@@ -172,7 +172,7 @@ import MapLogic
 
     @Test func somethingThatIsNoRecordingIsAClearError() throws {
         let file = try scratchFolder() + "/other.jsonl"
-        try "{\"a\": 1}\n".write(toFile: file, atomically: true, encoding: .utf8)
+        try "{\"a\": 1}\n".store(toFile: file)
         #expect(throws: ExportError.self) { try SessionExport.read(file) }
         #expect(throws: ExportError.self) { try SessionExport.read("/nowhere/recording.jsonl") }
     }

@@ -116,7 +116,7 @@ import TestSupport
         for cut in stride(from: 0, to: bytes.count, by: 97) {
             await Task.yield()  // hundreds of files read: the other suites' tasks get the pool's threads between them
             let file = "\(folder)/cut.mcap"
-            try Data(bytes[0..<cut]).write(to: URL(fileURLWithPath: file))
+            try Data(bytes[0..<cut]).store(toFile: file)
             let result = Result { try SessionReader.records(file) }
             guard case let .success((records, summary)) = result else {
                 #expect(cut < 8, "a cut at byte \(cut) is not read: \(result)")
@@ -151,7 +151,7 @@ import TestSupport
             for _ in 0..<Int.random(in: 1...8, using: &random) {
                 bytes[Int.random(in: 0..<bytes.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
             }
-            try Data(bytes).write(to: URL(fileURLWithPath: "\(folder)/damaged.mcap"))
+            try Data(bytes).store(toFile: "\(folder)/damaged.mcap")
             do {
                 let (records, _) = try SessionReader.records("\(folder)/damaged.mcap")
                 #expect(records.count <= 200)
@@ -400,7 +400,7 @@ private func runPythonBlocking(_ script: String, _ arguments: [String]) throws -
         var writer = SessionWriter(library: "test", metadata: [])
         SessionRecordingTests.records(300).forEach { writer.add($0) }
         writer.finish()
-        try Data(writer.takeOutput()).write(to: URL(fileURLWithPath: "\(folder)/session.mcap"))
+        try Data(writer.takeOutput()).store(toFile: "\(folder)/session.mcap")
         let context = ZMQContext()
         defer { context.terminate() }
         var publisherOptions = PublisherOptions()

@@ -115,7 +115,7 @@ import MapLogic
         var writer = SessionWriter(library: "test", metadata: [])
         records.forEach { writer.add($0) }
         writer.finish()
-        try Data(writer.takeOutput()).write(to: URL(fileURLWithPath: "\(folder)/session.mcap"))
+        try Data(writer.takeOutput()).store(toFile: "\(folder)/session.mcap")
         return try SessionExport.read("\(folder)/session.mcap")
     }
 

@@ -28,7 +28,7 @@ import TestSupport
         let folder = try scratchFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let path = "\(folder)/control.json"
-        try Data("{\"stop\": ".utf8).write(to: URL(fileURLWithPath: path))
+        try Data("{\"stop\": ".utf8).store(toFile: path)
         let stop = try #require(FileStopStateStore(path: path).load(), "a torn file is read as a stop")
         #expect(stop.note.contains("cannot be read"), "\(stop.note)")
         try FileManager.default.removeItem(atPath: path)
@@ -41,7 +41,7 @@ import TestSupport
         let folder = try scratchFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let target = "\(folder)/elsewhere"
-        try Data("kept".utf8).write(to: URL(fileURLWithPath: target))
+        try Data("kept".utf8).store(toFile: target)
         let path = "\(folder)/control.json"
         try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: target)
         let stop = StopState(by: "experimenter", sinceSeconds: 1)

@@ -69,7 +69,7 @@ public final class SlurmCluster: @unchecked Sendable {
 
             """
         let confFile = "\(folder)/slurm.conf"
-        try conf.write(toFile: confFile, atomically: true, encoding: .utf8)
+        try conf.store(toFile: confFile)
         self.environment = ["SLURM_CONF": confFile]
         self.daemons.append(
             try SystemIO.ChildProcess(

@@ -25,7 +25,7 @@ public final class SoundServer: @unchecked Sendable {
         self.folder = try scratchFolder()
         self.address = "unix:\(self.folder)/native"
         // Clients never start a server of their own (one would outlive the test).
-        try "autospawn = no\n".write(toFile: "\(self.folder)/client.conf", atomically: true, encoding: .utf8)
+        try "autospawn = no\n".store(toFile: "\(self.folder)/client.conf")
         self.daemon = try SystemIO.ChildProcess(
             executable: "/usr/bin/env",
             arguments: Self.variables(folder: self.folder) + [
