@@ -12,7 +12,7 @@ public import NavCore
 import Routers
 import Synchronization
 import SystemIO
-public import MapLogic
+import MapLogic
 
 /// `hapticnav eval walkers`: the real smoother, route controller and haptic sink, each its own process started from
 /// a config, with simulated participants (``Participant``) closing the loop. This process plays the location source:

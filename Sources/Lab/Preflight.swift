@@ -4,11 +4,11 @@ import Glibc
 #endif
 import LocationSources
 public import Logging
-public import NavCore
+import NavCore
 import Synchronization
 import SystemIO
-public import HapticLogic
-public import StageHaptic
+import HapticLogic
+import StageHaptic
 public import Runtime
 
 /// Before a walk: every live part of a config checked for real, with a go or no-go for each (`hapticnav preflight`).

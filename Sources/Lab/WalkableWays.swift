@@ -5,7 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Logging
-public import NavCore
+import NavCore
 import Routers
 import SystemIO
 public import MapLogic

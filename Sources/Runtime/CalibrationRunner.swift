@@ -4,7 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-public import HapticLogic
+import HapticLogic
 public import Logging
 public import NavCore
 import StageHaptic

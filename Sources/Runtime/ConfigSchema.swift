@@ -1,7 +1,7 @@
 public import NavCore
 import Stages
-public import StageHaptic
-public import StageRoute
+import StageHaptic
+import StageRoute
 
 /// The documented settings of a pipeline config, read from the specs beside each type: what
 /// `hapticnav config schema` prints and `docs/CONFIG.md` holds (a test keeps the two equal).

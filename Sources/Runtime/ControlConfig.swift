@@ -10,7 +10,7 @@ import SystemIO
 #if canImport(Glibc)
 import Glibc
 #endif
-public import Stages
+import Stages
 public import StageHaptic
 
 /// A haptic stage's `options.control`: where it listens for the experimenter's stop, resume and mark, who may send

@@ -1,5 +1,5 @@
 public import Bus
-public import NavCore
+import NavCore
 
 /// `monitor --live`: what the bus says, as one screen redrawn in place: each stage's health, message rate, silence and
 /// status; the bus's losses; the walker's position, progress to the next waypoint, deviation, the cue playing with the
