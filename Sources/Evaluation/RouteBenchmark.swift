@@ -8,7 +8,7 @@ import SystemIO
 public import NavCore
 public import Routers
 import Parsers
-public import MapLogic
+import MapLogic
 
 /// `hapticnav bench routes`: the `osm` router against the reference routes, and query times of `osm` and
 /// (when given one) a live Valhalla, measured in the same run.

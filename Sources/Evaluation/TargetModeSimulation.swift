@@ -1,4 +1,4 @@
-public import HapticLogic
+import HapticLogic
 public import MapLogic
 public import NavCore
 

@@ -1,4 +1,4 @@
-public import NavCore
+import NavCore
 /// Which output device the haptic sink drives: the first of its ordered list that is available. A value that
 /// decides, so that fallback is unit-tested without devices or time; the sink carries out its changes.
 public struct OutputSelection: Sendable, Equatable {

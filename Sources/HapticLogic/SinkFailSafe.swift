@@ -1,4 +1,4 @@
-public import NavCore
+import NavCore
 /// The haptic sink's fail-safe decisions, as a value that takes `now` explicitly (seconds on the monotonic clock).
 ///
 /// Guidance is live only while both a heading and a guidance target are fresh. A datum's age counts from when

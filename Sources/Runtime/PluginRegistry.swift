@@ -1,5 +1,5 @@
 public import NavCore
-public import Stages
+import Stages
 public import Logging
 import LocationSources
 import Sinks
@@ -10,7 +10,7 @@ import Smoothers
 public import HapticLogic
 public import MapLogic
 public import StageHaptic
-public import StageRoute
+import StageRoute
 
 /// The plugins this build knows, per role. Registration is this explicit list, so an unknown id is an
 /// error that lists the known ones. (Programs outside this build join the bus through its wire protocol.)

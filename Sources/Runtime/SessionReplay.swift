@@ -1,7 +1,7 @@
 public import SessionFiles
 public import Bus
 public import NavCore
-public import Parsers
+import Parsers
 import SystemIO
 
 /// `hapticnav replay`: publishes a recorded session's messages again, with their recorded spacing (scaled), or as fast

@@ -1,7 +1,7 @@
 public import NavCore
 import Stages
 public import MapLogic
-public import StageHaptic
+import StageHaptic
 
 /// `hapticnav report`: one self-contained HTML page about a session, readable without a network: the summary (distance,
 /// time against the route's walking time, time off course, cues a minute, reroutes, fail-safe events, turn events), an

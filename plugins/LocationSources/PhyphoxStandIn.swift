@@ -8,7 +8,7 @@ import Glibc
 #endif
 import Links
 import Parsers
-public import NavCore
+import NavCore
 import Synchronization
 import SystemIO
 

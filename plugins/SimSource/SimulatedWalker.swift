@@ -4,7 +4,7 @@ import Parsers
 import Glibc
 #endif
 public import NavCore
-public import MapLogic
+import MapLogic
 
 /// A simulated walker following a route file at a steady pace, with seeded GPS and compass noise.
 ///

@@ -1,4 +1,4 @@
-public import SystemIO
+import SystemIO
 
 /// The time a stage reads, injected (one for every stage, its status included): the monotonic clock its timeouts, waits and arrivals' receive times are on, the
 /// wall clock its messages and status reports are dated with (the core never reads a clock: its time arrives inside

@@ -1,4 +1,4 @@
-public import NavCore
+package import NavCore
 
 /// What every stage says of itself, said one way: a status stamped by the stage's wall clock, the stage's own
 /// counters followed by its input's (the time checks', then the transport's), what the time checks dropped appended

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Glibc
-public import NavCore
+import NavCore
 import Synchronization
 import SystemIO
 

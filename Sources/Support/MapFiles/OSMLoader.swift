@@ -1,5 +1,5 @@
 import Parsers
-public import NavCore
+import NavCore
 import SystemIO
 public import MapLogic
 

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-public import NavCore
+import NavCore
 import SystemIO
 public import MapLogic
 
