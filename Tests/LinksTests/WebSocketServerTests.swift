@@ -78,4 +78,34 @@ import TestSupport
         #expect(server.counters.first { $0.name == "ws.refusedHandshakes" }?.value == 1)
         #expect(opened.withLock { $0 } == 1)
     }
+
+    /// A client that goes quiet for longer than the server's one-second read of the request head, then closes in the
+    /// middle of its handshake, is let go at once. (The server took the quiet second's EAGAIN, still in errno, for the
+    /// close's answer too, and spun on `recv()` until the head's 10 s deadline: a core busy per such client.)
+    @Test func aClientThatClosesMidHandshakeAfterAQuietSecondIsLetGoAtOnce() async throws {
+        let server = try WebSocketServer(host: "127.0.0.1", port: 0, subprotocol: "test") { _ in }
+        defer { server.close() }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(server.port.bigEndian)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        #expect(connected == 0)
+        let part = Array("GET / HTTP/1.1\r\nHost: x\r\n".utf8)
+        _ = part.withUnsafeBufferPointer { send(fd, $0.baseAddress, $0.count, 0) }
+        // Quiet past the server's one-second read: the quiet is the subject, so this wait is fixed.
+        try await Task.sleep(for: .seconds(2.5))
+        close(fd)
+        let closedAt = ContinuousClock.now
+        // Refused as soon as the close is seen; the head's own deadline is 10 s from the connection, 7.5 s from here.
+        #expect(
+            await eventually(within: 5) { server.counters.first { $0.name == "ws.refusedHandshakes" }?.value == 1 },
+            "the close was not seen before the head's deadline")
+        print("refused \(ContinuousClock.now - closedAt) after the client closed")
+    }
 }

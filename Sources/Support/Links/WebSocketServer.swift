@@ -280,17 +280,31 @@ public final class WebSocketServer: Sendable {
         return out + payload
     }
 
-    private static func fill(_ fd: Int32, _ buffer: inout [UInt8]) -> Bool {
+    /// What one read brought.
+    private enum Read { case data, closed, quiet, failed }
+
+    /// Reads what the client sent into `buffer`. `quiet`: nothing within the socket's receive timeout. A client that
+    /// closed is `closed`, whatever errno an earlier call left (a read of 0 bytes sets none).
+    private static func receive(_ fd: Int32, _ buffer: inout [UInt8]) -> Read {
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         while true {
             let count = recv(fd, &chunk, chunk.count, 0)
             if count > 0 {
                 buffer += chunk[0..<count]
-                return true
+                return .data
             }
-            if count < 0, errno == EINTR { continue }
-            return false
+            if count == 0 { return .closed }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .quiet
+            default: return .failed
+            }
         }
+    }
+
+    /// Reads more into `buffer`; false when the connection ended or failed.
+    private static func fill(_ fd: Int32, _ buffer: inout [UInt8]) -> Bool {
+        Self.receive(fd, &buffer) == .data
     }
 
     /// The request head (at most 16 KB), or nil.
@@ -310,7 +324,10 @@ public final class WebSocketServer: Sendable {
                 return head
             }
             guard buffer.count <= 16 * 1024, SystemClock.monotonicSeconds() < deadline else { return nil }
-            if !Self.fill(fd, &buffer), errno != EAGAIN, errno != EWOULDBLOCK { return nil }
+            switch Self.receive(fd, &buffer) {
+            case .data, .quiet: continue  // a quiet second: the head's own deadline decides
+            case .closed, .failed: return nil
+            }
         }
     }
 
