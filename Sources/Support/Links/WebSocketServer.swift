@@ -302,11 +302,6 @@ public final class WebSocketServer: Sendable {
         }
     }
 
-    /// Reads more into `buffer`; false when the connection ended or failed.
-    private static func fill(_ fd: Int32, _ buffer: inout [UInt8]) -> Bool {
-        Self.receive(fd, &buffer) == .data
-    }
-
     /// The request head (at most 16 KB), or nil.
     private static func readHead(_ fd: Int32, _ buffer: inout [UInt8]) -> String? {
         // The whole head within 10 s, however slowly it trickles in.
@@ -336,7 +331,8 @@ public final class WebSocketServer: Sendable {
         _ fd: Int32, _ buffer: inout [UInt8], limit: Int
     ) -> (final: Bool, opcode: UInt8, payload: [UInt8])? {
         func need(_ count: Int) -> Bool {
-            while buffer.count < count { guard Self.fill(fd, &buffer) else { return false } }
+            // After the handshake reads block: anything but data is the connection's end.
+            while buffer.count < count { guard Self.receive(fd, &buffer) == .data else { return false } }
             return true
         }
         guard need(2) else { return nil }
