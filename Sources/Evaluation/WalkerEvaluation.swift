@@ -567,9 +567,13 @@ public enum WalkerEvaluation {
 
     /// Whether a network participant's choice at a junction kept to `line` (the route in force): nil when the
     /// junction is more than 5 m from it; false when the point 8 m along the branch taken lies more than 5 m from the
-    /// route, or behind the junction along it.
+    /// route, or behind the junction along it. A junction the route ends at (within a metre of its end) is no choice
+    /// of the route's (nil): no branch of it goes on, and a walker who steps on past the destination there before they
+    /// are told it (their place on the ways reaching it a step after them) has overshot, not taken a wrong branch.
     static func keptToRoute(_ choice: NetworkParticipant.Choice, line: Polyline) -> Bool? {
-        guard let junction = line.project(choice.junction), junction.distanceMeters <= 5 else { return nil }
+        guard let junction = line.project(choice.junction), junction.distanceMeters <= 5,
+            junction.distanceAlongMeters < line.lengthMeters - 1
+        else { return nil }
         let along = junction.distanceAlongMeters
         guard
             let branch = line.project(choice.branchPoint, alongRange: (along - 12)...(along + 12))

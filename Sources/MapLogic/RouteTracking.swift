@@ -313,6 +313,10 @@ public struct RouteTracker: Sendable {
         public var completedWaypoints: [Int] = []
         /// Set when a new route should be computed from here.
         public var rerouteFrom: Coordinate?
+        /// With `rerouteFrom` when the walker walked without getting along the route (`stallSeconds`): how many times
+        /// in a row, with no progress between (the new route did not help either). Guidance the walker cannot follow
+        /// from where they are, again and again: a place estimated on the ways may be on the wrong one.
+        public var stallsInARow = 0
         /// True on the fix that reached the destination.
         public var arrived = false
         /// Turn events this fix caused (guidance by events).
@@ -343,6 +347,7 @@ public struct RouteTracker: Sendable {
     private var lastReroute: (time: Double, position: Coordinate)?
     /// The farthest along the route the walker has been since the last progress, and the seconds walked since.
     private var progressMark: (along: Double, walkedSeconds: Double, lastTime: Double)?
+    private var stallsInARow = 0
     /// The GPS error estimated from the route (east, north [metres]), its covariance, and its time.
     private var bias: (east: Double, north: Double, ee: Double, en: Double, nn: Double, time: Double)?
 
@@ -489,12 +494,18 @@ public struct RouteTracker: Sendable {
             let distance = FlatProjection.distance(walker, waypoint.coordinate)
             let radius = isArrival ? self.options.arrivalRadiusMeters : self.options.waypointRadiusMeters
             let onRoute = here.distanceMeters <= threshold
+            // A place on the ways (witnessed) errs along the way, either side of the walker alike: the destination is
+            // reached when that place reaches the route's end, not a radius before it, so that a walker is told no
+            // sooner short of it than late past it (a radius before, a place ahead of the walker by a false arrival's
+            // bound less the radius already tells them short of it). Past the end, it may be on another way than the
+            // route's (the walker stepped on past a destination at a junction).
+            let placed = isArrival && arrivalWitness != nil
             // Past the destination along the route counts only as near it as the fix's accuracy allows: a walker
             // who went on past the route's end (on along the way, or off round a corner it ends at) is placed at the
             // end however far they went, and is turned back to it instead.
             let passed =
                 isArrival
-                ? onRoute && here.distanceAlongMeters >= route.lengthMeters - 0.5
+                ? (onRoute || placed) && here.distanceAlongMeters >= route.lengthMeters - 0.5
                     && distance <= radius + 2 * fix.horizontalAccuracyMeters
                 : onRoute && here.distanceAlongMeters > waypoint.distanceAlongMeters + 2
             let witnessed =
@@ -503,7 +514,8 @@ public struct RouteTracker: Sendable {
                     FlatProjection.distance($0.position, waypoint.coordinate)
                         <= radius + 2 * max(fix.horizontalAccuracyMeters, $0.errorSigmaMeters)
                 } ?? true
-            guard (distance <= radius || passed) && witnessed else { break }
+            let within = distance <= radius && !placed
+            guard (within || passed) && witnessed else { break }
             update.completedWaypoints.append(self.nextWaypoint)
             self.nextWaypoint += 1
             if isArrival {
@@ -556,6 +568,7 @@ public struct RouteTracker: Sendable {
             mark.lastTime = time
             if here.distanceAlongMeters >= mark.along + self.options.stallMeters {
                 mark = (here.distanceAlongMeters, 0, time)
+                self.stallsInARow = 0
             } else if mark.walkedSeconds >= self.options.stallSeconds, self.state != .rerouting,
                 self.lastReroute.map({ time - $0.time >= self.options.rerouteMinimumSeconds }) ?? true
             {
@@ -563,6 +576,8 @@ public struct RouteTracker: Sendable {
                 self.reroutes += 1
                 self.state = .rerouting
                 update.rerouteFrom = walker
+                self.stallsInARow += 1
+                update.stallsInARow = self.stallsInARow
                 mark = (here.distanceAlongMeters, 0, time)
             }
             self.progressMark = mark

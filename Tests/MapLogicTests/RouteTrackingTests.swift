@@ -277,6 +277,41 @@ struct ScriptedWalk {
         #expect(try !arrives(witnessOff: 13))
     }
 
+    /// A place on the ways errs along them either side of the walker alike, so it arrives when it reaches the
+    /// destination, not within the radius short of it: 1.5 m short it does not, at it it does. The fix as measured (no
+    /// witness) arrives within the radius, as before.
+    @Test func anEstimatedPlaceArrivesWhenItReachesTheDestinationNotARadiusShortOfIt() throws {
+        var tracker = self.trackerNearTheDestination(witnessSigma: 1)
+        let shortAnswer = tracker.update(
+            with: self.placeFix(north: 148.5, time: 20),
+            arrivalWitness: .init(position: self.alongEast(148.5), errorSigmaMeters: 1))
+        #expect(try !#require(shortAnswer).arrived)
+        let atAnswer = tracker.update(
+            with: self.placeFix(north: 150, time: 21),
+            arrivalWitness: .init(position: self.alongEast(150), errorSigmaMeters: 1))
+        #expect(try #require(atAnswer).arrived)
+
+        var measured = RouteTracker()
+        measured.setRoute(self.route(from: self.east))
+        for (index, north) in stride(from: 0.0, through: 140, by: 10).enumerated() {
+            _ = measured.update(with: self.placeFix(north: north, time: Double(index)))
+        }
+        #expect(measured.update(with: self.placeFix(north: 148.5, time: 20))?.arrived == true)
+    }
+
+    /// A place that steps on past a destination at a junction onto another way than the route's (a walker on it is
+    /// off the route's way: `offRouteMeters` 2) arrives there, instead of being turned back to it.
+    @Test func anEstimatedPlaceAStepPastTheDestinationOnAnotherWayArrives() throws {
+        var tracker = self.trackerNearTheDestination(witnessSigma: 1)
+        let past = Geodesic.wgs84.direct(from: self.end, azimuthDegrees: 90, distanceMeters: 3).coordinate
+        let answer = tracker.update(
+            with: SmoothedFix(
+                timeSeconds: 20, latitude: past.latitude, longitude: past.longitude, horizontalAccuracyMeters: 2,
+                speedMetersPerSecond: 1.3, courseDegrees: 90, reset: false),
+            offRouteMeters: 2, arrivalWitness: .init(position: past, errorSigmaMeters: 1))
+        #expect(try #require(answer).arrived)
+    }
+
     @Test func waypointModeAimsAtTheNextWaypoint() {
         var options = RouteTracker.Options()
         options.targetMode = .waypoint
@@ -668,6 +703,42 @@ extension RouteTracker.Options {
         #expect(try bearingEightMetresBeforeTheSecondCorner(biasSeconds: 0) > 30)
         // The 4 m seen across the first leg is taken off along the second: straight on, north, still.
         #expect(abs(try bearingEightMetresBeforeTheSecondCorner(biasSeconds: 30)) < 12)
+    }
+
+    /// A walker who stalls again on the new route, with no progress between, has stalled twice in a row (the route
+    /// stage then starts its place on the ways again); getting along the route starts the count again.
+    @Test func stallsAreCountedInARowUntilTheWalkerGetsAlongTheRoute() {
+        var tracker = RouteTracker()
+        tracker.setRoute(self.hairpin)
+        let beside = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 0, distanceMeters: 12).coordinate
+        var time = 0.0
+        /// Back and forth over 8 m, 12 m beside the route's first leg, each stall answered with the same route anew.
+        func pace(legs: Int) -> [Int] {
+            var counts: [Int] = []
+            for leg in 0..<legs {
+                for step in 0..<10 {
+                    let east = leg % 2 == 0 ? Double(step) * 0.9 : Double(9 - step) * 0.9
+                    let point = Geodesic.wgs84.direct(from: beside, azimuthDegrees: 90, distanceMeters: east)
+                    if let update = tracker.update(
+                        with: self.fix(point.coordinate, course: leg % 2 == 0 ? 90 : 270, time: time)),
+                        update.rerouteFrom != nil
+                    {
+                        counts.append(update.stallsInARow)
+                        tracker.setRoute(self.hairpin)
+                    }
+                    time += 1
+                }
+            }
+            return counts
+        }
+        #expect(pace(legs: 8) == [1, 2], "stalls in a row at each new route")
+        // Along the route's first leg, 20 m: progress.
+        for step in 0..<16 {
+            let point = Geodesic.wgs84.direct(from: self.start, azimuthDegrees: 90, distanceMeters: Double(step) * 1.3)
+            _ = tracker.update(with: self.fix(point.coordinate, course: 90, time: time))
+            time += 1
+        }
+        #expect(pace(legs: 5).first == 1, "the count starts again after progress")
     }
 
     @Test func walkingBesideTheRouteWithoutGettingAlongItAsksForANewRoute() {

@@ -166,6 +166,60 @@ private final class FirstCall: @unchecked Sendable {
         )
     }
 
+    /// Placed on the route's way by the network place while pacing back and forth on it without getting along (as a
+    /// walker does on a way beside the route that the place took for it): the first stall asks for a new route; the
+    /// second in a row, on the new route, starts the place again (its status counts it).
+    @Test func stallingTwiceInARowStartsTheNetworkPlaceAgain() async throws {
+        let start = Coordinate(latitude: 43.7300, longitude: 7.4200)
+        let nodes = (0...20).map { moved(start, 90, Double($0) * 10) }
+        var options = RouteControllerOptions(destination: nodes[20])
+        options.ways = WalkingGraph(
+            nodes: nodes, edges: (0..<20).map { (Int32($0), Int32($0 + 1), Int32(-1)) }, names: [], warnings: [])
+        options.place = .network
+        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<RouteInput>.self)
+        let output = MemoryPublisher()
+        let stage = RouteControllerStage(
+            name: "route", input: stream, output: output,
+            provider: FileRouteProvider(plan: RoutePlan(points: [nodes[0], nodes[20]])), options: options,
+            logger: Logger(label: "test"))
+        async let running: Void = stage.run()
+        func restarts() async -> UInt64 {
+            Self.statuses(await output.messages).compactMap {
+                $0.counters.first { $0.name == "place.restarts_on_stall" }?.value
+            }.max() ?? 0
+        }
+        func routeIDs() async -> Set<UInt32> { Set(Self.routes(await output.messages).map(\.routeID)) }
+        var time = 0.0
+        var asked = 1
+        for leg in 0..<12 {
+            for step in 0..<10 {
+                let east = leg % 2 == 0 ? Double(step) * 1.3 : Double(9 - step) * 1.3
+                time += 1
+                continuation.yield(fix(moved(start, 90, east), at: time, course: leg % 2 == 0 ? 90 : 270).routeInput)
+                // Each fix handled (and each route asked for come) before the next: the stage's time is the fixes'.
+                let handled = await eventually(within: 30) {
+                    let routes = await routeIDs()
+                    return Self.progress(await output.messages).count >= Int(time) - 1 && routes.count >= asked
+                }
+                guard handled else {
+                    Issue.record(
+                        "fix \(Int(time)) not handled: \(Self.progress(await output.messages).count) progress, routes \(await routeIDs()), \(asked) asked"
+                    )
+                    break
+                }
+                let recalculating = Self.statuses(await output.messages).filter {
+                    $0.message.hasPrefix("off route: recalculating")
+                }.count
+                asked = 1 + recalculating
+            }
+        }
+        continuation.finish()
+        try await running
+        #expect(asked >= 3, "two stalls, each asking for a new route")
+        let restarted = await restarts()
+        #expect(restarted >= 1)
+    }
+
     @Test func anEngineThatIsDownLeavesAClearStatusAndNoTarget() async throws {
         // Nothing listens on this port: the client retries, then gives up with a clear status.
         let provider = try EngineRouteProvider(.valhalla, url: "http://127.0.0.1:9", timeoutSeconds: 0.5, retries: 1)

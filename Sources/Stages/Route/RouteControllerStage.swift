@@ -159,6 +159,9 @@ where Input.Element == Arrival<RouteInput> {
     /// Fixes the network place was sure of, and fixes tracked as they were [count].
     private var placedSure = 0
     private var placedUnsure = 0
+    /// The network place starts again at the next fix: the walker stalled where it placed them.
+    private var restartPlace = false
+    private var placeRestartsOnStall = 0
     private var lastMatchTime: Double?
     /// The route's line, for the matcher's test of being on it (made once per route).
     private var line: (routeID: UInt32, line: Polyline)?
@@ -266,6 +269,7 @@ where Input.Element == Arrival<RouteInput> {
                     ? []
                     : [
                         StatusCounter(name: "place.sure", value: UInt64(self.placedSure)),
+                        StatusCounter(name: "place.restarts_on_stall", value: UInt64(self.placeRestartsOnStall)),
                         StatusCounter(name: "place.unsure", value: UInt64(self.placedUnsure)),
                         StatusCounter(name: "place.starts", value: UInt64(self.network!.starts)),
                         StatusCounter(name: "place.steps", value: UInt64(self.network!.stepsHeard)),
@@ -374,7 +378,9 @@ where Input.Element == Arrival<RouteInput> {
         } else if self.network != nil {
             let estimate = self.network!.update(
                 timeSeconds: fix.timeSeconds, position: here, accuracyMeters: fix.horizontalAccuracyMeters,
-                speedMetersPerSecond: fix.speedMetersPerSecond, courseDegrees: fix.courseDegrees, restart: fix.reset)
+                speedMetersPerSecond: fix.speedMetersPerSecond, courseDegrees: fix.courseDegrees,
+                restart: fix.reset || self.restartPlace)
+            self.restartPlace = false
             if let estimate, estimate.sure, let route = self.tracker.route {
                 tracked.latitude = estimate.point.latitude
                 tracked.longitude = estimate.point.longitude
@@ -416,6 +422,16 @@ where Input.Element == Arrival<RouteInput> {
             try await self.status(.running, "arrived")
         }
         if let from = update.rerouteFrom {
+            // Stalled where the place on the ways put them, twice running (walking back and forth on a way beside
+            // the route, which the place took for the route's, with the fix's correlated error across to it; a new
+            // route from that place did not help): that place may be on the wrong way. It starts again at the next
+            // fix, over the ways around it, and the weight gathers again on the way the walker's course and turns
+            // fit. (Measured: at the first stall, it cost as much elsewhere as it saved; the new route from the fix
+            // instead of the place did no better.)
+            if update.stallsInARow >= 2, self.network != nil, witness != nil {
+                self.restartPlace = true
+                self.placeRestartsOnStall += 1
+            }
             self.ask(from: from, reason: .reroute, arrival: arrival)
             try await self.status(.running, "off route: recalculating (asking \(self.providerList))")
         } else {
