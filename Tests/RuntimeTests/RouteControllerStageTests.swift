@@ -191,7 +191,7 @@ private final class FirstCall: @unchecked Sendable {
         func routeIDs() async -> Set<UInt32> { Set(Self.routes(await output.messages).map(\.routeID)) }
         var time = 0.0
         var asked = 1
-        for leg in 0..<12 {
+        pacing: for leg in 0..<12 {
             for step in 0..<10 {
                 let east = leg % 2 == 0 ? Double(step) * 1.3 : Double(9 - step) * 1.3
                 time += 1
@@ -205,7 +205,7 @@ private final class FirstCall: @unchecked Sendable {
                     Issue.record(
                         "fix \(Int(time)) not handled: \(Self.progress(await output.messages).count) progress, routes \(await routeIDs()), \(asked) asked"
                     )
-                    break
+                    break pacing
                 }
                 let recalculating = Self.statuses(await output.messages).filter {
                     $0.message.hasPrefix("off route: recalculating")
