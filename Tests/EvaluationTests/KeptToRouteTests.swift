@@ -21,20 +21,15 @@ import Testing
     /// is not judged (an overshoot, not a wrong branch).
     @Test func aJunctionAtTheRoutesEndIsNoChoiceOfTheRoutes() {
         let line = Polyline([self.point(east: 0, north: 0), self.point(east: 0, north: 100)])
-        #expect(
-            WalkerEvaluation.keptToRoute(self.choice(junctionNorth: 50, branchEast: 0, branchNorth: 58), line: line)
-                == true)
-        #expect(
-            WalkerEvaluation.keptToRoute(self.choice(junctionNorth: 50, branchEast: 8, branchNorth: 50), line: line)
-                == false)
-        #expect(
-            WalkerEvaluation.keptToRoute(self.choice(junctionNorth: 100, branchEast: 8, branchNorth: 100), line: line)
-                == nil)
-        #expect(
-            WalkerEvaluation.keptToRoute(self.choice(junctionNorth: 99.5, branchEast: 8, branchNorth: 99.5), line: line)
-                == nil)
-        #expect(
-            WalkerEvaluation.keptToRoute(self.choice(junctionNorth: 97, branchEast: 8, branchNorth: 97), line: line)
-                == false)
+        /// Judged at a junction `north` up the route, the branch taken through the point given.
+        func kept(at north: Double, through branch: (east: Double, north: Double)) -> Bool? {
+            WalkerEvaluation.keptToRoute(
+                self.choice(junctionNorth: north, branchEast: branch.east, branchNorth: branch.north), line: line)
+        }
+        #expect(kept(at: 50, through: (0, 58)) == true)
+        #expect(kept(at: 50, through: (8, 50)) == false)
+        #expect(kept(at: 100, through: (8, 100)) == nil)
+        #expect(kept(at: 99.5, through: (8, 99.5)) == nil)
+        #expect(kept(at: 97, through: (8, 97)) == false)
     }
 }

@@ -269,9 +269,9 @@ where Input.Element == Arrival<RouteInput> {
                     ? []
                     : [
                         StatusCounter(name: "place.sure", value: UInt64(self.placedSure)),
-                        StatusCounter(name: "place.restarts_on_stall", value: UInt64(self.placeRestartsOnStall)),
                         StatusCounter(name: "place.unsure", value: UInt64(self.placedUnsure)),
                         StatusCounter(name: "place.starts", value: UInt64(self.network!.starts)),
+                        StatusCounter(name: "place.restarts_on_stall", value: UInt64(self.placeRestartsOnStall)),
                         StatusCounter(name: "place.steps", value: UInt64(self.network!.stepsHeard)),
                     ]),
             timeCheck: self.timeCheck)
