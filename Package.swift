@@ -202,7 +202,7 @@ let package = Package(
             name: "LinksTests", dependencies: ["Links", "SystemIO", "NavCore", "TestSupport", "CPseudoTerminal"]),
         .testTarget(
             name: "EvaluationTests",
-            dependencies: ["Evaluation", "NavCore", "MapLogic", "LocationSources", "Links", "SystemIO"]),
+            dependencies: ["Evaluation", "NavCore", "MapLogic", "LocationSources", "Links", "SystemIO", "Devices"]),
         .testTarget(
             name: "BusTests",
             dependencies: [

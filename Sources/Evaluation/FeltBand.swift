@@ -9,9 +9,11 @@ public import NavCore
 /// What a participant wearing the band feels of it, read from the band's own frames (the emulator's log lines, as the
 /// band received them; never the bus): the motors running now as a turn cue by side, the turn-around and arrival
 /// patterns, the calibration's ticks, and the turn-event patterns (docs/BAND-PROTOCOL.md) as the events a walker takes
-/// from them: a count of pulses on one side is an announcement (the pulses the junctions to its turn), a long double
-/// pulse on one side is *now* (of the turn last announced on that side, as a walker pairs them), a short double on both
-/// *straight on*. What a band cannot say (the street's name, the distance, the route's number) the events lack.
+/// from them: a count of pulses on one side is an announcement (the pulses the junctions to its turn), a long pulse
+/// pattern on one side is *now* (of the turn last announced on that side, as a walker pairs them; long-short to bear,
+/// long-long to turn, long-long-long to turn sharply, taken as turns of 30°, 90° and 150°), a short double on both
+/// *straight on*. What a band cannot say (the street's name, the distance, the exact angle, the route's number) the
+/// events lack.
 public struct FeltBand: Sendable {
     /// The motors now [0–255].
     public private(set) var left = 0
@@ -60,9 +62,12 @@ public struct FeltBand: Sendable {
         guard type == "pulse", payload.count >= 3, let pattern = BandProtocol.Pattern(rawValue: UInt8(payload[0]))
         else { return }
         let level = payload[1], repeats = payload[2]
-        func event(_ phase: TurnPhase, left: Bool, manoeuvre: UInt32, junctionsBefore: Int) -> TurnEvent {
+        func event(
+            _ phase: TurnPhase, left: Bool, manoeuvre: UInt32, junctionsBefore: Int, degrees: Double = 90
+        ) -> TurnEvent {
             TurnEvent(
-                timeSeconds: time, routeID: 1, manoeuvre: manoeuvre, phase: phase, turnDegrees: left ? -90 : 90,
+                timeSeconds: time, routeID: 1, manoeuvre: manoeuvre, phase: phase,
+                turnDegrees: left ? -degrees : degrees,
                 junctionsBefore: UInt32(max(0, junctionsBefore)), distanceMeters: 0, outgoingBearingDegrees: 0,
                 street: "")
         }
@@ -76,8 +81,14 @@ public struct FeltBand: Sendable {
             self.nextManoeuvre += 1
             self.announced[onLeft] = manoeuvre
             self.events.append(event(.announce, left: onLeft, manoeuvre: manoeuvre, junctionsBefore: repeats - 1))
-        case .nowLeft, .nowRight:
-            let onLeft = pattern == .nowLeft
+        case .nowLeft, .nowRight, .bearLeft, .bearRight, .sharpLeft, .sharpRight:
+            guard let (onLeft, sharpness) = BandProtocol.Sharpness.of(pattern) else { return }
+            let degrees: Double =
+                switch sharpness {
+                case .bear: 30
+                case .turn: 90
+                case .sharp: 150
+                }
             let manoeuvre: UInt32
             if let told = self.announced.removeValue(forKey: onLeft) {
                 manoeuvre = told
@@ -85,7 +96,7 @@ public struct FeltBand: Sendable {
                 manoeuvre = self.nextManoeuvre
                 self.nextManoeuvre += 1
             }
-            self.events.append(event(.now, left: onLeft, manoeuvre: manoeuvre, junctionsBefore: 0))
+            self.events.append(event(.now, left: onLeft, manoeuvre: manoeuvre, junctionsBefore: 0, degrees: degrees))
         case .straightOn:
             let manoeuvre = self.nextManoeuvre
             self.nextManoeuvre += 1

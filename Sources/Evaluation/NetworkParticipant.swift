@@ -289,7 +289,8 @@ public struct NetworkParticipant: SimulatedParticipant {
 
     /// Takes a turn event (following events; else ignored): an announcement sets (or sets right) the junctions to
     /// count before its manoeuvre, *now* puts a manoeuvre it was not told of at the next junction (or the one after
-    /// those it waits for), *straight on* marks a junction to carry straight on at.
+    /// those it waits for) and sets the turn of one it was told of, *straight on* marks a junction to carry straight on
+    /// at.
     public mutating func hear(_ event: TurnEvent) {
         guard self.rules.followsEvents else { return }
         // A new route: what was said of the old one no longer holds.
@@ -305,9 +306,12 @@ public struct NetworkParticipant: SimulatedParticipant {
             self.overshot?.missedBefore = false
         case .now:
             if !self.made.contains(key) { self.overshot?.nowSince = true }
-            guard !self.made.contains(key),
-                !self.pending.contains(where: { $0.turn && $0.manoeuvre == event.manoeuvre })
-            else { return }
+            guard !self.made.contains(key) else { return }
+            if let told = self.pending.firstIndex(where: { $0.turn && $0.manoeuvre == event.manoeuvre }) {
+                // Announced already: *now* may say more of the turn (a band says how sharp only at the junction).
+                self.pending[told].turnDegrees = event.turnDegrees
+                return
+            }
             let after = self.pending.filter { $0.turn && $0.manoeuvre < event.manoeuvre }.map(\.junctionsToGo).max()
             self.pending.append((event.routeID, event.manoeuvre, after.map { $0 + 1 } ?? 0, event.turnDegrees, true))
         case .straightOn:

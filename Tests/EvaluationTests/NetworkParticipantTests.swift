@@ -1,4 +1,6 @@
+import Devices
 import Evaluation
+import Glibc
 import NavCore
 import Testing
 import MapLogic
@@ -196,5 +198,52 @@ import MapLogic
         #expect(walker.foundAgain == 0)
         #expect(choice.basis == .missed)
         #expect(Self.local(choice.branchPoint).north > 5)
+    }
+
+    /// The stairs by Monaco's market: arriving westward at a hairpin where flights leave at 139° (the route's, a sharp
+    /// left of 138°) and at 162° (a left of 115°). Told through the band (its frames, as a wearer feels them), the
+    /// walker takes the route's flight: the band's *now* says the turn is sharp. Felt as a plain left (the band's *now*
+    /// before it told sharpness, taken as 90°), the 162° flight is the nearer and the walker goes down the wrong one.
+    @Test func feltThroughTheBandASharpTurnIsToldFromALeftAtAHairpin() throws {
+        func bearing(_ degrees: Double, _ meters: Double) -> (Double, Double) {
+            (meters * sin(degrees * .pi / 180), meters * cos(degrees * .pi / 180))
+        }
+        let hairpin = Self.graph(
+            [(40, 0), (0, 0), bearing(139, 30), bearing(162, 30), bearing(338, 30)], [(0, 1), (1, 2), (1, 3), (1, 4)])
+        var rules = NetworkParticipant.Rules()
+        rules.followsEvents = true
+        rules.missRoadPercent = 0
+        rules.missPathPercent = 0
+        func walk(told frames: [(BandProtocol.FrameType, [UInt8])]) throws -> ENU {
+            let start = FlatProjection(origin: Self.origin).unproject(ENU(east: 20, north: 0))
+            var walker = try #require(NetworkParticipant(graph: hairpin, at: start, facing: 270, rules: rules))
+            var band = FeltBand()
+            for (type, payload) in frames where type == .pulse {
+                band.take(type: "pulse", payload: payload.map(Int.init), left: 0, right: 0, time: 0)
+            }
+            for event in band.drainEvents() { walker.hear(event) }
+            Self.walk(&walker, seconds: 40) { _, _ in .silent }
+            return Self.local(try #require(walker.choices.first).branchPoint)
+        }
+        func event(_ phase: TurnPhase) -> TurnEvent {
+            TurnEvent(
+                timeSeconds: 0, routeID: 1, manoeuvre: 0, phase: phase, turnDegrees: -138, junctionsBefore: 0,
+                distanceMeters: 10, outgoingBearingDegrees: 139)
+        }
+        let told = BandProtocol.frames(for: event(.announce)) + BandProtocol.frames(for: event(.now))
+        #expect(told.last?.1.first == BandProtocol.Pattern.sharpLeft.rawValue)
+        let taken = try walk(told: told)
+        #expect(
+            Angle.separation(
+                FlatProjection.bearing(from: Self.origin, to: FlatProjection(origin: Self.origin).unproject(taken)), 139
+            ) < 3, "\(taken)")
+        // A plain *now* on the left: the branch nearest a left of 90° is the 162° flight.
+        let plain =
+            BandProtocol.frames(for: event(.announce)) + [(.pulse, [BandProtocol.Pattern.nowLeft.rawValue, 255, 1])]
+        let wrong = try walk(told: plain)
+        #expect(
+            Angle.separation(
+                FlatProjection.bearing(from: Self.origin, to: FlatProjection(origin: Self.origin).unproject(wrong)), 162
+            ) < 3, "\(wrong)")
     }
 }

@@ -69,6 +69,48 @@ public enum BandProtocol {
         case nowRight = 8
         /// Both motors, short-short: straight on at this junction.
         case straightOn = 9
+        /// The left motor alone, long-short: bear left now (a turn of less than 45°).
+        case bearLeft = 10
+        /// The right motor alone, long-short: bear right now.
+        case bearRight = 11
+        /// The left motor alone, long-long-long: sharp left now (a turn of 135° or more).
+        case sharpLeft = 12
+        /// The right motor alone, long-long-long: sharp right now.
+        case sharpRight = 13
+    }
+
+    /// How sharp a turn is, as the band says it at the junction and the speaker says it in words
+    /// (``TurnWords/direction(_:)``): bear under 45°, sharp from 135°.
+    public enum Sharpness: Sendable, Equatable, CaseIterable {
+        case bear, turn, sharp
+
+        /// The class of a turn of `turnDegrees` (either side).
+        public init(turnDegrees: Double) {
+            let size = abs(turnDegrees)
+            self = size < 45 ? .bear : size < 135 ? .turn : .sharp
+        }
+
+        /// The *now* pattern for this sharpness on one side.
+        public func pattern(left: Bool) -> Pattern {
+            switch self {
+            case .bear: left ? .bearLeft : .bearRight
+            case .turn: left ? .nowLeft : .nowRight
+            case .sharp: left ? .sharpLeft : .sharpRight
+            }
+        }
+
+        /// The side and sharpness a *now* pattern says; nil for the other patterns.
+        public static func of(_ pattern: Pattern) -> (left: Bool, sharpness: Sharpness)? {
+            switch pattern {
+            case .bearLeft: (true, .bear)
+            case .bearRight: (false, .bear)
+            case .nowLeft: (true, .turn)
+            case .nowRight: (false, .turn)
+            case .sharpLeft: (true, .sharp)
+            case .sharpRight: (false, .sharp)
+            default: nil
+            }
+        }
     }
 
     /// One decoded frame.
@@ -167,8 +209,9 @@ public enum BandProtocol {
     }
 
     /// The frames that render a turn event, felt distinctly from a turn cue (a motor held at a level): an announcement
-    /// is short pulses on the turn's side, as many as the junction's place ahead (two for the second), *now* is
-    /// long-long on that side, and *straight on* short-short on both motors. The motors' set state is kept.
+    /// is short pulses on the turn's side, as many as the junction's place ahead (two for the second), *now* is on that
+    /// side long-short to bear, long-long to turn, long-long-long to turn sharply (where two ways leave to one side, the
+    /// sharpness tells them apart), and *straight on* short-short on both motors. The motors' set state is kept.
     public static func frames(for event: TurnEvent) -> [(FrameType, [UInt8])] {
         let left = event.turnDegrees < 0
         switch event.phase {
@@ -176,7 +219,7 @@ public enum BandProtocol {
             let count = UInt8(min(9, Int(min(event.junctionsBefore, 8)) + 1))
             return [(.pulse, [(left ? Pattern.countLeft : Pattern.countRight).rawValue, 200, count])]
         case .now:
-            return [(.pulse, [(left ? Pattern.nowLeft : Pattern.nowRight).rawValue, 255, 1])]
+            return [(.pulse, [Sharpness(turnDegrees: event.turnDegrees).pattern(left: left).rawValue, 255, 1])]
         case .straightOn:
             return [(.pulse, [Pattern.straightOn.rawValue, 160, 1])]
         }
