@@ -59,6 +59,13 @@ struct RehearseCommand: AsyncParsableCommand {
     var walkTimeout = 600.0
 
     func run() async throws {
+        // Stopped by a signal (a CI job's timeout, `kill`): the processes it started stop with it, the band's motors
+        // with them, instead of walking on as orphans.
+        let signals = StopSignals {
+            FieldRehearsal.stopChildren()
+            Glibc.exit(143)
+        }
+        defer { signals.cancel() }
         var rehearsal = try FieldRehearsal(
             config: self.config, folder: self.out, start: self.start, seed: self.seed, stopAfter: self.stopAfter,
             stopSeconds: self.stopSeconds, walkTimeout: self.walkTimeout)
@@ -475,6 +482,28 @@ struct FieldRehearsal {
         }
         let output = (try? String(contentsOfFile: "\(self.folder)/\(name).out", encoding: .utf8)) ?? ""
         return (code, output)
+    }
+
+    /// Asks every process this one started (its children, by their parent in /proc) to stop, and waits up to 10 s for
+    /// them to end: the `run` processes stop their stages, the band's bridge and the virtual controllers end.
+    static func stopChildren() {
+        func children() -> [Int32] {
+            let me = getpid()
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+            return entries.compactMap { entry -> Int32? in
+                guard let pid = Int32(entry),
+                    let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                    let close = stat.lastIndex(of: ")")
+                else { return nil }
+                // After the command's name: state, parent id, …; an exited child not yet waited for is gone.
+                let fields = stat[stat.index(after: close)...].split(separator: " ")
+                guard fields.count > 1, fields[0] != "Z", Int32(fields[1]) == me else { return nil }
+                return pid
+            }
+        }
+        for pid in children() { kill(pid, SIGTERM) }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !children().isEmpty && ContinuousClock.now < deadline { SystemThread.sleep(seconds: 0.1) }
     }
 
     /// Asks a process to stop, and waits for it.
