@@ -13,6 +13,7 @@ import Routers
 import Synchronization
 import SystemIO
 import MapLogic
+import Devices
 
 /// `hapticnav eval walkers`: the real smoother, route controller and haptic sink, each its own process started from
 /// a config, with simulated participants (``Participant``) closing the loop. This process plays the location source:
@@ -47,9 +48,16 @@ public enum WalkerEvaluation {
         /// since an announcement, turning at the announced one; missing a junction now and then); with no event
         /// pending, by the cues.
         case events
+        /// As `events`, but knowing of each event only what the band says of it (docs/BAND-PROTOCOL.md), through its
+        /// frames as a wearer feels them (``FeltBand``): the side, the junctions counted in pulses, at the junction
+        /// whether to bear, turn or turn sharply; not the angle, the distance, the street or which route it is of.
+        case band
 
         /// Held to the walkable ways (chooses at junctions).
         public var onNetwork: Bool { self != .open }
+
+        /// Acts on turn events.
+        public var followsEvents: Bool { self == .events || self == .band }
     }
 
     /// What to run.
@@ -161,7 +169,7 @@ public enum WalkerEvaluation {
         /// The line printed above the table.
         public var header: String {
             "\(self.routes) routes × \(self.seeds) seeds, config \(self.config): participants at 1.3 m/s, pocket 70° (calibrated ±3°), compass ±5°, Doppler velocity ±\(fixedDecimal(self.velocityNoise, digits: 1)) m/s, fixes 1 Hz, headings 10 Hz, phones' accelerometers 50 Hz (a step of 0.72 ± 0.05 m, each participant's own; their detector's steps on the bus)"
-                + (self.participants.contains(.events)
+                + (self.participants.contains(where: \.followsEvents)
                     ? "; event-following participants walk through a junction unnoticed \(fixedDecimal(NetworkParticipant.Rules().missRoadPercent, digits: 0)) % of the time where a road meets their way, \(fixedDecimal(NetworkParticipant.Rules().missPathPercent, digits: 0)) % where only footways, paths or steps branch off, and find one again when a turn cue or a now comes within \(fixedDecimal(NetworkParticipant.Rules().reachMeters, digits: 0)) m past it"
                     : "")
                 + (self.shard.map { ", shard \($0) (\(self.walks) walks in all)" } ?? "")
@@ -808,9 +816,9 @@ public enum WalkerEvaluation {
             switch kind {
             case .open:
                 return Participant(at: pair.origin, facing: heading, behaviour: setup.behaviour)
-            case .network, .events:
+            case .network, .events, .band:
                 var rules = setup.rules
-                rules.followsEvents = kind == .events
+                rules.followsEvents = kind.followsEvents
                 guard
                     let graph,
                     let walker = NetworkParticipant(
@@ -821,6 +829,8 @@ public enum WalkerEvaluation {
             }
         }
         var participant = try placed(facing: 0)
+        // What a `band` participant feels of the turn events.
+        var band = FeltBand()
         var tally = WalkTally()
         var gps = GPSError(sigmaMeters: condition.sigmaMeters, timeConstantSeconds: condition.timeConstantSeconds)
         // The phone's steps come from a generator of their own: the GPS error and the compass noise stay as they were.
@@ -917,7 +927,16 @@ public enum WalkerEvaluation {
                 endedAt = t
                 break
             }
-            for event in heard { participant.hear(event) }
+            if kind == .band {
+                for event in heard {
+                    for (type, payload) in BandProtocol.frames(for: event) where type == .pulse {
+                        band.take(type: "pulse", payload: payload.map(Int.init), left: 0, right: 0, time: t)
+                    }
+                }
+                for event in band.drainEvents() { participant.hear(event) }
+            } else {
+                for event in heard { participant.hear(event) }
+            }
             tally.heard(heard)
             participant.step(feeling: felt, at: t, dt: dt)
             if let walker = participant as? NetworkParticipant {

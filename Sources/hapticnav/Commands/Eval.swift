@@ -191,7 +191,7 @@ extension Eval {
 
         @Option(
             help:
-                "Who walks (repeatable): 'open' (walks wherever they face) or 'network' (held to the walkable ways, choosing a branch at each junction)."
+                "Who walks (repeatable): 'open' (walks wherever they face), 'network' (held to the walkable ways, choosing a branch at each junction by the cues), 'events' (as network, acting on turn events: counting junctions, turning at the announced one) or 'band' (as events, knowing of them only what the band's pulses say: side, count, how sharp)."
         )
         var participant: [String] = ["open"]
 
@@ -239,7 +239,9 @@ extension Eval {
                 seeds: (1...max(1, self.seeds)).map { UInt64($0) }, conditions: conditions, folder: folder)
             setup.sessionsFolder = self.sessions.map { Paths.absolute($0) }
             for name in self.participant where WalkerEvaluation.ParticipantKind(rawValue: name) == nil {
-                throw ValidationError("--participant: '\(name)' is none of 'open', 'network', 'events'")
+                throw ValidationError(
+                    "--participant: '\(name)' is none of \(WalkerEvaluation.ParticipantKind.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", "))"
+                )
             }
             setup.participants = WalkerEvaluation.ParticipantKind.allCases.filter {
                 self.participant.contains($0.rawValue)
