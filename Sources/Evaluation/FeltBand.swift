@@ -26,7 +26,8 @@ public struct FeltBand: Sendable {
     public private(set) var frames = 0
     private var turnAroundAt: Double?
     private var events: [TurnEvent] = []
-    private var announced: [Bool: UInt32] = [:]
+    /// The turn last announced on each side (left: true), not yet said *now*: its number and count of pulses.
+    private var announced: [Bool: (manoeuvre: UInt32, count: Int)] = [:]
     private var nextManoeuvre: UInt32 = 1
     /// How long a turn-around pattern is acted on once felt [seconds].
     static let turnAroundSeconds = 1.5
@@ -77,9 +78,17 @@ public struct FeltBand: Sendable {
         case .tick: self.lastTick = (time, level)
         case .countLeft, .countRight:
             let onLeft = pattern == .countLeft
-            let manoeuvre = self.nextManoeuvre
-            self.nextManoeuvre += 1
-            self.announced[onLeft] = manoeuvre
+            // The route stage says a turn again with its count after each junction passed: a count on the same side
+            // no greater than the last is that turn, told again (a wearer takes the newest count); a greater one is
+            // a turn farther on.
+            let manoeuvre: UInt32
+            if let last = self.announced[onLeft], repeats <= last.count {
+                manoeuvre = last.manoeuvre
+            } else {
+                manoeuvre = self.nextManoeuvre
+                self.nextManoeuvre += 1
+            }
+            self.announced[onLeft] = (manoeuvre, repeats)
             self.events.append(event(.announce, left: onLeft, manoeuvre: manoeuvre, junctionsBefore: repeats - 1))
         case .nowLeft, .nowRight, .bearLeft, .bearRight, .sharpLeft, .sharpRight:
             guard let (onLeft, sharpness) = BandProtocol.Sharpness.of(pattern) else { return }
@@ -91,7 +100,7 @@ public struct FeltBand: Sendable {
                 }
             let manoeuvre: UInt32
             if let told = self.announced.removeValue(forKey: onLeft) {
-                manoeuvre = told
+                manoeuvre = told.manoeuvre
             } else {
                 manoeuvre = self.nextManoeuvre
                 self.nextManoeuvre += 1
@@ -100,7 +109,7 @@ public struct FeltBand: Sendable {
         case .straightOn:
             let manoeuvre = self.nextManoeuvre
             self.nextManoeuvre += 1
-            self.events.append(event(.straightOn, left: false, manoeuvre: manoeuvre, junctionsBefore: 0))
+            self.events.append(event(.straightOn, left: false, manoeuvre: manoeuvre, junctionsBefore: 0, degrees: 0))
         case .signalLost: break
         }
     }

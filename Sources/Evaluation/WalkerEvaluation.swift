@@ -831,6 +831,7 @@ public enum WalkerEvaluation {
         var participant = try placed(facing: 0)
         // What a `band` participant feels of the turn events.
         var band = FeltBand()
+        var telling = BandProtocol.TurnTelling()
         var tally = WalkTally()
         var gps = GPSError(sigmaMeters: condition.sigmaMeters, timeConstantSeconds: condition.timeConstantSeconds)
         // The phone's steps come from a generator of their own: the GPS error and the compass noise stay as they were.
@@ -928,7 +929,7 @@ public enum WalkerEvaluation {
                 break
             }
             if kind == .band {
-                for event in heard {
+                for event in heard where telling.tells(event) {
                     for (type, payload) in BandProtocol.frames(for: event) where type == .pulse {
                         band.take(type: "pulse", payload: payload.map(Int.init), left: 0, right: 0, time: t)
                     }

@@ -78,24 +78,29 @@ extension ProcessSuites.Data {
 
         /// Participants who act on turn events, the stages composed (the same stage code and messages as a process
         /// each: `stagesComposedInOneProcessGiveTheSameWalksAsAProcessEach`): every walk hears the route controller's
-        /// announcements as the sink rendered them, walks its route to the arrival, and takes the turns it was told.
+        /// announcements as the sink rendered them (in full, or as the band's pulses say them), walks its route to the
+        /// arrival, and takes the turns it was told.
         @Test func eventFollowingParticipantsHearTheTurnsAndArrive() async throws {
             let run = try ChildProcess(
                 try hapticnavExecutable(),
                 [
                     "eval", "walkers", "--config", repositoryRoot.appendingPathComponent("configs/demo.json5").path,
                     "--pairs", repositoryRoot.appendingPathComponent("data/routing/monaco-pedestrian-routes.json").path,
-                    "--routes", "3", "--seeds", "1", "--noise", "5", "--participant", "events", "--json",
-                    "--set", "stages.route.options.guidance=events",
+                    "--routes", "3", "--seeds", "1", "--noise", "5", "--participant", "events", "--participant",
+                    "band", "--json", "--set", "stages.route.options.guidance=events",
                 ])
             #expect(await run.wait(seconds: 400) == 0, "\(run.stderr.suffix(2000))")
             let object = try #require(
                 JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stdout.prefix(500))"
             )
             let walks = try #require(object["walks"] as? [[String: Any]])
-            #expect(walks.count == 3)
+            // Those who hear the events in full, and those who know of them only what the band's pulses say.
+            #expect(walks.count == 6)
+            #expect(
+                walks.map { $0["participant"] as? String ?? "" }.sorted() == [
+                    "band", "band", "band", "events", "events", "events",
+                ])
             for walk in walks {
-                #expect(walk["participant"] as? String == "events")
                 #expect((walk["turnEvents"] as? Int ?? 0) >= 2, "announcements and nows felt: \(walk)")
                 #expect(walk["arrived"] as? Bool == true, "\(walk)")
                 #expect(walk["timeouts"] as? Int == 0)

@@ -44,6 +44,8 @@ public actor BandDevice: OutputDevice {
     private var buttons = 0
     private var motors: (left: UInt8, right: UInt8) = (0, 0)
     private var lastSent: ContinuousClock.Instant?
+    /// Which turn events the band tells (one turn at a time).
+    private var telling = BandProtocol.TurnTelling()
     /// The latest BLE connection (what the bridge found and reports; current while `link` is set), and why the last
     /// attempt to reach the band failed.
     private var bleConnection: BLELink.Connection?
@@ -261,6 +263,7 @@ public actor BandDevice: OutputDevice {
     }
 
     public func renderTurn(_ event: TurnEvent) {
+        guard self.telling.tells(event) else { return }
         for (type, payload) in BandProtocol.frames(for: event) { self.send(type, payload) }
     }
 

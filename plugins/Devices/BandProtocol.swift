@@ -208,6 +208,31 @@ public enum BandProtocol {
         public let problem: Problem
     }
 
+    /// Which turn events a band tells. Its pulses cannot say which turn a count is of, so it tells one turn at a time:
+    /// of the announcements the route stage makes together (at one fix, in the order of the junctions: every turn
+    /// within a few junctions ahead, each time their counts change), only the first, the next turn; a *straight on*
+    /// only at the junction it is for (none before it), since its pattern has no count. *Now* always. The speaker,
+    /// which says which turn it means in words, tells them all.
+    public struct TurnTelling: Sendable {
+        private var lastTold: (routeID: UInt32, timeSeconds: Double)?
+
+        public init() {}
+
+        /// Whether the band tells `event` (taken in the order the route stage sent them).
+        public mutating func tells(_ event: TurnEvent) -> Bool {
+            switch event.phase {
+            case .now: return true
+            case .straightOn: return event.junctionsBefore == 0
+            case .announce:
+                if let last = self.lastTold, last.routeID == event.routeID, last.timeSeconds == event.timeSeconds {
+                    return false
+                }
+                self.lastTold = (event.routeID, event.timeSeconds)
+                return true
+            }
+        }
+    }
+
     /// The frames that render a turn event, felt distinctly from a turn cue (a motor held at a level): an announcement
     /// is short pulses on the turn's side, as many as the junction's place ahead (two for the second), *now* is on that
     /// side long-short to bear, long-long to turn, long-long-long to turn sharply (where two ways leave to one side, the
