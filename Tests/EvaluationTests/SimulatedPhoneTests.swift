@@ -41,6 +41,16 @@ import Testing
         #expect(events[0].junctionsBefore == 1 && events[0].turnDegrees < 0)
         #expect(events[0].manoeuvre == events[1].manoeuvre)
         #expect(band.drainEvents().isEmpty)
+        // "Third right", a junction later "second right": the same turn told again; then "third right" once more is
+        // a turn farther on. A straight on is straight.
+        band.take(type: "pulse", payload: [6, 200, 3], left: 0, right: 0, time: 31)
+        band.take(type: "pulse", payload: [6, 200, 2], left: 0, right: 0, time: 32)
+        band.take(type: "pulse", payload: [6, 200, 3], left: 0, right: 0, time: 33)
+        band.take(type: "pulse", payload: [9, 160, 1], left: 0, right: 0, time: 34)
+        let told = band.drainEvents()
+        #expect(told[0].manoeuvre == told[1].manoeuvre && told[1].manoeuvre != told[2].manoeuvre)
+        #expect(told[1].junctionsBefore == 1 && told[1].turnDegrees > 0)
+        #expect(told[3].phase == .straightOn && told[3].turnDegrees == 0)
         band.take(type: "pulse", payload: [4, 90, 1], left: 0, right: 0, time: 31)
         #expect(band.lastTick?.level == 90)
         band.take(type: "pulse", payload: [2, 255, 1], left: 0, right: 0, time: 40)
