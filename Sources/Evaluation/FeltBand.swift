@@ -11,8 +11,8 @@ public import NavCore
 /// patterns, the calibration's ticks, and the turn-event patterns (docs/BAND-PROTOCOL.md) as the events a walker takes
 /// from them: a count of pulses on one side is an announcement (the pulses the junctions to its turn), a long pulse
 /// pattern on one side is *now* (of the turn last announced on that side, as a walker pairs them; long-short to bear,
-/// long-long to turn, long-long-long to turn sharply, taken as turns of 30°, 90° and 150°), a short double on both
-/// *straight on*. What a band cannot say (the street's name, the distance, the exact angle, the route's number) the
+/// long-long to turn, long-long-long to turn sharply, four long to turn back, taken as turns of 30°, 90°, 150° and
+/// 175°), a short double on both *straight on*. What a band cannot say (the street's name, the distance, the exact angle, the route's number) the
 /// events lack.
 public struct FeltBand: Sendable {
     /// The motors now [0–255].
@@ -90,13 +90,14 @@ public struct FeltBand: Sendable {
             }
             self.announced[onLeft] = (manoeuvre, repeats)
             self.events.append(event(.announce, left: onLeft, manoeuvre: manoeuvre, junctionsBefore: repeats - 1))
-        case .nowLeft, .nowRight, .bearLeft, .bearRight, .sharpLeft, .sharpRight:
+        case .nowLeft, .nowRight, .bearLeft, .bearRight, .sharpLeft, .sharpRight, .backLeft, .backRight:
             guard let (onLeft, sharpness) = BandProtocol.Sharpness.of(pattern) else { return }
             let degrees: Double =
                 switch sharpness {
                 case .bear: 30
                 case .turn: 90
                 case .sharp: 150
+                case .back: 175
                 }
             let manoeuvre: UInt32
             if let told = self.announced.removeValue(forKey: onLeft) {

@@ -1,14 +1,16 @@
 /// Turn events in words, as the speaker says them and the console and the AR client show them: "Second left onto Rue
 /// Grimaldi, in 85 metres", "Turn left now", "Straight on".
 public enum TurnWords {
-    /// The side and sharpness of a turn: "left", "bear right", "sharp left"; "straight" within 20°.
+    /// The side and sharpness of a turn: "left", "bear right", "sharp left", "back left" (from 170°, nearly back the way
+    /// the walker came, as a route's instructions say a U-turn); "straight" within 20°.
     public static func direction(_ turnDegrees: Double) -> String {
         let side = turnDegrees > 0 ? "right" : "left"
         switch abs(turnDegrees) {
         case ..<20: return "straight"
         case ..<45: return "bear \(side)"
         case ..<135: return side
-        default: return "sharp \(side)"
+        case ..<170: return "sharp \(side)"
+        default: return "back \(side)"
         }
     }
 
@@ -35,12 +37,12 @@ public enum TurnWords {
             let what =
                 direction == "left" || direction == "right"
                 ? "\(ordinal) \(direction)"
-                : "\(ordinal) junction, \(direction == "straight" ? "straight on" : direction)"
+                : "\(ordinal) junction, \(direction == "straight" ? "straight on" : direction.hasPrefix("back") ? "turn \(direction)" : direction)"
             return Self.capitalized(what) + onto + ", in \(self.spokenMeters(event.distanceMeters)) metres"
         case .now:
             switch direction {
             case "straight": return "Straight on now" + onto
-            case "left", "right": return "Turn \(direction) now" + onto
+            case "left", "right", "back left", "back right": return "Turn \(direction) now" + onto
             default: return Self.capitalized(direction) + " now" + onto
             }
         case .straightOn:

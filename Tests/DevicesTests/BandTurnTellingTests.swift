@@ -49,7 +49,7 @@ import Testing
 
     @Test(arguments: [
         (20.0, BandProtocol.Pattern.bearRight), (-44, .bearLeft), (45, .nowRight), (-90, .nowLeft), (134, .nowRight),
-        (-135, .sharpLeft), (170, .sharpRight),
+        (-135, .sharpLeft), (169, .sharpRight), (170, .backRight), (-175, .backLeft),
     ])
     func nowSaysHowSharpTheTurnIsAsTheSpeakerDoes(_ turn: (Double, BandProtocol.Pattern)) {
         let frames = BandProtocol.frames(
@@ -59,7 +59,9 @@ import Testing
         // The speaker's words for the same turn: "bear", plain, or "sharp".
         let words = TurnWords.direction(turn.0)
         let said: BandProtocol.Sharpness =
-            words.hasPrefix("sharp") ? .sharp : words.hasPrefix("bear") || words == "straight" ? .bear : .turn
+            words.hasPrefix("sharp")
+            ? .sharp
+            : words.hasPrefix("back") ? .back : words.hasPrefix("bear") || words == "straight" ? .bear : .turn
         #expect(BandProtocol.Sharpness(turnDegrees: turn.0) == said)
     }
 }

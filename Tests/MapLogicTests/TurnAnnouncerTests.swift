@@ -191,6 +191,8 @@ struct TurnAnnouncerTests {
         (.announce, -150, 2, 3, "", "Third junction, sharp left, in 5 metres"),
         (.now, -90, 0, 0, "", "Turn left now"),
         (.now, 30, 0, 0, "Rue Grimaldi", "Bear right now onto Rue Grimaldi"),
+        (.now, 175, 0, 0, "", "Turn back right now"),
+        (.announce, -172, 1, 40, "", "Second junction, turn back left, in 40 metres"),
         (.straightOn, 4, 0, 0, "", "Straight on"),
     ])
     func turnEventsInWords(

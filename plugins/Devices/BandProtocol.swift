@@ -77,17 +77,22 @@ public enum BandProtocol {
         case sharpLeft = 12
         /// The right motor alone, long-long-long: sharp right now.
         case sharpRight = 13
+        /// The left motor alone, long-long-long-long: turn back left now (170° or more: a way that leaves nearly back
+        /// along the way the walker came).
+        case backLeft = 14
+        /// The right motor alone, long-long-long-long: turn back right now.
+        case backRight = 15
     }
 
     /// How sharp a turn is, as the band says it at the junction and the speaker says it in words
-    /// (``TurnWords/direction(_:)``): bear under 45°, sharp from 135°.
+    /// (``TurnWords/direction(_:)``): bear under 45°, sharp from 135°, back from 170°.
     public enum Sharpness: Sendable, Equatable, CaseIterable {
-        case bear, turn, sharp
+        case bear, turn, sharp, back
 
         /// The class of a turn of `turnDegrees` (either side).
         public init(turnDegrees: Double) {
             let size = abs(turnDegrees)
-            self = size < 45 ? .bear : size < 135 ? .turn : .sharp
+            self = size < 45 ? .bear : size < 135 ? .turn : size < 170 ? .sharp : .back
         }
 
         /// The *now* pattern for this sharpness on one side.
@@ -96,6 +101,7 @@ public enum BandProtocol {
             case .bear: left ? .bearLeft : .bearRight
             case .turn: left ? .nowLeft : .nowRight
             case .sharp: left ? .sharpLeft : .sharpRight
+            case .back: left ? .backLeft : .backRight
             }
         }
 
@@ -108,6 +114,8 @@ public enum BandProtocol {
             case .nowRight: (false, .turn)
             case .sharpLeft: (true, .sharp)
             case .sharpRight: (false, .sharp)
+            case .backLeft: (true, .back)
+            case .backRight: (false, .back)
             default: nil
             }
         }
@@ -235,8 +243,8 @@ public enum BandProtocol {
 
     /// The frames that render a turn event, felt distinctly from a turn cue (a motor held at a level): an announcement
     /// is short pulses on the turn's side, as many as the junction's place ahead (two for the second), *now* is on that
-    /// side long-short to bear, long-long to turn, long-long-long to turn sharply (where two ways leave to one side, the
-    /// sharpness tells them apart), and *straight on* short-short on both motors. The motors' set state is kept.
+    /// side long-short to bear, long-long to turn, long-long-long to turn sharply, four long to turn back (where two ways
+    /// leave to one side, the sharpness tells them apart), and *straight on* short-short on both motors. The motors' set state is kept.
     public static func frames(for event: TurnEvent) -> [(FrameType, [UInt8])] {
         let left = event.turnDegrees < 0
         switch event.phase {
