@@ -94,7 +94,8 @@ def sample(topic, payload):
 
 
 def turn_direction(turn_degrees):
-    """The side and sharpness of a turn: "left", "bear right", "sharp left"; "straight" within 20 degrees."""
+    """The side and sharpness of a turn: "left", "bear right", "sharp left", "back left" (from 170 degrees); "straight"
+    within 20 degrees."""
     side = "right" if turn_degrees > 0 else "left"
     size = abs(turn_degrees)
     if size < 20:
@@ -103,7 +104,9 @@ def turn_direction(turn_degrees):
         return f"bear {side}"
     if size < 135:
         return side
-    return f"sharp {side}"
+    if size < 170:
+        return f"sharp {side}"
+    return f"back {side}"
 
 
 def turn_ordinal(junctions_before):
@@ -130,12 +133,14 @@ def turn_words(event):
         if direction in ("left", "right"):
             what = f"{ordinal} {direction}"
         else:
-            what = f"{ordinal} junction, {'straight on' if direction == 'straight' else direction}"
+            said = "straight on" if direction == "straight" else f"turn {direction}" if direction.startswith("back") \
+                else direction
+            what = f"{ordinal} junction, {said}"
         return what[:1].upper() + what[1:] + onto + f", in {spoken_meters(event['distanceMeters'])} metres"
     if event["phase"] == "now":
         if direction == "straight":
             return "Straight on now" + onto
-        if direction in ("left", "right"):
+        if direction in ("left", "right", "back left", "back right"):
             return f"Turn {direction} now" + onto
         return direction[:1].upper() + direction[1:] + " now" + onto
     return "Straight on" + (f" along {street}" if street else "")
