@@ -32,12 +32,18 @@ public struct JournalLogHandler: LogHandler {
     private let label: String
     private let identifier: String
     private let sink: JournalSocket
+    private let fallback: (@Sendable (String) -> Void)?
 
-    /// A handler sending to `socket` as `identifier` (the program's name in `journalctl`'s lines).
-    public init(label: String, identifier: String = "hapticnav", socket: String = JournalLogHandler.defaultSocket) {
+    /// A handler sending to `socket` as `identifier` (the program's name in `journalctl`'s lines); a message the
+    /// socket does not take goes to `fallback` as a line (nil: standard error).
+    public init(
+        label: String, identifier: String = "hapticnav", socket: String = JournalLogHandler.defaultSocket,
+        fallback: (@Sendable (String) -> Void)? = nil
+    ) {
         self.label = label
         self.identifier = identifier
         self.sink = JournalSocket.shared(path: socket)
+        self.fallback = fallback
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -54,8 +60,10 @@ public struct JournalLogHandler: LogHandler {
             message: message, level: event.level, identifier: self.identifier, label: self.label,
             source: event.source, metadata: merged, file: event.file, function: event.function, line: event.line)
         if !self.sink.send(datagram) {
-            StandardStreams.writeError(
-                "\(self.identifier)[\(self.label)] \(event.level): \(Self.text(event.message, merged))\n")
+            // The whole message, its error too, as the journal would have had it.
+            let line =
+                "\(self.identifier)[\(self.label)] \(event.level): \(Self.text(Logger.Message(stringLiteral: message), merged))\n"
+            if let fallback = self.fallback { fallback(line) } else { StandardStreams.writeError(line) }
         }
     }
 

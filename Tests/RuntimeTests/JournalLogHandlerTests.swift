@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Runtime
+import Synchronization
 import Testing
 import TestSupport
 
@@ -33,6 +34,25 @@ import TestSupport
         let error = try #require(journal.receive())
         #expect(error["MESSAGE"] == "stage=haptic two\nlines")
         #expect(error["PRIORITY"] == "3")
+    }
+
+    /// With no journal to take it, a message goes to standard error whole: its metadata, its text and its error.
+    @Test func aMessageTheJournalDoesNotTakeGoesToStandardErrorWithItsError() throws {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let lines = Mutex<[String]>([])
+        let handler = JournalLogHandler(
+            label: "hapticnav.route", identifier: "hapticnav", socket: folder + "/no-journal-here",
+            fallback: { line in lines.withLock { $0.append(line) } })
+        let logger = Logger(label: "hapticnav.route") { _ in handler }
+        struct EngineDown: Error, CustomStringConvertible {
+            var description: String { "valhalla refused the connection" }
+        }
+        logger.error("reroute failed", error: EngineDown(), metadata: ["stage": "route"])
+        #expect(
+            lines.withLock { $0 } == [
+                "hapticnav[hapticnav.route] error: stage=route reroute failed: valhalla refused the connection\n"
+            ])
     }
 
     @Test func standardErrorIsTheJournalOnlyWhenJournalStreamNamesIt() {
