@@ -77,11 +77,11 @@ public enum RouteBuilder {
     /// "Bear right", "Turn left", "Make a sharp right", "Make a U-turn".
     public static func turnWords(_ turn: Double) -> String {
         let side = turn > 0 ? "right" : "left"
-        switch abs(turn) {
-        case ..<45: return "Bear \(side)"
-        case ..<135: return "Turn \(side)"
-        case ..<170: return "Make a sharp \(side)"
-        default: return "Make a U-turn"
+        switch TurnWords.Sharpness(turnDegrees: turn) {
+        case .straight, .bear: return "Bear \(side)"
+        case .turn: return "Turn \(side)"
+        case .sharp: return "Make a sharp \(side)"
+        case .back: return "Make a U-turn"
         }
     }
 

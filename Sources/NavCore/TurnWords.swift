@@ -1,16 +1,41 @@
 /// Turn events in words, as the speaker says them and the console and the AR client show them: "Second left onto Rue
 /// Grimaldi, in 85 metres", "Turn left now", "Straight on".
 public enum TurnWords {
-    /// The side and sharpness of a turn: "left", "bear right", "sharp left", "back left" (from 170°, nearly back the way
-    /// the walker came, as a route's instructions say a U-turn); "straight" within 20°.
+    /// How sharp a turn is, whichever its side: the classes the speaker says and the band pulses.
+    public enum Sharpness: Sendable, Equatable, CaseIterable {
+        /// Within 20°.
+        case straight
+        /// Under 45°.
+        case bear
+        /// Under 135°.
+        case turn
+        /// Under 170°.
+        case sharp
+        /// From 170°: a way that leaves nearly back the way the walker came (a route's instructions say a U-turn).
+        case back
+
+        /// The class of a turn of `turnDegrees` (either side).
+        public init(turnDegrees: Double) {
+            switch abs(turnDegrees) {
+            case ..<20: self = .straight
+            case ..<45: self = .bear
+            case ..<135: self = .turn
+            case ..<170: self = .sharp
+            default: self = .back
+            }
+        }
+    }
+
+    /// The side and sharpness of a turn: "left", "bear right", "sharp left", "back left" (``Sharpness``); "straight"
+    /// within 20°.
     public static func direction(_ turnDegrees: Double) -> String {
         let side = turnDegrees > 0 ? "right" : "left"
-        switch abs(turnDegrees) {
-        case ..<20: return "straight"
-        case ..<45: return "bear \(side)"
-        case ..<135: return side
-        case ..<170: return "sharp \(side)"
-        default: return "back \(side)"
+        switch Sharpness(turnDegrees: turnDegrees) {
+        case .straight: return "straight"
+        case .bear: return "bear \(side)"
+        case .turn: return side
+        case .sharp: return "sharp \(side)"
+        case .back: return "back \(side)"
         }
     }
 

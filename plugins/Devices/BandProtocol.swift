@@ -84,15 +84,19 @@ public enum BandProtocol {
         case backRight = 15
     }
 
-    /// How sharp a turn is, as the band says it at the junction and the speaker says it in words
-    /// (``TurnWords/direction(_:)``): bear under 45°, sharp from 135°, back from 170°.
+    /// How sharp a turn is, as the band says it at the junction: the speaker's classes (``TurnWords/Sharpness``), a
+    /// turn nearly straight on felt as a bear.
     public enum Sharpness: Sendable, Equatable, CaseIterable {
         case bear, turn, sharp, back
 
         /// The class of a turn of `turnDegrees` (either side).
         public init(turnDegrees: Double) {
-            let size = abs(turnDegrees)
-            self = size < 45 ? .bear : size < 135 ? .turn : size < 170 ? .sharp : .back
+            switch TurnWords.Sharpness(turnDegrees: turnDegrees) {
+            case .straight, .bear: self = .bear
+            case .turn: self = .turn
+            case .sharp: self = .sharp
+            case .back: self = .back
+            }
         }
 
         /// The *now* pattern for this sharpness on one side.
