@@ -50,7 +50,8 @@ public enum WalkerEvaluation {
         case events
         /// As `events`, but knowing of each event only what the band says of it (docs/BAND-PROTOCOL.md), through its
         /// frames as a wearer feels them (``FeltBand``): the side, the junctions counted in pulses, at the junction
-        /// whether to bear, turn or turn sharply; not the angle, the distance, the street or which route it is of.
+        /// whether to bear, turn, turn sharply or turn back; not the angle, the distance, the street or which route it is
+        /// of.
         case band
 
         /// Held to the walkable ways (chooses at junctions).
