@@ -344,6 +344,7 @@ public final class BusSubscriber: AsyncSequence, Sendable {
             detach()
         } else {
             self.stopFlag.store(true, ordering: .releasing)
+            self.executor.wake()
             _ = self.threadDone.wait(timeout: .now() + 2)
         }
         self.queue.finish()
@@ -432,6 +433,8 @@ final class Receiver: @unchecked Sendable {
     private let payloadFrame = ZMQFrame()
     private let extraFrame = ZMQFrame()
     private var logged: Set<String> = []
+    /// Topics seen, as strings (``topicName(_:)``).
+    private var knownTopics: [String] = []
 
     init(
         subscriber: BusSubscriber, sockets: [ZMQSocket], monitors: [ZMQSocket], endpoints: [String],
@@ -459,26 +462,35 @@ final class Receiver: @unchecked Sendable {
             self.executor.retire()
             self.subscriber.receiverFinished()
         }
-        var pollSet = PollSet(sockets: self.sockets + self.monitors, wake: self.executor.wakeDescriptor)
+        var pollSet: PollSet
+        do {
+            pollSet = try PollSet(sockets: self.sockets + self.monitors, wake: self.executor.wakeDescriptor)
+        } catch {
+            self.logger.error("cannot receive from \(self.endpoints.joined(separator: ", ")): \(error)")
+            self.subscriber.endStream()
+            return
+        }
+        let wakeIndex = self.sockets.count + self.monitors.count
         while !self.subscriber.isStopping {
-            do {
-                try pollSet.wait(timeoutMilliseconds: 25)
-            } catch {
-                // ETERM: the context is shutting down, as expected on close. Anything else ends receiving for
-                // good: say so loudly, and end the stream so that the consumer sees it.
-                if !error.isTermination {
-                    self.logger.error("receiving from \(self.endpoints.joined(separator: ", ")) stopped: \(error)")
-                }
-                self.subscriber.endStream()
-                return
-            }
+            pollSet.wait(timeoutMilliseconds: self.waitMilliseconds(now: SystemClock.monotonicNanoseconds()))
             for index in pollSet.ready {
-                if index == self.sockets.count + self.monitors.count {
+                if index == wakeIndex {
                     self.executor.acknowledgeWake()
                 } else if index >= self.sockets.count {
                     self.drainMonitor(socketIndex: index - self.sockets.count)
                 } else {
-                    self.drain(socketIndex: index)
+                    do {
+                        if try !self.drain(socketIndex: index) { pollSet.markPending(index) }
+                    } catch {
+                        // ETERM: the context is shutting down, as expected on close. Anything else ends receiving
+                        // for good: say so loudly, and end the stream so that the consumer sees it.
+                        if !error.isTermination {
+                            self.logger.error(
+                                "receiving from \(self.endpoints.joined(separator: ", ")) stopped: \(error)")
+                        }
+                        self.subscriber.endStream()
+                        return
+                    }
                 }
                 // Consumers preferring this executor run here, right after their message arrived.
                 self.executor.runPendingJobs()
@@ -492,9 +504,25 @@ final class Receiver: @unchecked Sendable {
                     self.logger.error(
                         "cannot connect again to \(self.endpoints[index]): \(ZMQError(operation: "zmq_connect"))")
                 }
+                // Those calls may have taken the socket's signal: it is read again without waiting for one.
+                pollSet.markPending(index)
             }
             self.checkLiveness(now: now)
+            // A publisher lost, said from this thread, resumes its consumer here: it runs now, not at the next input.
+            self.executor.runPendingJobs()
         }
+    }
+
+    /// How long the thread may wait for input: until a publisher heard so far would have been silent for longer than
+    /// the liveness timeout, or a socket is due to connect again; at most half a second (stopping wakes it at once).
+    private func waitMilliseconds(now: Int64) -> Int {
+        var due = now + 500_000_000
+        let timeout = Int64(self.options.livenessTimeoutSeconds * 1e9)
+        for liveness in self.liveness where liveness.alive {
+            due = min(due, liveness.lastSeenNanoseconds + timeout + 1)
+        }
+        for reconnect in self.reconnects.values { due = min(due, reconnect) }
+        return max(0, Int((due - now + 999_999) / 1_000_000))
     }
 
     /// Says so for each publisher silent for longer than the liveness timeout.
@@ -516,11 +544,12 @@ final class Receiver: @unchecked Sendable {
         }
     }
 
-    private func drain(socketIndex: Int) {
+    /// Reads the socket's messages until it is empty (true), or up to a burst's bound (false: more may wait), so that
+    /// one busy publisher cannot starve liveness checks. Throws what libzmq reports other than "nothing waiting".
+    private func drain(socketIndex: Int) throws(ZMQError) -> Bool {
         let socket = self.sockets[socketIndex]
-        // A bounded burst per wake, so one busy publisher cannot starve liveness checks.
         for _ in 0..<10_000 {
-            guard (try? self.topicFrame.receive(from: socket)) == true else { return }
+            guard try self.topicFrame.receive(from: socket) else { return true }
             let receiveTime = SystemClock.wallNanoseconds()
             let receiveMonotonic = SystemClock.monotonicNanoseconds()
             var frameCount = 1
@@ -539,7 +568,7 @@ final class Receiver: @unchecked Sendable {
                     }
                 }
             }
-            let topic = self.topicFrame.withBytes { String(decoding: $0, as: UTF8.self) }
+            let topic = self.topicFrame.withBytes { self.topicName($0) }
             self.headerFrame.withBytes { header in
                 self.payloadFrame.withBytes { payload in
                     self.accept(
@@ -548,6 +577,16 @@ final class Receiver: @unchecked Sendable {
                 }
             }
         }
+        return false
+    }
+
+    /// A topic frame's text: one of the topics seen so far, compared byte by byte rather than decoded and allocated
+    /// again for each message (the cache is bounded: a sender inventing topics is decoded each time beyond it).
+    private func topicName(_ bytes: UnsafeRawBufferPointer) -> String {
+        for known in self.knownTopics where known.utf8.elementsEqual(bytes) { return known }
+        let topic = String(decoding: bytes, as: UTF8.self)
+        if self.knownTopics.count < 32 && topic.utf8.elementsEqual(bytes) { self.knownTopics.append(topic) }
+        return topic
     }
 
     /// Checks one message (its sender, header, payload and sequence) and hands it to the consumer, or counts and
@@ -571,7 +610,7 @@ final class Receiver: @unchecked Sendable {
             return
         }
         do {
-            let header = try Envelope.decodeHeader(headerBytes)
+            let header = try Envelope.decodeHeader(headerBytes, knownStage: self.liveness[socketIndex].stage)
             if let expected = self.expectedStages[socketIndex], header.stage != expected {
                 throw DecodeFailure(
                     reason: .unexpectedSender,

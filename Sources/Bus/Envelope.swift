@@ -80,8 +80,11 @@ public enum Envelope {
     /// Default largest frame accepted [bytes]. A long route fits many times over.
     public static let defaultMaximumFrameBytes = 4 << 20
 
-    /// Parses a header frame.
-    public static func decodeHeader(_ bytes: UnsafeRawBufferPointer) throws(DecodeFailure) -> EnvelopeHeader {
+    /// Parses a header frame. A stage id equal to `knownStage`'s bytes (the sender seen last on that socket) is that
+    /// string, neither validated nor allocated again.
+    public static func decodeHeader(
+        _ bytes: UnsafeRawBufferPointer, knownStage: String? = nil
+    ) throws(DecodeFailure) -> EnvelopeHeader {
         guard bytes.count >= 1 else { throw DecodeFailure(reason: .truncated, detail: "empty header frame") }
         let version = bytes[0]
         guard version == BusMessage.schemaVersion else {
@@ -110,7 +113,12 @@ public enum Envelope {
                     reason: .malformed, detail: "\(reader.remaining - stageLength) trailing header bytes")
             }
             let stageBytes = UnsafeRawBufferPointer(rebasing: bytes[(bytes.count - stageLength)...])
-            guard let stage = String(validating: stageBytes, as: UTF8.self) else {
+            let stage: String
+            if let knownStage, knownStage.utf8.elementsEqual(stageBytes) {
+                stage = knownStage
+            } else if let valid = String(validating: stageBytes, as: UTF8.self) {
+                stage = valid
+            } else {
                 throw DecodeFailure(reason: .malformed, detail: "stage id is not UTF-8")
             }
             return EnvelopeHeader(

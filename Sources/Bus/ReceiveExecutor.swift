@@ -80,10 +80,11 @@ public final class ReceiveExecutor: TaskExecutor, @unchecked Sendable {
         _ = write(self.wakeWriteDescriptor, &one, 1)
     }
 
-    /// Empties the wake pipe.
+    /// Empties the wake pipe: one read, unless it came back full (a write after it wakes the next poll anyway).
     func acknowledgeWake() {
-        var buffer = [UInt8](repeating: 0, count: 256)
-        while read(self.wakeDescriptor, &buffer, buffer.count) > 0 {}
+        withUnsafeTemporaryAllocation(byteCount: 256, alignment: 1) { buffer in
+            while read(self.wakeDescriptor, buffer.baseAddress, buffer.count) == buffer.count {}
+        }
     }
 
     /// Runs the jobs queued so far, and those they enqueue, up to a bound that keeps receiving alive.

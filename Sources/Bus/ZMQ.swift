@@ -156,30 +156,58 @@ struct ZMQFrame: ~Copyable {
     }
 }
 
-/// A reusable poll set: ZeroMQ sockets plus one plain file descriptor (a wake pipe), built once.
+/// A reusable poll set: ZeroMQ sockets plus one plain file descriptor (a wake pipe), built once, waited on with one
+/// `poll(2)` over the sockets' own descriptors (`ZMQ_FD`).
+///
+/// `zmq_poll` asks every socket for its state (`ZMQ_EVENTS`, a system call each) before and after it waits: with a
+/// subscriber's several sockets and their monitors that was about 18 system calls for each message or timeout, most
+/// of a stage's idle cost. A socket's descriptor says only that something happened to it, not that a message waits,
+/// and it is not said again until the socket has been read empty: whoever owns a socket reads it until
+/// `EAGAIN` after it was reported, and marks it ``markPending(_:)`` whenever it stops short of that (a bounded burst)
+/// or did anything else with it (connecting again), so that it is read again without waiting.
 struct PollSet {
-    private var items: [zmq_pollitem_t]
+    private var descriptors: [pollfd]
+    private var pending: [Bool]
     private(set) var ready: [Int] = []
 
-    init(sockets: [ZMQSocket], wake: Int32) {
-        self.items = sockets.map { zmq_pollitem_t(socket: $0.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0) }
-        self.items.append(zmq_pollitem_t(socket: nil, fd: wake, events: Int16(ZMQ_POLLIN), revents: 0))
-        self.ready.reserveCapacity(self.items.count)
+    init(sockets: [ZMQSocket], wake: Int32) throws(ZMQError) {
+        self.descriptors = []
+        self.descriptors.reserveCapacity(sockets.count + 1)
+        for socket in sockets {
+            var descriptor: Int32 = -1
+            var size = MemoryLayout<Int32>.size
+            if zmq_getsockopt(socket.handle, ZMQ_FD, &descriptor, &size) != 0 {
+                throw ZMQError(operation: "zmq_getsockopt(ZMQ_FD)")
+            }
+            self.descriptors.append(pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0))
+        }
+        self.descriptors.append(pollfd(fd: wake, events: Int16(POLLIN), revents: 0))
+        // Messages may have arrived before the first wait (a socket connected early): every socket is read first.
+        self.pending = Array(repeating: true, count: sockets.count)
+        self.pending.append(false)
+        self.ready.reserveCapacity(self.descriptors.count)
     }
 
-    /// Waits up to `timeoutMilliseconds` for input; afterwards ``ready`` holds the indices with input
-    /// (the last index is the wake descriptor).
-    mutating func wait(timeoutMilliseconds: Int) throws(ZMQError) {
+    /// The socket at `index` may hold messages though its descriptor will not say so: it is reported ready at the
+    /// next ``wait(timeoutMilliseconds:)``, which then does not block.
+    mutating func markPending(_ index: Int) {
+        self.pending[index] = true
+    }
+
+    /// Waits up to `timeoutMilliseconds` for input (not at all when a socket is pending); afterwards ``ready`` holds
+    /// the indices with input (the last index is the wake descriptor).
+    mutating func wait(timeoutMilliseconds: Int) {
         self.ready.removeAll(keepingCapacity: true)
-        let count = Int32(self.items.count)
-        let rc = self.items.withUnsafeMutableBufferPointer { zmq_poll($0.baseAddress, count, timeoutMilliseconds) }
-        if rc < 0 {
-            if zmq_errno() == EINTR { return }
-            throw ZMQError(operation: "zmq_poll")
-        }
-        if rc == 0 { return }
-        for index in self.items.indices where self.items[index].revents & Int16(ZMQ_POLLIN) != 0 {
-            self.ready.append(index)
+        let anyPending = self.pending.contains(true)
+        let count = nfds_t(self.descriptors.count)
+        let timeout = Int32(clamping: anyPending ? 0 : timeoutMilliseconds)
+        let rc = self.descriptors.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, count, timeout) }
+        for index in self.descriptors.indices {
+            let signalled = rc > 0 && self.descriptors[index].revents != 0
+            if signalled || self.pending[index] {
+                self.pending[index] = false
+                self.ready.append(index)
+            }
         }
     }
 }

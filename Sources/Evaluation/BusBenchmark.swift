@@ -95,6 +95,8 @@ public enum BusBenchmark {
         public var transport: LatencySummary
         /// The first part of the same hop: send → the receive thread's decode (wall clock, so less precise).
         public var receiveThread: LatencySummary
+        /// The receiving side alone: the topic frame read → the consumer (one thread's monotonic clock, so precise).
+        public var afterFirstFrame: LatencySummary
         /// Raw `zmq_send` → `zmq_msg_recv` on a thread.
         public var raw: LatencySummary
         /// transport p50 / raw p50, over all samples.
@@ -150,6 +152,7 @@ public enum BusBenchmark {
         var ours: [Double] = []
         var encrypted: [Double] = []
         var receiveThread: [Double] = []
+        var afterFirstFrame: [Double] = []
         var roundRatios: [Double] = []
         var curveRatios: [Double] = []
         for round in 0..<rounds {
@@ -163,6 +166,7 @@ public enum BusBenchmark {
             }
             ours += hop.consumer
             receiveThread += hop.receiveThread
+            afterFirstFrame += hop.afterFirstFrame
             roundRatios.append(LatencySummary(hop.consumer).p50 / LatencySummary(rawRound).p50)
             if let keys {
                 let secured = try await onFreshEndpoint("curve-\(round)") {
@@ -177,6 +181,7 @@ public enum BusBenchmark {
         sample.encodePayload(to: &writer)
         return Report(
             transport: LatencySummary(ours), receiveThread: LatencySummary(receiveThread),
+            afterFirstFrame: LatencySummary(afterFirstFrame),
             raw: LatencySummary(raw), medianRoundRatioP50: roundRatios.sorted()[roundRatios.count / 2],
             rateHz: rateHz,
             payloadBytes: writer.bytes.count, endpointTransport: transport,
@@ -290,7 +295,7 @@ public enum BusBenchmark {
 
     private static func transportRound(
         endpoint: String, count: Int, rateHz: Double, curve: (server: CurveServerOptions, client: CurveKeyPair)? = nil
-    ) async throws -> (consumer: [Double], receiveThread: [Double]) {
+    ) async throws -> (consumer: [Double], receiveThread: [Double], afterFirstFrame: [Double]) {
         // Each round its own context, as each stage process has its own. (One context shared by many short-lived
         // TCP publisher and subscriber pairs has left a subscriber unconnected for more than 10 s, about once in
         // fifty rounds; not seen with a context per round, nor in the stages.)
@@ -366,24 +371,30 @@ public enum BusBenchmark {
             subscriber.close()
         }
         // Consume as a stage does: on the subscriber's receive thread, through its task executor.
-        let hop: (consumer: [Double], receiveThread: [Double]) = await withTaskExecutorPreference(subscriber.executor) {
-            var latencies: [Double] = []
-            var wire: [Double] = []
-            latencies.reserveCapacity(count)
-            while latencies.count < count {
-                // The sender closes the subscriber a while after its last message, so a lost one cannot hang the run.
-                guard let event = await iterator.next() else { break }
-                guard case let .message(received) = event, case let .heading(sample) = received.message,
-                    sample.timeSeconds >= 0
-                else {
-                    continue  // a probe sent before the first came through
+        let hop: (consumer: [Double], receiveThread: [Double], afterFirstFrame: [Double]) =
+            await withTaskExecutorPreference(subscriber.executor) {
+                var latencies: [Double] = []
+                var wire: [Double] = []
+                var local: [Double] = []
+                latencies.reserveCapacity(count)
+                wire.reserveCapacity(count)
+                local.reserveCapacity(count)
+                while latencies.count < count {
+                    // The sender closes the subscriber a while after its last message, so a lost one cannot hang the run.
+                    guard let event = await iterator.next() else { break }
+                    guard case let .message(received) = event, case let .heading(sample) = received.message,
+                        sample.timeSeconds >= 0
+                    else {
+                        continue  // a probe sent before the first came through
+                    }
+                    let now = SystemClock.monotonicNanoseconds()
+                    latencies.append((Double(now) - sample.timeSeconds) / 1000)
+                    local.append(Double(now - received.receiveMonotonicNanoseconds) / 1000)
+                    consumed.store(latencies.count, ordering: .relaxed)
+                    wire.append(Double(received.receiveTimeNanoseconds - received.header.sendTimeNanoseconds) / 1000)
                 }
-                latencies.append((Double(SystemClock.monotonicNanoseconds()) - sample.timeSeconds) / 1000)
-                consumed.store(latencies.count, ordering: .relaxed)
-                wire.append(Double(received.receiveTimeNanoseconds - received.header.sendTimeNanoseconds) / 1000)
+                return (latencies, wire, local)
             }
-            return (latencies, wire)
-        }
         guard hop.consumer.count == count else {
             throw IncompleteRound(endpoint: endpoint, received: hop.consumer.count, sent: count)
         }

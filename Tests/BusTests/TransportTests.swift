@@ -190,6 +190,45 @@ import TestSupport
         #expect(elapsed < .seconds(0.75 + 1))
     }
 
+    /// A publisher gone silent with its connection up (a hung process: no disconnection for the monitor to report, no
+    /// heartbeat from anyone else) is said lost to a consumer on the receive thread, as a stage consumes, soon after
+    /// the liveness timeout: the receive thread runs the consumer it resumed itself, not at its next input.
+    @Test func aSilentPublisherIsSaidLostToAConsumerOnTheReceiveThreadWithNothingElseArriving() async throws {
+        let context = ZMQContext()
+        defer { context.terminate() }
+        let endpoint = uniqueEndpoint("ipc")
+        let sender = try RawSender(context: context, bind: endpoint)
+        let subscriber = try BusSubscriber(context: context, connect: [endpoint])
+        defer {
+            sender.close()
+            subscriber.close()
+        }
+        let message = BusMessage.heading(HeadingSample(timeSeconds: 5, headingDegrees: 12))
+        let lostAfter: Duration? = try await withTaskExecutorPreference(subscriber.executor) {
+            var iterator = subscriber.makeAsyncIterator()
+            var up = false
+            joining: for sequence: UInt64 in 0..<100 {
+                try sender.send(
+                    Envelope.frames(for: message, sequence: sequence, stage: "hung", sendTimeNanoseconds: 1))
+                while let event = await nextEvent(&iterator, within: 0.05) {
+                    if case .message = event {
+                        up = true
+                        break joining
+                    }
+                }
+            }
+            #expect(up, "the raw sender's messages never came through")
+            let silentFrom = ContinuousClock.now
+            while let event = await nextEvent(&iterator, within: 5) {
+                if case .publisherLost = event { return ContinuousClock.now - silentFrom }
+            }
+            return nil
+        }
+        let elapsed = try #require(lostAfter, "never said lost within 5 s")
+        // The liveness timeout is 0.75 s; the bound leaves a second for a loaded machine.
+        #expect(elapsed < .seconds(0.75 + 1))
+    }
+
     @Test func closingASubscriberEndsItsSequencePromptly() async throws {
         let context = ZMQContext()
         defer { context.terminate() }

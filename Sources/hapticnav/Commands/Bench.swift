@@ -148,6 +148,7 @@ struct Bench: AsyncParsableCommand {
             print(row("raw libzmq PUB→SUB", report.raw))
             print(row("hapticnav transport", report.transport))
             print(row("  of which to decode", report.receiveThread))
+            print(row("  after the first frame", report.afterFirstFrame))
             if let curve = report.curve { print(row("hapticnav over CURVE", curve)) }
             print(
                 String(
