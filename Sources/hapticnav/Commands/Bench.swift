@@ -153,7 +153,7 @@ struct Bench: AsyncParsableCommand {
             print(
                 String(
                     cFormat:
-                        "ratio transport/raw p50: %.2f over all samples; median of the %d paired rounds: %.2f (target ≤ 1.30, release build)",
+                        "ratio transport/raw p50: %.2f over all samples; median of the %d paired rounds: %.2f (goal ≤ 1.20, release build)",
                     report.ratioP50, self.rounds, report.medianRoundRatioP50))
             if let ratio = report.medianRoundCurveRatioP50, let curve = report.curve {
                 print(
