@@ -96,8 +96,9 @@ public final class SensorLoggerSource: MessageSource, PhoneReporting {
             of: [BusMessage].self, bufferingPolicy: .bufferingNewest(64))
         var limits = HTTPServer.Limits()
         limits.maximumBodyBytes = self.options.maximumBodyBytes
-        let server = try HTTPServer(host: self.options.host, port: self.options.port, limits: limits) {
-            [self] request in
+        let server = try HTTPServer(
+            host: self.options.host, port: self.options.port, limits: limits, admit: { [self] in self.refusal($0) }
+        ) { [self] request in
             let (response, messages) = self.handle(request)
             if !messages.isEmpty { continuation.yield(messages) }
             return response
@@ -115,11 +116,12 @@ public final class SensorLoggerSource: MessageSource, PhoneReporting {
         try Task.checkCancellation()
     }
 
-    /// Answers one request; a good batch's messages come back beside the answer.
-    func handle(_ request: HTTPRequest) -> (HTTPServerResponse, [BusMessage]) {
+    /// The answer to a request refused on its head alone (another path, no or a wrong secret, not a POST), counted;
+    /// nil for one whose body may be read. The server asks before it reads a body: a stranger's is never taken.
+    func refusal(_ request: HTTPRequest) -> HTTPServerResponse? {
         guard request.path == self.options.path else {
             self.state.withLock { $0.count("sensorlogger.refused.path") }
-            return (.text(404, "not found"), [])
+            return .text(404, "not found")
         }
         let bearer = request.headers["authorization"].flatMap {
             $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil
@@ -131,12 +133,19 @@ public final class SensorLoggerSource: MessageSource, PhoneReporting {
                     $0.set(.stale, "pushes from \(request.peer) refused: wrong or missing token in the push URL")
                 }
             }
-            return (.text(403, "forbidden"), [])
+            return .text(403, "forbidden")
         }
         guard request.method == "POST" else {
             self.state.withLock { $0.count("sensorlogger.refused.method") }
-            return (.text(405, "POST a batch"), [])
+            return .text(405, "POST a batch")
         }
+        return nil
+    }
+
+    /// Answers one request (refused as ``refusal(_:)`` says, or read); a good batch's messages come back beside the
+    /// answer.
+    func handle(_ request: HTTPRequest) -> (HTTPServerResponse, [BusMessage]) {
+        if let refused = self.refusal(request) { return (refused, []) }
         guard let batch = try? JSONDecoder().decode(JSONValue.self, from: Data(request.body)),
             let payload = batch["payload"]?.arrayValue
         else {

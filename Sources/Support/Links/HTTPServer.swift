@@ -94,9 +94,17 @@ public struct HTTPServerResponse: Sendable {
 }
 
 /// A small HTTP/1.1 server for what phones push to the lab (Sensor Logger's batches): bound to one address, a
-/// thread per connection (at most `maximumConnections` at once; more are closed at once and counted), keep-alive,
-/// a bound on the head and the body (413 beyond it), and a deadline on every request, so a slow or hostile client
-/// holds nothing for long. The handler runs on the connection's thread and must not block.
+/// thread per connection, keep-alive, a bound on the head and the body (413 beyond it), and a deadline on every
+/// request. The handler runs on the connection's thread and must not block.
+///
+/// On a network shared with strangers, a connection is a slot someone else may want: connections that never send,
+/// or send a byte now and then, must not lock a phone out. So the slots (`maximumConnections`) are shared by rule
+/// (``ConnectionSlots``): one peer address holds at most a quarter of them (its own quietest connection makes room
+/// for its next), and when all are taken a new connection takes the slot of the connection quiet longest among
+/// those that never had a request answered with success (at least `quietSeconds`); only when there is none is it
+/// refused. A client with the right secret keeps its kept-alive connection; one without it cannot hold a slot
+/// against one that has. `admit` sees each request's head before its body is read: a request it refuses is answered
+/// at once and its body is never taken.
 public final class HTTPServer: Sendable {
     /// The limits.
     public struct Limits: Sendable {
@@ -109,7 +117,10 @@ public final class HTTPServer: Sendable {
         /// How long a kept-alive connection may wait for its next request [seconds].
         public var idleSeconds = 15.0
         /// Connections served at once.
-        public var maximumConnections = 8
+        public var maximumConnections = 32
+        /// A connection quiet for this long that never had a request answered with success may lose its slot to a
+        /// new connection when all are taken [seconds].
+        public var quietSeconds = 0.25
 
         /// The defaults.
         public init() {}
@@ -126,17 +137,28 @@ public final class HTTPServer: Sendable {
         let tooLarge = Atomic<UInt64>(0)
         let malformed = Atomic<UInt64>(0)
         let timedOut = Atomic<UInt64>(0)
+        let evicted = Atomic<UInt64>(0)
+        let refusedBeforeBody = Atomic<UInt64>(0)
+        let slots: ConnectionSlots
+        init(slots: ConnectionSlots) { self.slots = slots }
     }
-    private let state = State()
+    private let state: State
 
-    /// Binds `host`:`port` and serves `handler` until ``close()``.
+    /// Binds `host`:`port` and serves `handler` until ``close()``. `admit` sees each request with its head only
+    /// (`body` empty, not yet read): a response from it is sent at once and the connection closed, the body unread
+    /// (a wrong secret, a wrong path); nil lets the request go on to `handler` with its body.
     public init(
         host: String, port: UInt16, limits: Limits = Limits(),
+        admit: @escaping @Sendable (HTTPRequest) -> HTTPServerResponse? = { _ in nil },
         handler: @escaping @Sendable (HTTPRequest) -> HTTPServerResponse
     ) throws(LinkError) {
         let fd = try ListeningSocket.bind(host: host, port: port, type: Int32(SOCK_STREAM.rawValue), scheme: "http")
         self.descriptor = fd
         self.port = ListeningSocket.port(of: fd)
+        self.state = State(
+            slots: ConnectionSlots(
+                capacity: max(1, limits.maximumConnections), perPeer: max(1, limits.maximumConnections / 4),
+                quietNanoseconds: Int64(limits.quietSeconds * 1e9)))
         let state = self.state
         SystemThread.start(name: "http-accept") {
             while !state.closed.load(ordering: .relaxed) {
@@ -150,17 +172,23 @@ public final class HTTPServer: Sendable {
                 }
                 guard client >= 0 else { continue }
                 _ = fcntl(client, F_SETFD, FD_CLOEXEC)
-                guard state.connections.add(1, ordering: .relaxed).newValue <= limits.maximumConnections else {
-                    state.connections.subtract(1, ordering: .relaxed)
+                let peer = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { ListeningSocket.host($0, length) }
+                }
+                let admitted = state.slots.take(client, peer: peer, now: SystemClock.monotonicNanoseconds())
+                if admitted.evicted { state.evicted.add(1, ordering: .relaxed) }
+                guard let slot = admitted.slot else {
                     state.refusedConnections.add(1, ordering: .relaxed)
                     Glibc.close(client)
                     continue
                 }
-                let peer = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { ListeningSocket.host($0, length) }
-                }
+                state.connections.add(1, ordering: .relaxed)
                 SystemThread.start(name: "http-connection") {
-                    Self.serve(client, peer: peer, limits: limits, state: state, handler: handler)
+                    Self.serve(
+                        client, peer: peer, slot: slot, limits: limits, state: state, admit: admit, handler: handler)
+                    // The slot goes before the descriptor closes: a connection closed to make room is shut down
+                    // under the slots' lock, and so never by a number the system has given to another since.
+                    state.slots.release(slot)
                     Glibc.close(client)
                     state.connections.subtract(1, ordering: .relaxed)
                 }
@@ -169,13 +197,17 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Counters for a status: requests served, connections refused (too many at once), bodies too large, requests
-    /// that were not HTTP, requests that did not arrive in time.
+    /// Counters for a status: requests served, connections refused (every slot taken by one that may keep it),
+    /// connections closed to make room for a new one, requests refused on their head (body unread), bodies too
+    /// large, requests that were not HTTP, requests that did not arrive in time.
     public var counters: [StatusCounter] {
         [
             StatusCounter(name: "http.requests", value: self.state.requests.load(ordering: .relaxed)),
             StatusCounter(
                 name: "http.refusedConnections", value: self.state.refusedConnections.load(ordering: .relaxed)),
+            StatusCounter(name: "http.evicted", value: self.state.evicted.load(ordering: .relaxed)),
+            StatusCounter(
+                name: "http.refusedBeforeBody", value: self.state.refusedBeforeBody.load(ordering: .relaxed)),
             StatusCounter(name: "http.tooLarge", value: self.state.tooLarge.load(ordering: .relaxed)),
             StatusCounter(name: "http.malformed", value: self.state.malformed.load(ordering: .relaxed)),
             StatusCounter(name: "http.timedOut", value: self.state.timedOut.load(ordering: .relaxed)),
@@ -193,11 +225,13 @@ public final class HTTPServer: Sendable {
 
     private enum Failure: Error {
         case closed, timedOut, tooLarge, malformed
+        case refused(HTTPServerResponse)
     }
 
-    /// Serves requests on one connection until it closes, idles out or misbehaves.
+    /// Serves requests on one connection until it closes, idles out, misbehaves or loses its slot.
     private static func serve(
-        _ fd: Int32, peer: String, limits: Limits, state: State,
+        _ fd: Int32, peer: String, slot: ConnectionSlots.Slot, limits: Limits, state: State,
+        admit: @Sendable (HTTPRequest) -> HTTPServerResponse?,
         handler: @Sendable (HTTPRequest) -> HTTPServerResponse
     ) {
         var buffer: [UInt8] = []
@@ -205,8 +239,15 @@ public final class HTTPServer: Sendable {
             let request: HTTPRequest
             var keepAlive = true
             do {
-                request = try Self.read(fd, &buffer, peer: peer, limits: limits, state: state)
+                request = try Self.read(
+                    fd, &buffer, peer: peer, limits: limits, state: state, admit: admit,
+                    activity: { state.slots.heard(slot, now: SystemClock.monotonicNanoseconds()) })
                 keepAlive = request.headers["connection"]?.lowercased() != "close"
+            } catch let .refused(response) {
+                state.refusedBeforeBody.add(1, ordering: .relaxed)
+                Self.write(fd, response, keepAlive: false)
+                Self.lingeringClose(fd, limits: limits)
+                return
             } catch .closed {
                 return
             } catch .timedOut {
@@ -224,7 +265,11 @@ public final class HTTPServer: Sendable {
                 return
             }
             state.requests.add(1, ordering: .relaxed)
-            guard Self.write(fd, handler(request), keepAlive: keepAlive), keepAlive else { return }
+            let response = handler(request)
+            if (200..<300).contains(response.status) {
+                state.slots.proved(slot, now: SystemClock.monotonicNanoseconds())
+            }
+            guard Self.write(fd, response, keepAlive: keepAlive), keepAlive else { return }
         }
     }
 
@@ -246,9 +291,11 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Reads one request: the head (up to a blank line), then Content-Length bytes of body.
+    /// Reads one request: the head (up to a blank line), then, if `admit` lets it, Content-Length bytes of body;
+    /// `activity` is called whenever bytes arrive.
     private static func read(
-        _ fd: Int32, _ buffer: inout [UInt8], peer: String, limits: Limits, state: State
+        _ fd: Int32, _ buffer: inout [UInt8], peer: String, limits: Limits, state: State,
+        admit: @Sendable (HTTPRequest) -> HTTPServerResponse?, activity: () -> Void
     ) throws(Failure) -> HTTPRequest {
         let idleDeadline = Self.now() + limits.idleSeconds
         var deadline = idleDeadline
@@ -262,6 +309,7 @@ public final class HTTPServer: Sendable {
             var chunk = [UInt8](repeating: 0, count: 16 * 1024)
             let count = recv(fd, &chunk, chunk.count, 0)
             guard count > 0 else { throw .closed }
+            activity()
             if buffer.isEmpty { deadline = min(idleDeadline, Self.now() + limits.requestSeconds) }
             buffer += chunk[0..<count]
         }
@@ -296,12 +344,16 @@ public final class HTTPServer: Sendable {
         } else {
             length = 0
         }
+        let method = String(requestLine[0])
+        let target = String(requestLine[1])
+        if let refusal = admit(HTTPRequest(method: method, target: target, headers: headers, body: [], peer: peer)) {
+            throw .refused(refusal)
+        }
         let bodyStart = headEnd! + 4
         while buffer.count < bodyStart + length { try fill() }
         let body = Array(buffer[bodyStart..<(bodyStart + length)])
         buffer.removeFirst(bodyStart + length)
-        return HTTPRequest(
-            method: String(requestLine[0]), target: String(requestLine[1]), headers: headers, body: body, peer: peer)
+        return HTTPRequest(method: method, target: target, headers: headers, body: body, peer: peer)
     }
 
     /// Writes a response; false when the peer has gone.
@@ -342,4 +394,89 @@ public final class HTTPServer: Sendable {
         }
         return nil
     }
+}
+
+/// The slots of a server's connections, and who gives one up when all are taken (see ``HTTPServer``).
+final class ConnectionSlots: Sendable {
+    /// A connection's slot.
+    struct Slot: Hashable, Sendable {
+        fileprivate let id: Int
+    }
+
+    private struct Connection {
+        var descriptor: Int32
+        var peer: String
+        /// When bytes last came, or a request was answered [monotonic nanoseconds].
+        var lastHeard: Int64
+        /// A request of its was answered with success.
+        var proven = false
+    }
+
+    private struct State {
+        var connections: [Int: Connection] = [:]
+        var nextID = 0
+    }
+
+    private let state = Mutex(State())
+    let capacity: Int
+    let perPeer: Int
+    let quietNanoseconds: Int64
+
+    init(capacity: Int, perPeer: Int, quietNanoseconds: Int64) {
+        self.capacity = capacity
+        self.perPeer = perPeer
+        self.quietNanoseconds = quietNanoseconds
+    }
+
+    /// A slot for a new connection, and whether another connection was shut down to make room; nil when every slot
+    /// is held by a connection that may keep it. Room is made, in this order: the peer's own quietest connection when
+    /// the peer holds its share; a free slot; the connection quiet longest (at least `quietNanoseconds`) among those
+    /// never proven.
+    func take(_ descriptor: Int32, peer: String, now: Int64) -> (slot: Slot?, evicted: Bool) {
+        self.state.withLock { state in
+            var evicted = false
+            func evict(_ id: Int) {
+                if let victim = state.connections.removeValue(forKey: id) {
+                    // Its thread sees the end of its stream and closes it; the number stays its own until then.
+                    _ = shutdown(victim.descriptor, Int32(SHUT_RDWR))
+                    evicted = true
+                }
+            }
+            let own = state.connections.filter { $0.value.peer == peer }
+            if own.count >= self.perPeer, let quietest = own.min(by: { $0.value.lastHeard < $1.value.lastHeard }) {
+                evict(quietest.key)
+            } else if state.connections.count >= self.capacity {
+                let candidate = state.connections
+                    .filter { !$0.value.proven && now - $0.value.lastHeard >= self.quietNanoseconds }
+                    .min { $0.value.lastHeard < $1.value.lastHeard }
+                guard let candidate else { return (nil, false) }
+                evict(candidate.key)
+            }
+            let id = state.nextID
+            state.nextID += 1
+            state.connections[id] = Connection(descriptor: descriptor, peer: peer, lastHeard: now)
+            return (Slot(id: id), evicted)
+        }
+    }
+
+    /// Bytes came on the connection.
+    func heard(_ slot: Slot, now: Int64) {
+        self.state.withLock { $0.connections[slot.id]?.lastHeard = now }
+    }
+
+    /// A request on the connection was answered with success: it keeps its slot against those never proven.
+    func proved(_ slot: Slot, now: Int64) {
+        self.state.withLock {
+            $0.connections[slot.id]?.proven = true
+            $0.connections[slot.id]?.lastHeard = now
+        }
+    }
+
+    /// The connection ended; its descriptor may be closed after this.
+    func release(_ slot: Slot) {
+        _ = self.state.withLock { $0.connections.removeValue(forKey: slot.id) }
+    }
+
+    /// Connections holding a slot [count].
+    var count: Int { self.state.withLock { $0.connections.count } }
 }

@@ -22,7 +22,7 @@ enum ListeningSocket {
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         guard Glibc.bind(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0,
-            type != Int32(SOCK_STREAM.rawValue) || listen(fd, 16) == 0
+            type != Int32(SOCK_STREAM.rawValue) || listen(fd, 128) == 0
         else {
             let reason = String(cString: strerror(errno))
             Glibc.close(fd)

@@ -1,0 +1,341 @@
+import Foundation
+import NavCore
+import Synchronization
+import SystemIO
+import Testing
+import TestSupport
+
+@testable import Links
+
+/// A raw TCP client from a chosen loopback address (the whole of 127/8 is this machine's): a stranger on the lab's
+/// network, with an address of its own, doing what a server must survive.
+private final class RawClient: @unchecked Sendable {
+    let descriptor: Int32
+
+    /// Connects from `source` to 127.0.0.1:`port`; nil when the connection did not come up within 2 s.
+    init?(from source: String, to port: UInt16) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        var remote = sockaddr_in()
+        remote.sin_family = sa_family_t(AF_INET)
+        remote.sin_addr.s_addr = inet_addr("127.0.0.1")
+        remote.sin_port = in_port_t(port.bigEndian)
+        var timeout = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let bound = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        let connected = withUnsafePointer(to: &remote) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, connected == 0 else {
+            close(fd)
+            return nil
+        }
+        self.descriptor = fd
+    }
+
+    func send(_ text: String) { self.send(Array(text.utf8)) }
+
+    /// The server has closed the connection (its end of the stream has come).
+    var closedByServer: Bool {
+        var descriptor = pollfd(fd: self.descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, 0) == 1 else { return false }
+        var byte: UInt8 = 0
+        return recv(self.descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) <= 0
+    }
+
+    func send(_ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBufferPointer { Glibc.send(self.descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// What the server sends within `seconds`, until it closes or `seconds` pass.
+    func answer(within seconds: Double) -> String {
+        let deadline = SystemClock.monotonicSeconds() + seconds
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let left = deadline - SystemClock.monotonicSeconds()
+            guard left > 0 else { break }
+            var descriptor = pollfd(fd: self.descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, Int32(left * 1000) + 1) == 1 else { break }
+            let count = recv(self.descriptor, &chunk, chunk.count, 0)
+            if count <= 0 { break }
+            out += chunk[0..<count]
+            if String(decoding: out, as: UTF8.self).contains("\r\n\r\n") { break }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    deinit { close(self.descriptor) }
+}
+
+/// When each phone's pushes were answered [monotonic seconds].
+private final class Pushes: Sendable {
+    let times = Mutex<[String: [Double]]>([:])
+}
+
+/// What the phones and the strangers of one test share.
+private final class Attack: Sendable {
+    let stop = Atomic<Bool>(false)
+    let phoneErrors = Mutex<[String]>([])
+    let held = Mutex<[RawClient]>([])
+    let opened = Atomic<Int>(0)
+    let strangersDone = Atomic<Int>(0)
+}
+
+extension HTTPServer {
+    /// A counter's value by name (0 when absent).
+    fileprivate func counter(_ name: String) -> UInt64 {
+        self.counters.first { $0.name == name }?.value ?? 0
+    }
+}
+
+/// Hostile traffic against the push server, as a stranger on the lab's Wi-Fi could send it, while phones push.
+@Suite(.serialized) struct HTTPServerHostileTests {
+    private static let token = "s3cret"
+
+    /// A push server as the Sensor Logger source runs one: the secret checked on the head, every push answered.
+    private static func pushServer(_ pushes: Pushes) throws -> HTTPServer {
+        try HTTPServer(
+            host: "127.0.0.1", port: 0,
+            admit: { request in
+                guard request.path == "/push" else { return .text(404, "not found") }
+                guard request.query["token"] == token else { return .text(403, "forbidden") }
+                return nil
+            },
+            handler: { request in
+                let phone = request.query["phone"] ?? "?"
+                pushes.times.withLock { $0[phone, default: []].append(SystemClock.monotonicSeconds()) }
+                return .text(200, "ok")
+            })
+    }
+
+    /// Longest time between two pushes that came through, and from the first push to `until` [seconds].
+    private static func longestGap(_ times: [Double], from start: Double, until end: Double) -> Double {
+        let inside = [start] + times.filter { $0 > start && $0 < end } + [end]
+        return zip(inside, inside.dropFirst()).map { $1 - $0 }.max() ?? .infinity
+    }
+
+    /// Strangers (from addresses of their own) hold five hundred connections without a byte, opening another
+    /// whenever the server closes one, and a hundred more send their heads a byte at a time. Then two phones come and
+    /// push ten times a second, one on a kept-alive connection and one with a new connection each time: each is
+    /// answered within a second of coming, and never goes a second without a push answered (the time from the
+    /// phones' start counts as a gap).
+    @Test func strangersHoldingConnectionsDoNotLockAPhoneOut() async throws {
+        let pushes = Pushes()
+        let server = try Self.pushServer(pushes)
+        defer { server.close() }
+        let port = server.port
+        let attack = Attack()
+        func phone(_ name: String, newConnectionEachTime: Bool) -> Task<Void, Never> {
+            Task.detached {
+                var client = HTTPClient(host: "127.0.0.1", port: port)
+                while !attack.stop.load(ordering: .relaxed) {
+                    if newConnectionEachTime { client = HTTPClient(host: "127.0.0.1", port: port) }
+                    do {
+                        let answer = try await client.send(
+                            method: "POST", path: "/push?token=\(Self.token)&phone=\(name)", body: Array("{}".utf8),
+                            contentType: "application/json", timeoutSeconds: 2)
+                        if answer.status != 200 {
+                            attack.phoneErrors.withLock { $0.append("\(name): \(answer.status)") }
+                        }
+                    } catch {
+                        attack.phoneErrors.withLock { $0.append("\(name): \(error)") }
+                    }
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+            }
+        }
+        let attackStart = SystemClock.monotonicSeconds()
+        // Five hundred silent connections from five addresses, opened again as soon as the server closes one, and a
+        // hundred slow senders from five more, on threads of their own (they block).
+        for host in 0..<5 {
+            SystemThread.start(name: "silent-\(host)") {
+                var mine: [RawClient] = []
+                while !attack.stop.load(ordering: .relaxed) {
+                    mine.removeAll { $0.closedByServer }
+                    while mine.count < 100, !attack.stop.load(ordering: .relaxed),
+                        let client = RawClient(from: "127.0.0.\(10 + host)", to: port)
+                    {
+                        mine.append(client)
+                        attack.opened.add(1, ordering: .relaxed)
+                    }
+                    SystemThread.sleep(seconds: 0.01)
+                }
+                attack.strangersDone.add(1, ordering: .relaxed)
+            }
+        }
+        for host in 0..<5 {
+            SystemThread.start(name: "slow-\(host)") {
+                let slow = (0..<20).compactMap { _ in RawClient(from: "127.0.0.\(20 + host)", to: port) }
+                attack.opened.add(slow.count, ordering: .relaxed)
+                let head = Array("POST /push?token=\(Self.token) HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n".utf8)
+                for byte in head.prefix(12) {
+                    if attack.stop.load(ordering: .relaxed) { break }
+                    for client in slow { client.send([byte]) }
+                    SystemThread.sleep(seconds: 0.4)
+                }
+                attack.held.withLock { $0 += slow }
+                attack.strangersDone.add(1, ordering: .relaxed)
+            }
+        }
+        // The phones come once the strangers hold their connections, and push for five seconds.
+        while attack.opened.load(ordering: .relaxed) < 300 {
+            try #require(
+                SystemClock.monotonicSeconds() - attackStart < 30,
+                "the strangers opened \(attack.opened.load(ordering: .relaxed)) connections in 30 s; evicted \(server.counter("http.evicted")), refused \(server.counter("http.refusedConnections"))"
+            )
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let phonesStart = SystemClock.monotonicSeconds()
+        let phones = [phone("kept", newConnectionEachTime: false), phone("fresh", newConnectionEachTime: true)]
+        while SystemClock.monotonicSeconds() - phonesStart < 5 { try await Task.sleep(for: .milliseconds(100)) }
+        let attackEnd = SystemClock.monotonicSeconds()
+        attack.stop.store(true, ordering: .relaxed)
+        for phone in phones { await phone.value }
+        while attack.strangersDone.load(ordering: .relaxed) < 10 { try await Task.sleep(for: .milliseconds(50)) }
+        let openedCount = attack.opened.load(ordering: .relaxed)
+        attack.held.withLock { $0.removeAll() }
+        let times = pushes.times.withLock { $0 }
+        let keptGap = Self.longestGap(times["kept"] ?? [], from: phonesStart, until: attackEnd)
+        let freshGap = Self.longestGap(times["fresh"] ?? [], from: phonesStart, until: attackEnd)
+        print(
+            "hostile: \(openedCount) strangers' connections opened; longest gap between pushes: kept-alive phone "
+                + String(format: "%.2f s, new-connection phone %.2f s; ", keptGap, freshGap)
+                + "evicted \(server.counter("http.evicted")), refused \(server.counter("http.refusedConnections")); "
+                + "phone errors \(attack.phoneErrors.withLock { $0.count })")
+        #expect(openedCount >= 300, "the strangers could not even connect: the test shows nothing")
+        #expect(keptGap <= 1.0, "the kept-alive phone went \(keptGap) s without a push answered")
+        #expect(freshGap <= 1.0, "the new-connection phone went \(freshGap) s without a push answered")
+        #expect(server.counter("http.evicted") > 0)
+    }
+
+    /// A request with a wrong secret is refused on its head: its announced megabyte of body is never waited for.
+    /// The same head with the right secret waits for its body (and gets no answer until the request's deadline).
+    @Test func theSecretIsCheckedBeforeTheBodyIsRead() throws {
+        let pushes = Pushes()
+        let server = try Self.pushServer(pushes)
+        defer { server.close() }
+        let head = "POST /push?token=%@ HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n"
+        let stranger = try #require(RawClient(from: "127.0.0.30", to: server.port))
+        let started = SystemClock.monotonicSeconds()
+        stranger.send(String(format: head, "wrong"))
+        let answer = stranger.answer(within: 5)
+        #expect(answer.hasPrefix("HTTP/1.1 403"), "answered: \(answer.prefix(40))")
+        #expect(SystemClock.monotonicSeconds() - started < 2)
+        let rightful = try #require(RawClient(from: "127.0.0.31", to: server.port))
+        rightful.send(String(format: head, Self.token))
+        #expect(rightful.answer(within: 0.5).isEmpty, "a request is answered only once its body is in")
+        #expect(server.counter("http.refusedBeforeBody") == 1)
+        #expect(pushes.times.withLock { $0.isEmpty })
+    }
+
+    /// Malformed and oversized requests, each answered and counted, and the server still serves the next.
+    @Test func malformedAndOversizedRequestsAreRefusedAndCounted() throws {
+        let pushes = Pushes()
+        var limits = HTTPServer.Limits()
+        limits.maximumBodyBytes = 1000
+        let server = try HTTPServer(
+            host: "127.0.0.1", port: 0, limits: limits,
+            handler: { request in
+                pushes.times.withLock { $0["ok", default: []].append(0) }
+                return .text(200, "ok")
+            })
+        defer { server.close() }
+        func exchange(_ bytes: [UInt8]) -> String {
+            guard let client = RawClient(from: "127.0.0.40", to: server.port) else { return "no connection" }
+            client.send(bytes)
+            return client.answer(within: 5)
+        }
+        var random = SeededGenerator(seed: 7)
+        let garbage = (0..<600).map { _ in UInt8.random(in: 0...255, using: &random) } + Array("\r\n\r\n".utf8)
+        let cases: [(String, [UInt8], String)] = [
+            ("random bytes", garbage, "400"),
+            (
+                "chunked body",
+                Array(
+                    "POST /p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nnot hex\r\n0\r\n\r\n".utf8),
+                "400"
+            ),
+            (
+                "a head beyond its limit",
+                Array(("GET /p HTTP/1.1\r\nX: " + String(repeating: "a", count: 20_000)).utf8), "413"
+            ),
+            (
+                "a body beyond its limit", Array("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n".utf8),
+                "413"
+            ),
+            ("a negative length", Array("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: -4\r\n\r\n".utf8), "400"),
+            ("not HTTP/1", Array("GET /p SPDY/3\r\n\r\n".utf8), "400"),
+        ]
+        for (name, bytes, status) in cases {
+            let answer = exchange(bytes)
+            #expect(answer.hasPrefix("HTTP/1.1 \(status)"), "\(name): answered \(answer.prefix(30))")
+        }
+        #expect(exchange(Array("GET /p HTTP/1.1\r\nHost: x\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 200"))
+        #expect(server.counter("http.malformed") == 4)
+        #expect(server.counter("http.tooLarge") == 2)
+    }
+
+    /// The slots' rule, with its clock in hand: a peer makes room from its own; a full server gives a new connection
+    /// the slot of the quietest connection never proven, once it has been quiet long enough; proven ones keep theirs.
+    @Test func aFullServerMakesRoomFromTheQuietestStrangerAndNeverFromAProvenClient() throws {
+        let slots = ConnectionSlots(capacity: 4, perPeer: 2, quietNanoseconds: 250_000_000)
+        // Socket pairs: the far end of a connection closed to make room sees the end of its stream.
+        func pair() -> (near: Int32, far: Int32) {
+            var ends: [Int32] = [-1, -1]
+            _ = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends)
+            return (ends[0], ends[1])
+        }
+        func shutDown(_ far: Int32) -> Bool {
+            var byte: UInt8 = 0
+            var descriptor = pollfd(fd: far, events: Int16(POLLIN), revents: 0)
+            return poll(&descriptor, 1, 0) == 1 && recv(far, &byte, 1, Int32(MSG_DONTWAIT)) == 0
+        }
+        let ms: Int64 = 1_000_000
+        let a1 = pair(), a2 = pair(), a3 = pair()
+        let first = slots.take(a1.near, peer: "10.0.0.1", now: 0)
+        _ = slots.take(a2.near, peer: "10.0.0.1", now: 10 * ms)
+        slots.heard(try #require(first.slot), now: 20 * ms)
+        // The peer's third: its own quietest (the second, heard at 10 ms) makes room.
+        let third = slots.take(a3.near, peer: "10.0.0.1", now: 30 * ms)
+        #expect(third.slot != nil && third.evicted)
+        #expect(shutDown(a2.far) && !shutDown(a1.far) && slots.count == 2)
+        // Two more peers fill the server; one of them proves itself.
+        let b = pair(), c = pair()
+        _ = slots.take(b.near, peer: "10.0.0.2", now: 40 * ms)
+        let proven = try #require(slots.take(c.near, peer: "10.0.0.3", now: 50 * ms).slot)
+        slots.proved(proven, now: 60 * ms)
+        #expect(slots.count == 4)
+        // Full, and nobody quiet for 250 ms yet: refused.
+        let d = pair()
+        #expect(slots.take(d.near, peer: "10.0.0.4", now: 200 * ms).slot == nil)
+        // Later, the quietest stranger gives up its slot (the first, heard at 20 ms), never the proven client.
+        let later = slots.take(d.near, peer: "10.0.0.4", now: 400 * ms)
+        #expect(later.slot != nil && later.evicted)
+        #expect(shutDown(a1.far) && !shutDown(c.far))
+        // Strangers keep coming: the quiet ones give way, oldest first, the proven client never; once only the newest
+        // strangers (quiet for less than 250 ms) and the proven client are left, a newcomer is refused.
+        let e = pair(), f = pair(), g = pair(), h = pair()
+        #expect(slots.take(e.near, peer: "10.0.0.5", now: 2000 * ms).evicted)
+        #expect(shutDown(a3.far))
+        #expect(slots.take(f.near, peer: "10.0.0.6", now: 2000 * ms).evicted)
+        #expect(shutDown(b.far))
+        #expect(slots.take(g.near, peer: "10.0.0.7", now: 2000 * ms).evicted)
+        #expect(shutDown(d.far))
+        #expect(slots.take(h.near, peer: "10.0.0.8", now: 2100 * ms).slot == nil)
+        #expect(!shutDown(c.far) && slots.count == 4)
+        for end in [a1, a2, a3, b, c, d, e, f, g, h] {
+            close(end.near)
+            close(end.far)
+        }
+    }
+}
