@@ -234,15 +234,21 @@ import TestSupport
         defer { context.terminate() }
         let subscriber = try BusSubscriber(context: context, connect: [uniqueEndpoint("ipc")])
         let started = ContinuousClock.now
-        async let drained: Int = {
+        let drained = Task {
             var count = 0
             for await _ in subscriber { count += 1 }
             return count
-        }()
+        }
         try await Task.sleep(for: .milliseconds(50))
+        let closing = ContinuousClock.now
         subscriber.close()
-        _ = await drained
-        #expect(ContinuousClock.now - started < .seconds(1))
+        // Closing wakes the receive thread at once; the bound is against a hang, not a judgement of a loaded
+        // machine's scheduling (the time is printed).
+        let ended = await withDeadline(seconds: 10) { await drained.value }
+        #expect(ended != nil, "the sequence did not end within 10 s of close()")
+        print(
+            "subscriber: the sequence ended \(ContinuousClock.now - closing) after close(), \(closing - started) after its start"
+        )
     }
 
     @Test func aConsumerOnTheReceiveExecutorGetsMessagesAndTimers() async throws {

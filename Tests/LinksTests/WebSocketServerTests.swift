@@ -1,6 +1,7 @@
 import NavCore
 import Foundation
 import Synchronization
+import SystemIO
 @testable import Links
 import Testing
 import TestSupport
@@ -107,5 +108,63 @@ import TestSupport
             await eventually(within: 5) { server.counters.first { $0.name == "ws.refusedHandshakes" }?.value == 1 },
             "the close was not seen before the head's deadline")
         print("refused \(ContinuousClock.now - closedAt) after the client closed")
+    }
+
+    /// Strangers (from addresses of their own) hold connections without a byte, opening another whenever the server
+    /// closes one; viewers that come afterwards each finish their handshake within a second, and keep their
+    /// connections while the strangers go on.
+    @Test func strangersHoldingConnectionsDoNotLockAViewerOut() async throws {
+        let server = try WebSocketServer(host: "127.0.0.1", port: 0, subprotocol: "test") { _ in }
+        defer { server.close() }
+        let port = server.port
+        final class Strangers: Sendable {
+            let stop = Atomic<Bool>(false)
+            let opened = Atomic<Int>(0)
+        }
+        let strangers = Strangers()
+        for host in 0..<4 {
+            SystemThread.start(name: "silent-\(host)") {
+                var mine: [RawClient] = []
+                while !strangers.stop.load(ordering: .relaxed) {
+                    mine.removeAll { $0.closedByServer }
+                    // At most 10 new connections a sweep, a sweep every 100 ms: 100 a second from each address (the
+                    // point is to hold connections; a faster churn only loads the machine the phones share).
+                    var fresh = 0
+                    while mine.count < 60, fresh < 10, !strangers.stop.load(ordering: .relaxed),
+                        let client = RawClient(from: "127.0.0.\(50 + host)", to: port)
+                    {
+                        mine.append(client)
+                        fresh += 1
+                        strangers.opened.add(1, ordering: .relaxed)
+                    }
+                    SystemThread.sleep(seconds: 0.1)
+                }
+            }
+        }
+        // The strangers' threads end within a sweep once told to stop.
+        defer { strangers.stop.store(true, ordering: .relaxed) }
+        #expect(await eventually(within: 30) { strangers.opened.load(ordering: .relaxed) >= 200 })
+        let handshake =
+            "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: test\r\n\r\n"
+        var viewers: [RawClient] = []
+        for index in 0..<3 {
+            let started = SystemClock.monotonicSeconds()
+            let viewer = try #require(RawClient(from: "127.0.0.\(60 + index)", to: port))
+            viewer.send(handshake)
+            let answer = viewer.answer(within: 5)
+            let took = SystemClock.monotonicSeconds() - started
+            #expect(answer.hasPrefix("HTTP/1.1 101"), "viewer \(index): answered '\(answer.prefix(30))'")
+            #expect(took < 1, "viewer \(index) waited \(took) s")
+            viewers.append(viewer)
+        }
+        // The strangers go on for a second more; the viewers keep their connections.
+        try await Task.sleep(for: .seconds(1))
+        #expect(viewers.allSatisfy { !$0.closedByServer })
+        let evicted = server.counters.first { $0.name == "ws.evicted" }?.value ?? 0
+        print(
+            "ws hostile: \(strangers.opened.load(ordering: .relaxed)) strangers' connections opened, evicted \(evicted)"
+        )
+        #expect(evicted > 0)
     }
 }

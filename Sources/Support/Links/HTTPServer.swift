@@ -97,14 +97,10 @@ public struct HTTPServerResponse: Sendable {
 /// thread per connection, keep-alive, a bound on the head and the body (413 beyond it), and a deadline on every
 /// request. The handler runs on the connection's thread and must not block.
 ///
-/// On a network shared with strangers, a connection is a slot someone else may want: connections that never send,
-/// or send a byte now and then, must not lock a phone out. So the slots (`maximumConnections`) are shared by rule
-/// (``ConnectionSlots``): one peer address holds at most a quarter of them (its own quietest connection makes room
-/// for its next), and when all are taken a new connection takes the slot of the connection quiet longest among
-/// those that never had a request answered with success (at least `quietSeconds`); only when there is none is it
-/// refused. A client with the right secret keeps its kept-alive connection; one without it cannot hold a slot
-/// against one that has. `admit` sees each request's head before its body is read: a request it refuses is answered
-/// at once and its body is never taken.
+/// Connections that never send, or send a byte now and then, must not lock a phone out: the slots
+/// (`maximumConnections`, a quarter of them per peer address) are shared by ``ConnectionSlots``' rule, a connection
+/// proven by a request answered with success keeping its slot against strangers. `admit` sees each request's head
+/// before its body is read: a request it refuses is answered at once and its body is never taken.
 public final class HTTPServer: Sendable {
     /// The limits.
     public struct Limits: Sendable {
@@ -235,6 +231,7 @@ public final class HTTPServer: Sendable {
         handler: @Sendable (HTTPRequest) -> HTTPServerResponse
     ) {
         var buffer: [UInt8] = []
+        state.slots.began(slot, now: SystemClock.monotonicNanoseconds())
         while !state.closed.load(ordering: .relaxed) {
             let request: HTTPRequest
             var keepAlive = true
@@ -394,89 +391,4 @@ public final class HTTPServer: Sendable {
         }
         return nil
     }
-}
-
-/// The slots of a server's connections, and who gives one up when all are taken (see ``HTTPServer``).
-final class ConnectionSlots: Sendable {
-    /// A connection's slot.
-    struct Slot: Hashable, Sendable {
-        fileprivate let id: Int
-    }
-
-    private struct Connection {
-        var descriptor: Int32
-        var peer: String
-        /// When bytes last came, or a request was answered [monotonic nanoseconds].
-        var lastHeard: Int64
-        /// A request of its was answered with success.
-        var proven = false
-    }
-
-    private struct State {
-        var connections: [Int: Connection] = [:]
-        var nextID = 0
-    }
-
-    private let state = Mutex(State())
-    let capacity: Int
-    let perPeer: Int
-    let quietNanoseconds: Int64
-
-    init(capacity: Int, perPeer: Int, quietNanoseconds: Int64) {
-        self.capacity = capacity
-        self.perPeer = perPeer
-        self.quietNanoseconds = quietNanoseconds
-    }
-
-    /// A slot for a new connection, and whether another connection was shut down to make room; nil when every slot
-    /// is held by a connection that may keep it. Room is made, in this order: the peer's own quietest connection when
-    /// the peer holds its share; a free slot; the connection quiet longest (at least `quietNanoseconds`) among those
-    /// never proven.
-    func take(_ descriptor: Int32, peer: String, now: Int64) -> (slot: Slot?, evicted: Bool) {
-        self.state.withLock { state in
-            var evicted = false
-            func evict(_ id: Int) {
-                if let victim = state.connections.removeValue(forKey: id) {
-                    // Its thread sees the end of its stream and closes it; the number stays its own until then.
-                    _ = shutdown(victim.descriptor, Int32(SHUT_RDWR))
-                    evicted = true
-                }
-            }
-            let own = state.connections.filter { $0.value.peer == peer }
-            if own.count >= self.perPeer, let quietest = own.min(by: { $0.value.lastHeard < $1.value.lastHeard }) {
-                evict(quietest.key)
-            } else if state.connections.count >= self.capacity {
-                let candidate = state.connections
-                    .filter { !$0.value.proven && now - $0.value.lastHeard >= self.quietNanoseconds }
-                    .min { $0.value.lastHeard < $1.value.lastHeard }
-                guard let candidate else { return (nil, false) }
-                evict(candidate.key)
-            }
-            let id = state.nextID
-            state.nextID += 1
-            state.connections[id] = Connection(descriptor: descriptor, peer: peer, lastHeard: now)
-            return (Slot(id: id), evicted)
-        }
-    }
-
-    /// Bytes came on the connection.
-    func heard(_ slot: Slot, now: Int64) {
-        self.state.withLock { $0.connections[slot.id]?.lastHeard = now }
-    }
-
-    /// A request on the connection was answered with success: it keeps its slot against those never proven.
-    func proved(_ slot: Slot, now: Int64) {
-        self.state.withLock {
-            $0.connections[slot.id]?.proven = true
-            $0.connections[slot.id]?.lastHeard = now
-        }
-    }
-
-    /// The connection ended; its descriptor may be closed after this.
-    func release(_ slot: Slot) {
-        _ = self.state.withLock { $0.connections.removeValue(forKey: slot.id) }
-    }
-
-    /// Connections holding a slot [count].
-    var count: Int { self.state.withLock { $0.connections.count } }
 }

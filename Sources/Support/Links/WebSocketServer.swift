@@ -18,8 +18,11 @@ public final class WebSocketServer: Sendable {
         public var maximumMessageBytes = 64 * 1024
         /// Frames waiting for a client before its oldest binary frame is dropped [count].
         public var queueFrames = 2000
-        /// Clients at once.
+        /// Clients at once (a quarter of them per peer address; see ``ConnectionSlots``).
         public var maximumConnections = 16
+        /// A client quiet this long whose handshake was not yet accepted may lose its slot to a new one when all are
+        /// taken [seconds].
+        public var quietSeconds = 0.25
         /// Web pages allowed to connect (a browser sends its page's `Origin`); nil: any. Clients that send no
         /// `Origin` (desktop apps, scripts) are always served.
         public var allowedOrigins: Set<String>?
@@ -91,6 +94,7 @@ public final class WebSocketServer: Sendable {
     private let counts = Mutex<[String: UInt64]>([:])
     private let closed = Atomic<Bool>(false)
     private let live = Atomic<Int>(0)
+    private let slots: ConnectionSlots
 
     /// Listens on `host`:`port` (0: any free port) for clients asking for `subprotocol`; `handler` hears every
     /// connection, text message and close, on the connection's reading thread.
@@ -100,6 +104,9 @@ public final class WebSocketServer: Sendable {
     ) throws(LinkError) {
         let fd = try ListeningSocket.bind(host: host, port: port, type: Int32(SOCK_STREAM.rawValue), scheme: "ws")
         self.port = ListeningSocket.port(of: fd)
+        self.slots = ConnectionSlots(
+            capacity: max(1, limits.maximumConnections), perPeer: max(1, limits.maximumConnections / 4),
+            quietNanoseconds: Int64(limits.quietSeconds * 1e9))
         SystemThread.start(name: "ws-accept") { [self] in
             var next = 0
             while !self.closed.load(ordering: .relaxed) {
@@ -118,20 +125,25 @@ public final class WebSocketServer: Sendable {
                 // A client that stops reading cannot hold a writer forever.
                 var sendTimeout = timeval(tv_sec: 10, tv_usec: 0)
                 setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, socklen_t(MemoryLayout<timeval>.size))
-                guard self.live.add(1, ordering: .relaxed).newValue <= limits.maximumConnections else {
-                    self.live.subtract(1, ordering: .relaxed)
+                let peer = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { ListeningSocket.host($0, length) }
+                }
+                let admitted = self.slots.take(client, peer: peer, now: SystemClock.monotonicNanoseconds())
+                if admitted.evicted { self.count("ws.evicted") }
+                guard let slot = admitted.slot else {
                     self.count("ws.refusedConnections")
                     Glibc.close(client)
                     continue
                 }
+                self.live.add(1, ordering: .relaxed)
                 next += 1
-                let peer = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { ListeningSocket.host($0, length) }
-                }
                 let connection = Connection(id: next, peer: peer, limit: limits.queueFrames)
                 SystemThread.start(name: "ws-connection") {
-                    self.serve(client, connection, subprotocol: subprotocol, limits: limits, handler: handler)
+                    self.serve(
+                        client, connection, slot: slot, subprotocol: subprotocol, limits: limits, handler: handler)
                     connection.close()
+                    // The slot goes before the descriptor closes (see ConnectionSlots.take).
+                    self.slots.release(slot)
                     Glibc.close(client)
                     self.live.subtract(1, ordering: .relaxed)
                 }
@@ -145,10 +157,11 @@ public final class WebSocketServer: Sendable {
 
     deinit { self.closed.store(true, ordering: .relaxed) }
 
-    /// Handshakes refused, frames that broke the protocol, connections refused (too many) [count].
+    /// Handshakes refused, frames that broke the protocol, connections refused (every slot held by one that may keep
+    /// it), connections closed to make room for a new one [count].
     public var counters: [StatusCounter] {
         self.counts.withLock { counts in
-            ["ws.connections", "ws.refusedHandshakes", "ws.malformed", "ws.refusedConnections"].map {
+            ["ws.connections", "ws.refusedHandshakes", "ws.malformed", "ws.refusedConnections", "ws.evicted"].map {
                 StatusCounter(name: $0, value: counts[$0, default: 0])
             }
         }
@@ -157,11 +170,13 @@ public final class WebSocketServer: Sendable {
     private func count(_ name: String) { self.counts.withLock { $0[name, default: 0] &+= 1 } }
 
     private func serve(
-        _ fd: Int32, _ connection: Connection, subprotocol: String, limits: Limits,
+        _ fd: Int32, _ connection: Connection, slot: ConnectionSlots.Slot, subprotocol: String, limits: Limits,
         handler: @escaping @Sendable (Event) -> Void
     ) {
         var buffer: [UInt8] = []
-        guard let request = Self.readHead(fd, &buffer),
+        self.slots.began(slot, now: SystemClock.monotonicNanoseconds())
+        let heard = { self.slots.heard(slot, now: SystemClock.monotonicNanoseconds()) }
+        guard let request = Self.readHead(fd, &buffer, heard: heard),
             let response = Self.upgrade(request, subprotocol: subprotocol, allowedOrigins: limits.allowedOrigins)
         else {
             self.count("ws.refusedHandshakes")
@@ -169,6 +184,7 @@ public final class WebSocketServer: Sendable {
             return
         }
         guard Self.write(fd, Array(response.utf8)) else { return }
+        self.slots.proved(slot, now: SystemClock.monotonicNanoseconds())
         self.count("ws.connections")
         // The writer: drains the queue until the connection closes.
         let written = DispatchSemaphore(value: 0)
@@ -302,8 +318,8 @@ public final class WebSocketServer: Sendable {
         }
     }
 
-    /// The request head (at most 16 KB), or nil.
-    private static func readHead(_ fd: Int32, _ buffer: inout [UInt8]) -> String? {
+    /// The request head (at most 16 KB), or nil; `heard` is called whenever bytes come.
+    private static func readHead(_ fd: Int32, _ buffer: inout [UInt8], heard: () -> Void) -> String? {
         // The whole head within 10 s, however slowly it trickles in.
         let deadline = SystemClock.monotonicSeconds() + 10
         var timeout = timeval(tv_sec: 1, tv_usec: 0)
@@ -320,7 +336,8 @@ public final class WebSocketServer: Sendable {
             }
             guard buffer.count <= 16 * 1024, SystemClock.monotonicSeconds() < deadline else { return nil }
             switch Self.receive(fd, &buffer) {
-            case .data, .quiet: continue  // a quiet second: the head's own deadline decides
+            case .data: heard()
+            case .quiet: continue  // a quiet second: the head's own deadline decides
             case .closed, .failed: return nil
             }
         }

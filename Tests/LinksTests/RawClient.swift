@@ -1,0 +1,72 @@
+import Foundation
+import SystemIO
+
+/// A raw TCP client from a chosen loopback address (the whole of 127/8 is this machine's): a stranger on the lab's
+/// network, with an address of its own, doing what a server must survive.
+final class RawClient: @unchecked Sendable {
+    let descriptor: Int32
+
+    /// Connects from `source` to 127.0.0.1:`port`; nil when the connection did not come up within 2 s.
+    init?(from source: String, to port: UInt16) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        var remote = sockaddr_in()
+        remote.sin_family = sa_family_t(AF_INET)
+        remote.sin_addr.s_addr = inet_addr("127.0.0.1")
+        remote.sin_port = in_port_t(port.bigEndian)
+        var timeout = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let bound = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        let connected = withUnsafePointer(to: &remote) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, connected == 0 else {
+            close(fd)
+            return nil
+        }
+        self.descriptor = fd
+    }
+
+    func send(_ text: String) { self.send(Array(text.utf8)) }
+
+    /// The server has closed the connection (its end of the stream has come).
+    var closedByServer: Bool {
+        var descriptor = pollfd(fd: self.descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, 0) == 1 else { return false }
+        var byte: UInt8 = 0
+        return recv(self.descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) <= 0
+    }
+
+    func send(_ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBufferPointer { Glibc.send(self.descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// What the server sends within `seconds`, until it closes or `seconds` pass.
+    func answer(within seconds: Double) -> String {
+        let deadline = SystemClock.monotonicSeconds() + seconds
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let left = deadline - SystemClock.monotonicSeconds()
+            guard left > 0 else { break }
+            var descriptor = pollfd(fd: self.descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, Int32(left * 1000) + 1) == 1 else { break }
+            let count = recv(self.descriptor, &chunk, chunk.count, 0)
+            if count <= 0 { break }
+            out += chunk[0..<count]
+            if String(decoding: out, as: UTF8.self).contains("\r\n\r\n") { break }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    deinit { close(self.descriptor) }
+}
