@@ -68,5 +68,40 @@ final class RawClient: @unchecked Sendable {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// Sends one HTTP request and reads its whole answer (head, then Content-Length bytes of body) within `seconds`:
+    /// its status, or nil when the connection failed or the answer did not come in time. The connection stays usable
+    /// for the next request when the server keeps it alive.
+    func exchange(_ request: String, within seconds: Double) -> Int? {
+        self.send(request)
+        let deadline = SystemClock.monotonicSeconds() + seconds
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        func more() -> Bool {
+            let left = deadline - SystemClock.monotonicSeconds()
+            guard left > 0 else { return false }
+            var descriptor = pollfd(fd: self.descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, Int32(left * 1000) + 1) == 1 else { return false }
+            let count = recv(self.descriptor, &chunk, chunk.count, 0)
+            guard count > 0 else { return false }
+            bytes += chunk[0..<count]
+            return true
+        }
+        var headEnd: Int?
+        while headEnd == nil {
+            headEnd = bytes.indices.dropLast(3).first { bytes[$0..<($0 + 4)].elementsEqual([13, 10, 13, 10]) }
+            if headEnd == nil, !more() { return nil }
+        }
+        let head = String(decoding: bytes[..<headEnd!], as: UTF8.self)
+        let lines = head.split(separator: "\r\n")
+        guard let status = lines.first?.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return nil }
+        let length =
+            lines.dropFirst().first { $0.lowercased().hasPrefix("content-length:") }
+            .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+        while bytes.count < headEnd! + 4 + length {
+            if !more() { return nil }
+        }
+        return status
+    }
+
     deinit { close(self.descriptor) }
 }
