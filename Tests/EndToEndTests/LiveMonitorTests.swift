@@ -17,7 +17,8 @@ extension ProcessSuites.Stages {
             else {
                 return (-1, "")
             }
-            guard let status = await process.wait(seconds: 10) else {
+            // A bound against a hang: beside two busy loops, starting Python and tmux's server took more than 10 s once.
+            guard let status = await process.wait(seconds: 30) else {
                 process.ensureStopped()
                 return (-1, "")
             }
