@@ -17,7 +17,7 @@ private final class Attack: Sendable {
     let stop = Atomic<Bool>(false)
     let phoneErrors = Mutex<[String]>([])
     let held = Mutex<[RawClient]>([])
-    let opened = Atomic<Int>(0)
+    let slowOpened = Atomic<Int>(0)
     let strangersDone = Atomic<Int>(0)
     let phonesDone = Atomic<Int>(0)
 }
@@ -89,30 +89,11 @@ extension HTTPServer {
         let attackStart = SystemClock.monotonicSeconds()
         // Five hundred silent connections from five addresses, opened again as soon as the server closes one, and a
         // hundred slow senders from five more, on threads of their own (they block).
-        for host in 0..<5 {
-            SystemThread.start(name: "silent-\(host)") {
-                var mine: [RawClient] = []
-                while !attack.stop.load(ordering: .relaxed) {
-                    mine.removeAll { $0.closedByServer }
-                    // At most 10 new connections a sweep, a sweep every 100 ms: 100 a second from each address (the
-                    // point is to hold connections; a faster churn only loads the machine the phones share).
-                    var fresh = 0
-                    while mine.count < 100, fresh < 10, !attack.stop.load(ordering: .relaxed),
-                        let client = RawClient(from: "127.0.0.\(10 + host)", to: port)
-                    {
-                        mine.append(client)
-                        fresh += 1
-                        attack.opened.add(1, ordering: .relaxed)
-                    }
-                    SystemThread.sleep(seconds: 0.1)
-                }
-                attack.strangersDone.add(1, ordering: .relaxed)
-            }
-        }
+        let silent = SilentStrangers(from: (10..<15).map { "127.0.0.\($0)" }, to: port, connections: 100)
         for host in 0..<5 {
             SystemThread.start(name: "slow-\(host)") {
                 let slow = (0..<20).compactMap { _ in RawClient(from: "127.0.0.\(20 + host)", to: port) }
-                attack.opened.add(slow.count, ordering: .relaxed)
+                attack.slowOpened.add(slow.count, ordering: .relaxed)
                 let head = Array("POST /push?token=\(Self.token) HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n".utf8)
                 for byte in head.prefix(12) {
                     if attack.stop.load(ordering: .relaxed) { break }
@@ -124,10 +105,10 @@ extension HTTPServer {
             }
         }
         // The phones come once the strangers hold their connections, and push for five seconds.
-        while attack.opened.load(ordering: .relaxed) < 300 {
+        while silent.opened + attack.slowOpened.load(ordering: .relaxed) < 300 {
             try #require(
                 SystemClock.monotonicSeconds() - attackStart < 30,
-                "the strangers opened \(attack.opened.load(ordering: .relaxed)) connections in 30 s; evicted \(server.counter("http.evicted")), refused \(server.counter("http.refusedConnections"))"
+                "the strangers opened \(silent.opened + attack.slowOpened.load(ordering: .relaxed)) connections in 30 s; evicted \(server.counter("http.evicted")), refused \(server.counter("http.refusedConnections"))"
             )
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -137,9 +118,12 @@ extension HTTPServer {
         while SystemClock.monotonicSeconds() - phonesStart < 5 { try await Task.sleep(for: .milliseconds(100)) }
         let attackEnd = SystemClock.monotonicSeconds()
         attack.stop.store(true, ordering: .relaxed)
+        silent.stop()
         while attack.phonesDone.load(ordering: .relaxed) < 2 { try await Task.sleep(for: .milliseconds(50)) }
-        while attack.strangersDone.load(ordering: .relaxed) < 10 { try await Task.sleep(for: .milliseconds(50)) }
-        let openedCount = attack.opened.load(ordering: .relaxed)
+        while attack.strangersDone.load(ordering: .relaxed) < 5 || !silent.stopped {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let openedCount = silent.opened + attack.slowOpened.load(ordering: .relaxed)
         attack.held.withLock { $0.removeAll() }
         let times = pushes.times.withLock { $0 }
         let keptGap = Self.longestGap(times["kept"] ?? [], from: phonesStart, until: attackEnd)

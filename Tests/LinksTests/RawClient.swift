@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SystemIO
 
 /// A raw TCP client from a chosen loopback address (the whole of 127/8 is this machine's): a stranger on the lab's
@@ -104,4 +105,47 @@ final class RawClient: @unchecked Sendable {
     }
 
     deinit { close(self.descriptor) }
+}
+
+/// Strangers who hold connections without a byte, each from its own address, opening another as soon as the server
+/// closes one, on a thread per address (they block), until ``stop()``.
+final class SilentStrangers: Sendable {
+    private let stopping = Atomic<Bool>(false)
+    private let openedCount = Atomic<Int>(0)
+    private let ended = Atomic<Int>(0)
+    private let threads: Int
+
+    /// Starts them: `connections` from each of `sources` to 127.0.0.1:`port`.
+    init(from sources: [String], to port: UInt16, connections: Int) {
+        self.threads = sources.count
+        for source in sources {
+            SystemThread.start(name: "silent-\(source.split(separator: ".").last ?? "")") { [self] in
+                var mine: [RawClient] = []
+                while !self.stopping.load(ordering: .relaxed) {
+                    mine.removeAll { $0.closedByServer }
+                    // At most 10 new connections a sweep, a sweep every 100 ms: 100 a second from each address (the
+                    // point is to hold connections; a faster churn only loads the machine the clients share).
+                    var fresh = 0
+                    while mine.count < connections, fresh < 10, !self.stopping.load(ordering: .relaxed),
+                        let client = RawClient(from: source, to: port)
+                    {
+                        mine.append(client)
+                        fresh += 1
+                        self.openedCount.add(1, ordering: .relaxed)
+                    }
+                    SystemThread.sleep(seconds: 0.1)
+                }
+                self.ended.add(1, ordering: .relaxed)
+            }
+        }
+    }
+
+    /// Connections opened so far [count].
+    var opened: Int { self.openedCount.load(ordering: .relaxed) }
+
+    /// Tells them to stop; they close their connections within a sweep.
+    func stop() { self.stopping.store(true, ordering: .relaxed) }
+
+    /// Every thread has ended.
+    var stopped: Bool { self.ended.load(ordering: .relaxed) == self.threads }
 }

@@ -117,33 +117,10 @@ import TestSupport
         let server = try WebSocketServer(host: "127.0.0.1", port: 0, subprotocol: "test") { _ in }
         defer { server.close() }
         let port = server.port
-        final class Strangers: Sendable {
-            let stop = Atomic<Bool>(false)
-            let opened = Atomic<Int>(0)
-        }
-        let strangers = Strangers()
-        for host in 0..<4 {
-            SystemThread.start(name: "silent-\(host)") {
-                var mine: [RawClient] = []
-                while !strangers.stop.load(ordering: .relaxed) {
-                    mine.removeAll { $0.closedByServer }
-                    // At most 10 new connections a sweep, a sweep every 100 ms: 100 a second from each address (the
-                    // point is to hold connections; a faster churn only loads the machine the phones share).
-                    var fresh = 0
-                    while mine.count < 60, fresh < 10, !strangers.stop.load(ordering: .relaxed),
-                        let client = RawClient(from: "127.0.0.\(50 + host)", to: port)
-                    {
-                        mine.append(client)
-                        fresh += 1
-                        strangers.opened.add(1, ordering: .relaxed)
-                    }
-                    SystemThread.sleep(seconds: 0.1)
-                }
-            }
-        }
+        let strangers = SilentStrangers(from: (50..<54).map { "127.0.0.\($0)" }, to: port, connections: 60)
         // The strangers' threads end within a sweep once told to stop.
-        defer { strangers.stop.store(true, ordering: .relaxed) }
-        #expect(await eventually(within: 30) { strangers.opened.load(ordering: .relaxed) >= 200 })
+        defer { strangers.stop() }
+        #expect(await eventually(within: 30) { strangers.opened >= 200 })
         let handshake =
             "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: test\r\n\r\n"
@@ -163,7 +140,7 @@ import TestSupport
         #expect(viewers.allSatisfy { !$0.closedByServer })
         let evicted = server.counters.first { $0.name == "ws.evicted" }?.value ?? 0
         print(
-            "ws hostile: \(strangers.opened.load(ordering: .relaxed)) strangers' connections opened, evicted \(evicted)"
+            "ws hostile: \(strangers.opened) strangers' connections opened, evicted \(evicted)"
         )
         #expect(evicted > 0)
     }
