@@ -127,7 +127,6 @@ public final class HTTPServer: Sendable {
     private let descriptor: Int32
     private final class State: Sendable {
         let closed = Atomic<Bool>(false)
-        let connections = Atomic<Int>(0)
         let requests = Atomic<UInt64>(0)
         let refusedConnections = Atomic<UInt64>(0)
         let tooLarge = Atomic<UInt64>(0)
@@ -178,7 +177,6 @@ public final class HTTPServer: Sendable {
                     Glibc.close(client)
                     continue
                 }
-                state.connections.add(1, ordering: .relaxed)
                 SystemThread.start(name: "http-connection") {
                     Self.serve(
                         client, peer: peer, slot: slot, limits: limits, state: state, admit: admit, handler: handler)
@@ -186,7 +184,6 @@ public final class HTTPServer: Sendable {
                     // under the slots' lock, and so never by a number the system has given to another since.
                     state.slots.release(slot)
                     Glibc.close(client)
-                    state.connections.subtract(1, ordering: .relaxed)
                 }
             }
             Glibc.close(fd)

@@ -93,7 +93,6 @@ public final class WebSocketServer: Sendable {
     public let port: UInt16
     private let counts = Mutex<[String: UInt64]>([:])
     private let closed = Atomic<Bool>(false)
-    private let live = Atomic<Int>(0)
     private let slots: ConnectionSlots
 
     /// Listens on `host`:`port` (0: any free port) for clients asking for `subprotocol`; `handler` hears every
@@ -135,7 +134,6 @@ public final class WebSocketServer: Sendable {
                     Glibc.close(client)
                     continue
                 }
-                self.live.add(1, ordering: .relaxed)
                 next += 1
                 let connection = Connection(id: next, peer: peer, limit: limits.queueFrames)
                 SystemThread.start(name: "ws-connection") {
@@ -145,7 +143,6 @@ public final class WebSocketServer: Sendable {
                     // The slot goes before the descriptor closes (see ConnectionSlots.take).
                     self.slots.release(slot)
                     Glibc.close(client)
-                    self.live.subtract(1, ordering: .relaxed)
                 }
             }
             Glibc.close(fd)
