@@ -94,6 +94,18 @@ let package = Package(
             path: "Sources/Support/SessionFiles"),
         // Byte streams to devices and servers (TCP, serial, pty), read on their own threads.
         .target(name: "Links", dependencies: ["NavCore", "SystemIO"], path: "Sources/Support/Links"),
+        // The fuzzer's targets: the servers strangers reach and the clients of servers on the lab's network, fed
+        // whole connections over socket pairs, each with the promises it keeps checked (scripts/fuzz, FuzzingTests).
+        .target(
+            name: "Fuzzing",
+            dependencies: [
+                "Links", "LocationSources", "Routers", "Lab", "NavCore", "SystemIO",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Support/Fuzzing"),
+        // libFuzzer's driver over them (built with -sanitize=fuzzer by scripts/fuzz), or a replay of saved inputs.
+        .executableTarget(
+            name: "hapticnav-fuzz", dependencies: ["Fuzzing", "SystemIO"], path: "Sources/hapticnav-fuzz"),
         .target(
             name: "LocationSources",
             dependencies: [
@@ -200,6 +212,10 @@ let package = Package(
         .testTarget(name: "HapticLogicTests", dependencies: ["HapticLogic", "NavCore"]),
         .testTarget(
             name: "LinksTests", dependencies: ["Links", "SystemIO", "NavCore", "TestSupport", "CPseudoTerminal"]),
+        // The fuzzer's targets on their seeds (Tests/FuzzingTests/Seeds, scripts/fuzz's starting corpus) and on
+        // inputs mutated from them.
+        .testTarget(
+            name: "FuzzingTests", dependencies: ["Fuzzing", "NavCore", "SystemIO", "TestSupport"], exclude: ["Seeds"]),
         .testTarget(
             name: "EvaluationTests",
             dependencies: ["Evaluation", "NavCore", "MapLogic", "LocationSources", "Links", "SystemIO", "Devices"]),

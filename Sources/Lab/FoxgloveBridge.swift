@@ -39,6 +39,9 @@ public final class FoxgloveBridge: Sendable {
         self.server.withLock { $0 = server }
     }
 
+    /// Its WebSocket server (the fuzzer feeds connections to it).
+    package var webSocketServer: WebSocketServer? { self.server.withLock { $0 } }
+
     /// The port listened on.
     public var port: UInt16 { self.server.withLock { $0?.port ?? 0 } }
 

@@ -3,7 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Links
+package import Links
 public import Logging
 public import NavCore
 import Synchronization
@@ -87,6 +87,9 @@ public final class SensorLoggerSource: MessageSource, PhoneReporting {
         self.state.withLock { $0.counters } + (self.server.withLock { $0 }?.counters ?? [])
             + self.motion.withLock { $0.statusCounters }
     }
+
+    /// The push server, once running (the fuzzer feeds connections to it).
+    package var pushServer: HTTPServer? { self.server.withLock { $0 } }
 
     /// The port listened on, once running (the one asked for, or the system's choice for 0).
     public var port: UInt16? { self.bound.withLock { $0 } }

@@ -55,7 +55,20 @@ public struct EngineRouteProvider: RouteProvider {
                 "costing": .string("pedestrian"), "units": .string("kilometers"),
                 "directions_options": .object(["units": .string("kilometers")]),
             ])
-            let object = try await self.client.postJSON("/route", body: body)
+            return try Self.plan(.valhalla, answer: try await self.client.postJSON("/route", body: body))
+        case .osrm:
+            let coordinates = "\(start.longitude),\(start.latitude);\(destination.longitude),\(destination.latitude)"
+            return try Self.plan(
+                .osrm,
+                answer: try await self.client.getJSON(
+                    "/route/v1/foot/\(coordinates)?overview=full&geometries=geojson&steps=true"))
+        }
+    }
+
+    /// The route in an engine's answer (a JSON object), or why there is none.
+    package static func plan(_ dialect: Dialect, answer object: JSONValue) throws -> RoutePlan {
+        switch dialect {
+        case .valhalla:
             guard let trip = object["trip"], let legs = trip["legs"]?.arrayValue else {
                 throw RoutingError.providerFailed(reason: "valhalla: no trip in the answer")
             }
@@ -65,9 +78,6 @@ public struct EngineRouteProvider: RouteProvider {
             }
             return plan
         case .osrm:
-            let coordinates = "\(start.longitude),\(start.latitude);\(destination.longitude),\(destination.latitude)"
-            let object = try await self.client.getJSON(
-                "/route/v1/foot/\(coordinates)?overview=full&geometries=geojson&steps=true")
             guard object["code"]?.stringValue == "Ok" || object["routes"] != nil else {
                 throw RoutingError.providerFailed(
                     reason: "osrm: \(object["message"]?.stringValue ?? object["code"]?.stringValue ?? "no route")")

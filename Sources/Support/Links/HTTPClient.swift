@@ -256,6 +256,19 @@ public final class HTTPClient: Sendable {
         }
     }
 
+    /// Writes `request` on a connection already open on `fd` (a socket pair's end, say) and reads one answer within
+    /// `timeoutSeconds`, as ``send(method:path:body:contentType:timeoutSeconds:)`` does on its connection; the answer
+    /// and whether the connection could carry another. The fuzzer feeds servers' answers through it.
+    package static func exchange(
+        on fd: Int32, _ request: [UInt8], timeoutSeconds: Double
+    ) -> Result<(response: HTTPResponse, reusable: Bool), HTTPError> {
+        switch Self.roundTrip(fd, request, deadline: Self.now() + timeoutSeconds, timeoutSeconds: timeoutSeconds) {
+        case let .success((response, reusable)): .success((response, reusable))
+        case let .failure(failure):
+            .failure(HTTPError(server: "descriptor \(fd)", request: "exchange", reason: failure.reason))
+        }
+    }
+
     /// The status code and header fields (lower-case names) of an answer's head.
     static func parseHead(_ bytes: [UInt8]) -> (Int, [String: String])? {
         let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\r\n", omittingEmptySubsequences: false)

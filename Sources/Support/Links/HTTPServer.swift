@@ -135,7 +135,20 @@ public final class HTTPServer: Sendable {
         let evicted = Atomic<UInt64>(0)
         let refusedBeforeBody = Atomic<UInt64>(0)
         let slots: ConnectionSlots
-        init(slots: ConnectionSlots) { self.slots = slots }
+        let limits: Limits
+        let admit: @Sendable (HTTPRequest) -> HTTPServerResponse?
+        let handler: @Sendable (HTTPRequest) -> HTTPServerResponse
+        init(
+            limits: Limits, admit: @escaping @Sendable (HTTPRequest) -> HTTPServerResponse?,
+            handler: @escaping @Sendable (HTTPRequest) -> HTTPServerResponse
+        ) {
+            self.slots = ConnectionSlots(
+                capacity: max(1, limits.maximumConnections), perPeer: max(1, limits.maximumConnections / 4),
+                quietNanoseconds: Int64(limits.quietSeconds * 1e9))
+            self.limits = limits
+            self.admit = admit
+            self.handler = handler
+        }
     }
     private let state: State
 
@@ -150,10 +163,7 @@ public final class HTTPServer: Sendable {
         let fd = try ListeningSocket.bind(host: host, port: port, type: Int32(SOCK_STREAM.rawValue), scheme: "http")
         self.descriptor = fd
         self.port = ListeningSocket.port(of: fd)
-        self.state = State(
-            slots: ConnectionSlots(
-                capacity: max(1, limits.maximumConnections), perPeer: max(1, limits.maximumConnections / 4),
-                quietNanoseconds: Int64(limits.quietSeconds * 1e9)))
+        self.state = State(limits: limits, admit: admit, handler: handler)
         let state = self.state
         SystemThread.start(name: "http-accept") {
             while !state.closed.load(ordering: .relaxed) {
@@ -178,8 +188,7 @@ public final class HTTPServer: Sendable {
                     continue
                 }
                 SystemThread.start(name: "http-connection") {
-                    Self.serve(
-                        client, peer: peer, slot: slot, limits: limits, state: state, admit: admit, handler: handler)
+                    Self.serve(client, peer: peer, slot: slot, state: state)
                     // The slot goes before the descriptor closes: a connection closed to make room is shut down
                     // under the slots' lock, and so never by a number the system has given to another since.
                     state.slots.release(slot)
@@ -207,6 +216,21 @@ public final class HTTPServer: Sendable {
         ]
     }
 
+    /// Serves one connection already open on `fd` (a socket pair's end, say) on the calling thread, as a connection's
+    /// own thread does after the accept, and returns when it ends; the caller closes `fd`. False when no slot was free
+    /// for it. The fuzzer feeds whole connections through it, without the network's timing.
+    package func serve(connection fd: Int32, peer: String) -> Bool {
+        let admitted = self.state.slots.take(fd, peer: peer, now: SystemClock.monotonicNanoseconds())
+        if admitted.evicted { self.state.evicted.add(1, ordering: .relaxed) }
+        guard let slot = admitted.slot else {
+            self.state.refusedConnections.add(1, ordering: .relaxed)
+            return false
+        }
+        Self.serve(fd, peer: peer, slot: slot, state: self.state)
+        self.state.slots.release(slot)
+        return true
+    }
+
     /// Stops accepting; the listening socket closes within 0.1 s. Connections being served finish their request.
     public func close() {
         self.state.closed.store(true, ordering: .relaxed)
@@ -222,11 +246,8 @@ public final class HTTPServer: Sendable {
     }
 
     /// Serves requests on one connection until it closes, idles out, misbehaves or loses its slot.
-    private static func serve(
-        _ fd: Int32, peer: String, slot: ConnectionSlots.Slot, limits: Limits, state: State,
-        admit: @Sendable (HTTPRequest) -> HTTPServerResponse?,
-        handler: @Sendable (HTTPRequest) -> HTTPServerResponse
-    ) {
+    private static func serve(_ fd: Int32, peer: String, slot: ConnectionSlots.Slot, state: State) {
+        let limits = state.limits
         var buffer: [UInt8] = []
         state.slots.began(slot, now: SystemClock.monotonicNanoseconds())
         while !state.closed.load(ordering: .relaxed) {
@@ -234,7 +255,7 @@ public final class HTTPServer: Sendable {
             var keepAlive = true
             do {
                 request = try Self.read(
-                    fd, &buffer, peer: peer, limits: limits, state: state, admit: admit,
+                    fd, &buffer, peer: peer, limits: limits, state: state, admit: state.admit,
                     activity: { state.slots.heard(slot, now: SystemClock.monotonicNanoseconds()) })
                 keepAlive = request.headers["connection"]?.lowercased() != "close"
             } catch let .refused(response) {
@@ -259,7 +280,7 @@ public final class HTTPServer: Sendable {
                 return
             }
             state.requests.add(1, ordering: .relaxed)
-            let response = handler(request)
+            let response = state.handler(request)
             if (200..<300).contains(response.status) {
                 state.slots.proved(slot, now: SystemClock.monotonicNanoseconds())
             }

@@ -94,6 +94,11 @@ public final class WebSocketServer: Sendable {
     private let counts = Mutex<[String: UInt64]>([:])
     private let closed = Atomic<Bool>(false)
     private let slots: ConnectionSlots
+    private let subprotocol: String
+    private let limits: Limits
+    private let handler: @Sendable (Event) -> Void
+    /// The last connection's number.
+    private let lastID = Atomic<Int>(0)
 
     /// Listens on `host`:`port` (0: any free port) for clients asking for `subprotocol`; `handler` hears every
     /// connection, text message and close, on the connection's reading thread.
@@ -106,8 +111,10 @@ public final class WebSocketServer: Sendable {
         self.slots = ConnectionSlots(
             capacity: max(1, limits.maximumConnections), perPeer: max(1, limits.maximumConnections / 4),
             quietNanoseconds: Int64(limits.quietSeconds * 1e9))
+        self.subprotocol = subprotocol
+        self.limits = limits
+        self.handler = handler
         SystemThread.start(name: "ws-accept") { [self] in
-            var next = 0
             while !self.closed.load(ordering: .relaxed) {
                 guard ListeningSocket.readable(fd, milliseconds: 100) else { continue }
                 var address = sockaddr_storage()
@@ -121,9 +128,6 @@ public final class WebSocketServer: Sendable {
                     continue
                 }
                 _ = fcntl(client, F_SETFD, FD_CLOEXEC)
-                // A client that stops reading cannot hold a writer forever.
-                var sendTimeout = timeval(tv_sec: 10, tv_usec: 0)
-                setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, socklen_t(MemoryLayout<timeval>.size))
                 let peer = withUnsafePointer(to: &address) {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { ListeningSocket.host($0, length) }
                 }
@@ -134,12 +138,8 @@ public final class WebSocketServer: Sendable {
                     Glibc.close(client)
                     continue
                 }
-                next += 1
-                let connection = Connection(id: next, peer: peer, limit: limits.queueFrames)
                 SystemThread.start(name: "ws-connection") {
-                    self.serve(
-                        client, connection, slot: slot, subprotocol: subprotocol, limits: limits, handler: handler)
-                    connection.close()
+                    self.serve(client, peer: peer, slot: slot)
                     // The slot goes before the descriptor closes (see ConnectionSlots.take).
                     self.slots.release(slot)
                     Glibc.close(client)
@@ -147,6 +147,21 @@ public final class WebSocketServer: Sendable {
             }
             Glibc.close(fd)
         }
+    }
+
+    /// Serves one connection already open on `fd` (a socket pair's end, say) on the calling thread, as a connection's
+    /// own thread does after the accept, and returns when it ends; the caller closes `fd`. False when no slot was free
+    /// for it. The fuzzer feeds whole connections through it, without the network's timing.
+    package func serve(connection fd: Int32, peer: String) -> Bool {
+        let admitted = self.slots.take(fd, peer: peer, now: SystemClock.monotonicNanoseconds())
+        if admitted.evicted { self.count("ws.evicted") }
+        guard let slot = admitted.slot else {
+            self.count("ws.refusedConnections")
+            return false
+        }
+        self.serve(fd, peer: peer, slot: slot)
+        self.slots.release(slot)
+        return true
     }
 
     /// Stops accepting; open connections close as their clients go.
@@ -166,15 +181,21 @@ public final class WebSocketServer: Sendable {
 
     private func count(_ name: String) { self.counts.withLock { $0[name, default: 0] &+= 1 } }
 
-    private func serve(
-        _ fd: Int32, _ connection: Connection, slot: ConnectionSlots.Slot, subprotocol: String, limits: Limits,
-        handler: @escaping @Sendable (Event) -> Void
-    ) {
+    /// Serves one connection: its handshake, then its frames until it closes or breaks the protocol.
+    private func serve(_ fd: Int32, peer: String, slot: ConnectionSlots.Slot) {
+        let connection = Connection(
+            id: self.lastID.add(1, ordering: .relaxed).newValue, peer: peer, limit: self.limits.queueFrames)
+        defer { connection.close() }
+        let (limits, handler) = (self.limits, self.handler)
+        // A client that stops reading cannot hold a writer forever.
+        var sendTimeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, socklen_t(MemoryLayout<timeval>.size))
         var buffer: [UInt8] = []
         self.slots.began(slot, now: SystemClock.monotonicNanoseconds())
         let heard = { self.slots.heard(slot, now: SystemClock.monotonicNanoseconds()) }
         guard let request = Self.readHead(fd, &buffer, heard: heard),
-            let response = Self.upgrade(request, subprotocol: subprotocol, allowedOrigins: limits.allowedOrigins)
+            let response = Self.upgrade(
+                request, subprotocol: self.subprotocol, allowedOrigins: limits.allowedOrigins)
         else {
             self.count("ws.refusedHandshakes")
             _ = Self.write(fd, Array("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
@@ -252,9 +273,12 @@ public final class WebSocketServer: Sendable {
         }
         handler(.closed(connection))
         connection.close()
-        // The writer may be blocked on a client that stopped reading: end the connection under it.
-        Glibc.shutdown(fd, Int32(SHUT_RDWR))
-        written.wait()
+        // The writer sends what is queued (the answer to a close among it) and ends; one blocked on a client that
+        // stopped reading is ended under it after a second.
+        if written.wait(timeout: .now() + 1) == .timedOut {
+            Glibc.shutdown(fd, Int32(SHUT_RDWR))
+            written.wait()
+        }
     }
 
     /// The 101 response to a valid upgrade request for `subprotocol`, or nil.
