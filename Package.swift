@@ -215,7 +215,7 @@ let package = Package(
         // The fuzzer's targets on their seeds (Tests/FuzzingTests/Seeds, scripts/fuzz's starting corpus) and on
         // inputs mutated from them.
         .testTarget(
-            name: "FuzzingTests", dependencies: ["Fuzzing", "NavCore", "SystemIO", "TestSupport"], exclude: ["Seeds"]),
+            name: "FuzzingTests", dependencies: ["Fuzzing", "NavCore", "TestSupport"], exclude: ["Seeds"]),
         .testTarget(
             name: "EvaluationTests",
             dependencies: ["Evaluation", "NavCore", "MapLogic", "LocationSources", "Links", "SystemIO", "Devices"]),

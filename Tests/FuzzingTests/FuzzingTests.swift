@@ -1,6 +1,5 @@
 import Foundation
 import NavCore
-import SystemIO
 @testable import Fuzzing
 import Testing
 import TestSupport
@@ -17,19 +16,17 @@ import TestSupport
         #expect(seeds.count >= 2, "seeds for \(name)")
         // The inputs block (a connection is served on the calling thread): on a thread of their own, not on the
         // cooperative pool the suites beside this one share.
-        let broken: [String] = await withCheckedContinuation { continuation in
-            SystemThread.start(name: "fuzz-\(name)") {
-                var broken: [String] = []
-                for (index, seed) in seeds.enumerated() {
-                    if let violation = target.run(seed) { broken.append("seed \(index): \(violation)") }
-                }
-                for (index, input) in Mutations(of: seeds, count: 1000, seed: 2026).enumerated() {
-                    if let violation = target.run(input) {
-                        broken.append("mutation \(index) (\(input.count) bytes): \(violation)")
-                    }
-                }
-                continuation.resume(returning: broken)
+        let broken: [String] = try await offThePool {
+            var broken: [String] = []
+            for (index, seed) in seeds.enumerated() {
+                if let violation = target.run(seed) { broken.append("seed \(index): \(violation)") }
             }
+            for (index, input) in Mutations(of: seeds, count: 1000, seed: 2026).enumerated() {
+                if let violation = target.run(input) {
+                    broken.append("mutation \(index) (\(input.count) bytes): \(violation)")
+                }
+            }
+            return broken
         }
         #expect(broken.isEmpty, "\(broken.count) broken: \(broken.prefix(5).joined(separator: "\n"))")
     }

@@ -73,7 +73,7 @@ public struct EngineRouteProvider: RouteProvider {
                 throw RoutingError.providerFailed(reason: "valhalla: no trip in the answer")
             }
             var plan = try RouteFile.valhallaPlan(legs: legs, file: "valhalla")
-            if let km = trip["summary"]?["length"]?.doubleValue {
+            if let km = RouteFile.length(trip["summary"]?["length"]), (km * 1000).isFinite {
                 plan.reportedLengthMeters = km * 1000
             }
             return plan

@@ -52,7 +52,7 @@ public enum RouteFile {
             }
             // OSRM / Mapbox: routes[0].geometry, a polyline (precision unknown: the one matching "distance") or GeoJSON.
             if let encoded = first["geometry"]?.stringValue {
-                let distance = first["distance"]?.doubleValue
+                let distance = Self.length(first["distance"])
                 guard let distance, distance > 0 else {
                     return RoutePlan(points: try self.decode(encoded, precision: precision, file: file))
                 }
@@ -71,7 +71,7 @@ public enum RouteFile {
             if let plan = try self.stepsPlan(route: first, file: file) { return plan }
             if let geometry = first["geometry"], let line = self.firstLine(in: geometry) {
                 return RoutePlan(
-                    points: try self.coordinates(line, file: file), reportedLengthMeters: first["distance"]?.doubleValue
+                    points: try self.coordinates(line, file: file), reportedLengthMeters: Self.length(first["distance"])
                 )
             }
         }
@@ -101,7 +101,7 @@ public enum RouteFile {
             }
         }
         guard points.count >= 2 else { return nil }
-        return RoutePlan(points: points, segmentNames: names, reportedLengthMeters: route["distance"]?.doubleValue)
+        return RoutePlan(points: points, segmentNames: names, reportedLengthMeters: Self.length(route["distance"]))
     }
 
     public static func valhallaPlan(legs: [JSONValue], file: String) throws -> RoutePlan {
@@ -117,7 +117,10 @@ public enum RouteFile {
                     let begin = Int(exactly: beginNumber), let end = Int(exactly: endNumber),
                     let street = maneuver["street_names"]?[0]?.stringValue
                 else { continue }
-                for index in begin..<min(end, legNames.count) where index >= 0 { legNames[index] = street }
+                // An engine's indices, whatever they are: only those inside the leg name its segments.
+                let upper = min(end, legNames.count)
+                guard max(begin, 0) < upper else { continue }
+                for index in max(begin, 0)..<upper { legNames[index] = street }
             }
             if !points.isEmpty, let first = legPoints.first, first == points.last {
                 points += legPoints.dropFirst()
@@ -139,6 +142,11 @@ public enum RouteFile {
         } catch let error as EncodedPolyline.DecodingError {
             throw RoutingError.providerFailed(reason: "\(file): bad encoded polyline (\(error))")
         }
+    }
+
+    /// A length an answer reports [metres]: a finite number, zero or more; anything else is no length.
+    public static func length(_ value: JSONValue?) -> Double? {
+        value?.doubleValue.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
     }
 
     static func firstLine(in object: JSONValue) -> [JSONValue]? {

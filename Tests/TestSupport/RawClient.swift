@@ -4,11 +4,11 @@ import SystemIO
 
 /// A raw TCP client from a chosen loopback address (the whole of 127/8 is this machine's): a stranger on the lab's
 /// network, with an address of its own, doing what a server must survive.
-final class RawClient: @unchecked Sendable {
-    let descriptor: Int32
+public final class RawClient: @unchecked Sendable {
+    public let descriptor: Int32
 
     /// Connects from `source` to 127.0.0.1:`port`; nil when the connection did not come up within 2 s.
-    init?(from source: String, to port: UInt16) {
+    public init?(from source: String, to port: UInt16) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         var local = sockaddr_in()
@@ -37,22 +37,22 @@ final class RawClient: @unchecked Sendable {
         self.descriptor = fd
     }
 
-    func send(_ text: String) { self.send(Array(text.utf8)) }
+    public func send(_ text: String) { self.send(Array(text.utf8)) }
 
     /// The server has closed the connection (its end of the stream has come).
-    var closedByServer: Bool {
+    public var closedByServer: Bool {
         var descriptor = pollfd(fd: self.descriptor, events: Int16(POLLIN), revents: 0)
         guard poll(&descriptor, 1, 0) == 1 else { return false }
         var byte: UInt8 = 0
         return recv(self.descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) <= 0
     }
 
-    func send(_ bytes: [UInt8]) {
+    public func send(_ bytes: [UInt8]) {
         _ = bytes.withUnsafeBufferPointer { Glibc.send(self.descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 
     /// What the server sends within `seconds`, until it closes or `seconds` pass.
-    func answer(within seconds: Double) -> String {
+    public func answer(within seconds: Double) -> String {
         let deadline = SystemClock.monotonicSeconds() + seconds
         var out: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
@@ -72,7 +72,7 @@ final class RawClient: @unchecked Sendable {
     /// Sends one HTTP request and reads its whole answer (head, then Content-Length bytes of body) within `seconds`:
     /// its status, or nil when the connection failed or the answer did not come in time. The connection stays usable
     /// for the next request when the server keeps it alive.
-    func exchange(_ request: String, within seconds: Double) -> Int? {
+    public func exchange(_ request: String, within seconds: Double) -> Int? {
         self.send(request)
         let deadline = SystemClock.monotonicSeconds() + seconds
         var bytes: [UInt8] = []
@@ -109,14 +109,14 @@ final class RawClient: @unchecked Sendable {
 
 /// Strangers who hold connections without a byte, each from its own address, opening another as soon as the server
 /// closes one, on a thread per address (they block), until ``stop()``.
-final class SilentStrangers: Sendable {
+public final class SilentStrangers: Sendable {
     private let stopping = Atomic<Bool>(false)
     private let openedCount = Atomic<Int>(0)
     private let ended = Atomic<Int>(0)
     private let threads: Int
 
     /// Starts them: `connections` from each of `sources` to 127.0.0.1:`port`.
-    init(from sources: [String], to port: UInt16, connections: Int) {
+    public init(from sources: [String], to port: UInt16, connections: Int) {
         self.threads = sources.count
         for source in sources {
             SystemThread.start(name: "silent-\(source.split(separator: ".").last ?? "")") { [self] in
@@ -141,11 +141,11 @@ final class SilentStrangers: Sendable {
     }
 
     /// Connections opened so far [count].
-    var opened: Int { self.openedCount.load(ordering: .relaxed) }
+    public var opened: Int { self.openedCount.load(ordering: .relaxed) }
 
     /// Tells them to stop; they close their connections within a sweep.
-    func stop() { self.stopping.store(true, ordering: .relaxed) }
+    public func stop() { self.stopping.store(true, ordering: .relaxed) }
 
     /// Every thread has ended.
-    var stopped: Bool { self.ended.load(ordering: .relaxed) == self.threads }
+    public var stopped: Bool { self.ended.load(ordering: .relaxed) == self.threads }
 }
