@@ -34,7 +34,7 @@ extension ProcessSuites.Data {
                 {
                   stages: {
                     source: { plugin: "phyphox", publish: "ipc://\(folder)/source.sock",
-                              settings: { url: "http://127.0.0.1:\(phonePort)", timeoutSeconds: 0.5 } },
+                              settings: { url: "http://127.0.0.1:\(phonePort)", timeoutSeconds: 0.5, pollIntervalSeconds: 0.05, headingIntervalSeconds: 0.05 } },
                     smoother: { plugin: "kalman", inputs: ["source"], topics: ["fix"], publish: "ipc://\(folder)/smoother.sock" },
                     route: { plugin: "file", inputs: ["smoother"], topics: ["smoothed"], publish: "ipc://\(folder)/route.sock",
                              settings: { file: "\(routeFile)" }, options: { destination: [43.72977, 7.416504] } },
@@ -75,7 +75,7 @@ extension ProcessSuites.Data {
                 let p50 = sorted[sorted.count / 2],
                     p99 = sorted[min(sorted.count - 1, Int(Double(sorted.count) * 0.99))]
                 print(
-                    "phone sample to band frame: p50 \(String(format: "%.3f", p50)) s, p99 \(String(format: "%.3f", p99)) s, max \(String(format: "%.3f", sorted.last!)) s over \(sorted.count) turns (poll 0.1 s, heading interval 0.1 s, debounce 0)"
+                    "phone sample to band frame: p50 \(String(format: "%.3f", p50)) s, p99 \(String(format: "%.3f", p99)) s, max \(String(format: "%.3f", sorted.last!)) s over \(sorted.count) turns (poll 0.05 s, heading interval 0.05 s, as configs/field-phone.json5; debounce 0)"
                 )
                 #expect(p50 < 0.6)
             }

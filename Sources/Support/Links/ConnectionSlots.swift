@@ -43,6 +43,13 @@ final class ConnectionSlots: Sendable {
         self.quietNanoseconds = quietNanoseconds
     }
 
+    /// A server's slots: `connections` at once (at least one), a quarter of them per peer address.
+    convenience init(serving connections: Int, quietSeconds: Double) {
+        self.init(
+            capacity: max(1, connections), perPeer: max(1, connections / 4),
+            quietNanoseconds: Int64(quietSeconds * 1e9))
+    }
+
     /// A slot for a new connection, and whether another connection was shut down to make room; nil when every slot
     /// is held by a connection that may keep it. Room is made, in this order: from the peer's own quietest
     /// connection when it holds its share; in a free slot; when all are taken, from the peer holding the most

@@ -142,9 +142,7 @@ public final class HTTPServer: Sendable {
             limits: Limits, admit: @escaping @Sendable (HTTPRequest) -> HTTPServerResponse?,
             handler: @escaping @Sendable (HTTPRequest) -> HTTPServerResponse
         ) {
-            self.slots = ConnectionSlots(
-                capacity: max(1, limits.maximumConnections), perPeer: max(1, limits.maximumConnections / 4),
-                quietNanoseconds: Int64(limits.quietSeconds * 1e9))
+            self.slots = ConnectionSlots(serving: limits.maximumConnections, quietSeconds: limits.quietSeconds)
             self.limits = limits
             self.admit = admit
             self.handler = handler

@@ -108,9 +108,7 @@ public final class WebSocketServer: Sendable {
     ) throws(LinkError) {
         let fd = try ListeningSocket.bind(host: host, port: port, type: Int32(SOCK_STREAM.rawValue), scheme: "ws")
         self.port = ListeningSocket.port(of: fd)
-        self.slots = ConnectionSlots(
-            capacity: max(1, limits.maximumConnections), perPeer: max(1, limits.maximumConnections / 4),
-            quietNanoseconds: Int64(limits.quietSeconds * 1e9))
+        self.slots = ConnectionSlots(serving: limits.maximumConnections, quietSeconds: limits.quietSeconds)
         self.subprotocol = subprotocol
         self.limits = limits
         self.handler = handler
