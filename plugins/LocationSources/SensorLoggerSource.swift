@@ -88,8 +88,22 @@ public final class SensorLoggerSource: MessageSource, PhoneReporting {
             + self.motion.withLock { $0.statusCounters }
     }
 
-    /// The push server, once running (the fuzzer feeds connections to it).
-    package var pushServer: HTTPServer? { self.server.withLock { $0 } }
+    /// Starts the push server: each good batch's messages go to `deliver`, on the connection's thread. `run` listens
+    /// through it; the fuzzer, which feeds connections to the server, too.
+    package func listen(deliver: @escaping @Sendable ([BusMessage]) -> Void) throws -> HTTPServer {
+        var limits = HTTPServer.Limits()
+        limits.maximumBodyBytes = self.options.maximumBodyBytes
+        let server = try HTTPServer(
+            host: self.options.host, port: self.options.port, limits: limits, admit: { [self] in self.refusal($0) }
+        ) { [self] request in
+            let (response, messages) = self.handle(request)
+            if !messages.isEmpty { deliver(messages) }
+            return response
+        }
+        self.server.withLock { $0 = server }
+        self.bound.withLock { $0 = server.port }
+        return server
+    }
 
     /// The port listened on, once running (the one asked for, or the system's choice for 0).
     public var port: UInt16? { self.bound.withLock { $0 } }
@@ -97,17 +111,7 @@ public final class SensorLoggerSource: MessageSource, PhoneReporting {
     public func run(emit: @Sendable (BusMessage) async throws -> Void) async throws {
         let (batches, continuation) = AsyncStream.makeStream(
             of: [BusMessage].self, bufferingPolicy: .bufferingNewest(64))
-        var limits = HTTPServer.Limits()
-        limits.maximumBodyBytes = self.options.maximumBodyBytes
-        let server = try HTTPServer(
-            host: self.options.host, port: self.options.port, limits: limits, admit: { [self] in self.refusal($0) }
-        ) { [self] request in
-            let (response, messages) = self.handle(request)
-            if !messages.isEmpty { continuation.yield(messages) }
-            return response
-        }
-        self.server.withLock { $0 = server }
-        self.bound.withLock { $0 = server.port }
+        let server = try self.listen { continuation.yield($0) }
         defer { server.close() }
         try await withTaskCancellationHandler {
             for await batch in batches {

@@ -62,8 +62,7 @@ public enum FuzzTargets {
 final class PushTarget: FuzzTarget {
     static let token = "fuzz-secret-7Hq2"
     private let server: HTTPServer
-    private let task: Task<Void, any Error>
-    /// The first message out of range the source published (it publishes from a task of its own).
+    /// The first message out of range the source published.
     private final class Broken: Sendable {
         let why = Mutex<String?>(nil)
     }
@@ -76,20 +75,16 @@ final class PushTarget: FuzzTarget {
         options.path = "/push"
         let source = try SensorLoggerSource(options: options, logger: FuzzTargets.quietLogger)
         let broken = self.broken
-        self.task = Task.detached {
-            try await source.run { message in
+        // The messages of each batch, checked as the server hands them on (on the connection's thread: before the
+        // input's run ends).
+        self.server = try source.listen { messages in
+            for message in messages {
                 if let why = MessageInvariants.broken(message) { broken.why.withLock { $0 = $0 ?? why } }
             }
         }
-        let deadline = SystemClock.monotonicSeconds() + 10
-        while source.pushServer == nil {
-            guard SystemClock.monotonicSeconds() < deadline else { throw FuzzViolation("the push server never ran") }
-            SystemThread.sleep(seconds: 0.001)
-        }
-        self.server = source.pushServer!
     }
 
-    deinit { self.task.cancel() }
+    deinit { self.server.close() }
 
     func run(_ input: [UInt8]) -> FuzzViolation? {
         let output = Conversation.asClient(sending: input) { _ = self.server.serve(connection: $0, peer: "192.0.2.1") }
