@@ -246,6 +246,34 @@ struct SinkHarness {
         band.emulator.stop()
     }
 
+    /// A band whose answers keep coming but each later than the limit (its link backed up by seconds) does not answer
+    /// the cues sent now: the speaker takes over, and the band again once its answers are on time.
+    @Test func aBandWhoseAnswersLagBeyondTheLimitCountsAsGone() async throws {
+        let band = try EmulatedBand(pty: false)
+        let device = BandDevice(address: band.address, acknowledgeTimeoutSeconds: 0.5, logger: Logger(label: "test"))
+        let speaker = RecordingDevice(name: "speaker")
+        let sink = SinkHarness(devices: [device, speaker])
+        #expect(await eventually(within: 60) { await device.isAvailable() }, "the band connected")
+        band.emulator.answerLagMilliseconds.store(1500, ordering: .relaxed)
+        let lagFrom = ContinuousClock.now
+        var speakerAt: ContinuousClock.Instant?
+        for _ in 0..<200 where speakerAt == nil {
+            try await sink.hold(heading: 300, seconds: 0.05)
+            speakerAt = await speaker.cues.first { $0.0 > lagFrom }?.0
+        }
+        let took = try #require(speakerAt, "the speaker took over from a band answering 1.5 s late") - lagFrom
+        print("a band answering 1.5 s late (limit 0.5 s): the speaker after \(took)")
+        #expect(took < .seconds(1.5), "the speaker after \(took), before the first late answer could come")
+        // Late answers arrive all along from 1.5 s on: the band is not taken back while they are late.
+        try await sink.hold(heading: 300, seconds: 2.5)
+        let lateSummary = await device.summary()
+        #expect(await !device.isAvailable(), "still gone while its answers are late: \(lateSummary)")
+        band.emulator.answerLagMilliseconds.store(0, ordering: .relaxed)
+        #expect(await eventually(within: 10) { await device.isAvailable() }, "back once its answers are on time")
+        try await sink.finish()
+        band.emulator.stop()
+    }
+
     /// A turn event "second right" plays on the band as two short pulses of the right motor's pattern (not a motor
     /// held at a level, as a turn cue is), once however often the route controller repeats it; one dated far from the
     /// target in hand is dropped; and on the speaker it is said in words.

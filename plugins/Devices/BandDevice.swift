@@ -25,7 +25,8 @@ public actor BandDevice: OutputDevice {
 
     /// The band's address.
     public let address: Address
-    /// Without an acknowledgement for this long, the band counts as gone [seconds].
+    /// A frame left this long without its acknowledgement (or no acknowledgement at all for this long) makes the band
+    /// count as gone [seconds].
     public let acknowledgeTimeoutSeconds: Double
     /// The watchdog limit agreed at each connection [milliseconds, 50–5000]. 400 by default, below the band's own
     /// 500, so that with pings every 100 ms a host that freezes has its motors stopped within half a second.
@@ -36,6 +37,8 @@ public actor BandDevice: OutputDevice {
     private var link: ByteLink?
     private var sequence: UInt8 = 0
     private var lastAck: ContinuousClock.Instant?
+    /// The frames sent on this link and not yet answered, oldest first (bounded: the sequence wraps at 256).
+    private var unanswered: [(sequence: UInt8, sentAt: ContinuousClock.Instant)] = []
     private var connectedAt: ContinuousClock.Instant?
     private var framesSent = 0
     private var acks = 0
@@ -162,6 +165,7 @@ public actor BandDevice: OutputDevice {
             self.link = link
             self.connectedAt = ContinuousClock.now
             self.lastAck = nil
+            self.unanswered.removeAll()
             let over = self.bleConnection.map { "; BLE \($0.status.text)" } ?? ""
             self.logger.info(
                 "band connected (\(self.connections == 1 ? "first time" : "again")); watchdog \(self.watchdogMilliseconds) ms\(over)"
@@ -214,6 +218,8 @@ public actor BandDevice: OutputDevice {
         case .ack:
             self.acks += 1
             self.lastAck = ContinuousClock.now
+            self.answered(frame.payload.first)
+        case .nack: self.answered(frame.payload.first)
         case .battery: self.battery = frame.payload.first.map(Int.init)
         case .button: self.buttons += frame.payload.count > 1 && frame.payload[1] == 1 ? 1 : 0
         default: break
@@ -237,6 +243,8 @@ public actor BandDevice: OutputDevice {
         let ok = link.write(BandProtocol.Frame(type: type, sequence: self.sequence, payload: payload).bytes)
         if ok {
             self.framesSent += 1
+            if self.unanswered.count >= 128 { self.unanswered.removeFirst(self.unanswered.count - 127) }
+            self.unanswered.append((self.sequence, now))
             if type == .setMotors { self.motors = (payload[0], payload[1]) }
             if type == .stopAll { self.motors = (0, 0) }
         } else {
@@ -248,10 +256,22 @@ public actor BandDevice: OutputDevice {
     /// True once the band has acknowledged a frame on the link now.
     public func hasAnswered() -> Bool { self.link != nil && self.lastAck != nil }
 
+    /// Connected, an acknowledgement within the limit, and no frame waiting for its answer longer than the limit:
+    /// late acknowledgements of old frames (a link backed up by seconds) do not keep a band that has stopped answering
+    /// the frames sent now.
     public func isAvailable() -> Bool {
         guard self.link != nil, let connected = self.connectedAt else { return false }
-        let reference = self.lastAck ?? connected
-        return ContinuousClock.now - reference < .seconds(self.acknowledgeTimeoutSeconds)
+        let now = ContinuousClock.now
+        let limit = Duration.seconds(self.acknowledgeTimeoutSeconds)
+        if let oldest = self.unanswered.first, now - oldest.sentAt >= limit { return false }
+        return now - (self.lastAck ?? connected) < limit
+    }
+
+    /// The band answered the frame numbered `sequence`: it and every frame sent before it are settled (a band answers
+    /// in order). An answer to no frame waiting is ignored.
+    private func answered(_ sequence: UInt8?) {
+        guard let sequence, let index = self.unanswered.firstIndex(where: { $0.sequence == sequence }) else { return }
+        self.unanswered.removeFirst(index + 1)
     }
 
     public func render(_ cue: HapticCue) throws {

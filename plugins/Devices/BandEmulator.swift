@@ -37,6 +37,9 @@ public final class BandEmulator: Sendable {
     private let state = Mutex(State())
     /// While true, frames are logged but not acknowledged (a band that hangs).
     public let muted = Atomic<Bool>(false)
+    /// While above 0, each answer goes out this long after its frame came, in order (a band whose link is backed up):
+    /// answers keep coming, each late [milliseconds].
+    public let answerLagMilliseconds = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
 
     /// Creates an emulator that writes its log lines through `log`.
@@ -121,6 +124,8 @@ public final class BandEmulator: Sendable {
         var watchdogLimit = BandProtocol.defaultWatchdogMilliseconds
         var lastFrame = SystemClock.monotonicSeconds()
         var watchdogFired = false
+        // Answers held back by `answerLagMilliseconds`: when each is due, and its bytes.
+        var lagging: [(due: Double, bytes: [UInt8])] = []
         defer {
             // A band whose host has gone stops: a closed link never leaves a motor running.
             self.stopMotors(event: "disconnected", silenceSeconds: SystemClock.monotonicSeconds() - lastFrame)
@@ -131,9 +136,17 @@ public final class BandEmulator: Sendable {
                 sequence &+= 1
                 _ = self.write(fd, BandProtocol.Frame(type: .battery, sequence: sequence, payload: [87]).bytes)
             }
+            while let first = lagging.first, first.due <= SystemClock.monotonicSeconds() {
+                _ = self.write(fd, first.bytes)
+                lagging.removeFirst()
+            }
             // Wake at the watchdog's deadline, not a fixed tick, so that the stop is on time to the millisecond.
             let untilDeadline = Double(watchdogLimit) / 1000 - (SystemClock.monotonicSeconds() - lastFrame)
-            let timeout = watchdogFired ? 200 : Int32(max(0, min(200, (untilDeadline * 1000).rounded(.up))))
+            var timeout = watchdogFired ? 200 : Int32(max(0, min(200, (untilDeadline * 1000).rounded(.up))))
+            if let first = lagging.first {
+                let untilDue = (first.due - SystemClock.monotonicSeconds()) * 1000
+                timeout = min(timeout, Int32(max(0, untilDue.rounded(.up))))
+            }
             let ready = poll(&descriptor, 1, timeout)
             if ready == 0 {
                 let silence = SystemClock.monotonicSeconds() - lastFrame
@@ -179,7 +192,12 @@ public final class BandEmulator: Sendable {
                             accepted
                             ? BandProtocol.Frame(type: .ack, sequence: sequence, payload: [frame.sequence])
                             : BandProtocol.Frame(type: .nack, sequence: sequence, payload: [frame.sequence, 2])
-                        _ = self.write(fd, reply.bytes)
+                        let lag = self.answerLagMilliseconds.load(ordering: .relaxed)
+                        if lag > 0 || !lagging.isEmpty {
+                            lagging.append((SystemClock.monotonicSeconds() + Double(max(0, lag)) / 1000, reply.bytes))
+                        } else {
+                            _ = self.write(fd, reply.bytes)
+                        }
                     }
                 case let .failure(problem):
                     self.log(
