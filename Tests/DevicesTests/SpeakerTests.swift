@@ -92,10 +92,10 @@ struct SpeakerSoundServerTests {
     @Test func cuesReachTheSoundServerOnTheirSide() async throws {
         let server = try await SoundServer()
         defer { server.stop() }
-        for (name, value) in server.environment where name.hasPrefix("PULSE_") { setenv(name, value, 1) }
         let recording = try server.record()
         defer { recording.stop() }
-        let speaker = SpeakerDevice(wavFile: nil, device: "pulse", logger: Logger(label: "test"))
+        let speaker = SpeakerDevice(
+            wavFile: nil, device: "pulse", logger: Logger(label: "test"), aplay: try server.aplay())
         // The speaker opens its stream at once and keeps it open with silence (as in a sink, long before a cue).
         #expect(await eventually(within: 20) { (speaker.streamedSeconds ?? 0) > 0.5 }, "the stream is open")
         var onsets: [Double] = []
@@ -134,10 +134,10 @@ struct SpeakerSoundServerTests {
     @Test func aStopCutsTheSoundAlreadyQueued() async throws {
         let server = try await SoundServer()
         defer { server.stop() }
-        for (name, value) in server.environment where name.hasPrefix("PULSE_") { setenv(name, value, 1) }
         let recording = try server.record()
         defer { recording.stop() }
-        let speaker = SpeakerDevice(wavFile: nil, device: "pulse", logger: Logger(label: "test"))
+        let speaker = SpeakerDevice(
+            wavFile: nil, device: "pulse", logger: Logger(label: "test"), aplay: try server.aplay())
         var silences: [Double] = []
         for trial in 0..<20 {
             let started = Date().timeIntervalSince1970

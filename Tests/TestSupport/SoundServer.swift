@@ -72,6 +72,17 @@ public final class SoundServer: @unchecked Sendable {
         ]
     }
 
+    /// An `aplay` that plays into this server alone: a script in the server's folder that runs /usr/bin/aplay with the
+    /// server's variables. A test hands it to its speaker instead of setting them for the whole test process, where
+    /// every other test's players, started meanwhile, would inherit them.
+    public func aplay() throws -> String {
+        let path = "\(self.folder)/aplay"
+        let variables = Self.variables(folder: self.folder).joined(separator: " ")
+        try "#!/bin/sh\nexec /usr/bin/env \(variables) /usr/bin/aplay \"$@\"\n".store(toFile: path)
+        guard chmod(path, 0o755) == 0 else { throw NetworkSetupError("cannot make \(path) executable") }
+        return path
+    }
+
     public func stop() {
         if self.daemon.isRunning {
             self.daemon.signal(SIGKILL)
