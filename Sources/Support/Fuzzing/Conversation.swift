@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import Links
 import SystemIO
 
 /// The far end of a connection in the fuzzer's hands, over a socket pair: no network, no port, no timing but the
@@ -93,7 +94,7 @@ enum Conversation {
     private static func readHead(_ fd: Int32, _ pending: inout [UInt8]) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
-            if let end = HTTPAnswers.find([13, 10, 13, 10], in: pending[...]) {
+            if let end = pending.offset(of: [13, 10, 13, 10]) {
                 pending.removeFirst(end + 4)
                 return true
             }

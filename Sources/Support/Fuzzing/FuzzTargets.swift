@@ -91,7 +91,7 @@ final class PushTarget: FuzzTarget {
         do {
             let statuses = try HTTPAnswers.statuses(output)
             if statuses.contains(200),
-                HTTPAnswers.find(Array(Self.token.utf8), in: percentDecodedLoosely(input)[...]) == nil
+                percentDecodedLoosely(input).offset(of: Array(Self.token.utf8)) == nil
             {
                 return FuzzViolation("a push answered 200 without the secret: \(HTTPAnswers.show(input[...]))")
             }
@@ -129,8 +129,8 @@ final class FoxgloveTarget: FuzzTarget {
             }
         }
         // The request's head, read independently of the server's own reading.
-        guard let headEnd = HTTPAnswers.find([13, 10, 13, 10], in: input[...]),
-            let answerEnd = HTTPAnswers.find([13, 10, 13, 10], in: output[...])
+        guard let headEnd = input.offset(of: [13, 10, 13, 10]),
+            let answerEnd = output.offset(of: [13, 10, 13, 10])
         else { return FuzzViolation("a 101 to a request without a whole head") }
         var headers: [String: String] = [:]
         for line in String(decoding: input[..<headEnd], as: UTF8.self).split(separator: "\r\n").dropFirst() {

@@ -1,3 +1,4 @@
+import Links
 import NavCore
 
 /// A broken promise the fuzzer found: what was promised, and what happened instead.
@@ -14,7 +15,7 @@ enum HTTPAnswers {
         var statuses: [Int] = []
         var rest = bytes[...]
         while !rest.isEmpty {
-            guard let end = Self.find([13, 10, 13, 10], in: rest) else {
+            guard let end = rest.offset(of: [13, 10, 13, 10]) else {
                 throw FuzzViolation("an answer's head never ends: \(Self.show(rest))")
             }
             let head = String(decoding: rest[rest.startIndex..<(rest.startIndex + end)], as: UTF8.self)
@@ -41,18 +42,6 @@ enum HTTPAnswers {
             rest = rest[(bodyStart + length)...]
         }
         return statuses
-    }
-
-    static func find(_ pattern: [UInt8], in bytes: ArraySlice<UInt8>) -> Int? {
-        guard bytes.count >= pattern.count else { return nil }
-        var index = bytes.startIndex
-        while index <= bytes.endIndex - pattern.count {
-            if bytes[index] == pattern[0], bytes[index..<(index + pattern.count)].elementsEqual(pattern) {
-                return index - bytes.startIndex
-            }
-            index += 1
-        }
-        return nil
     }
 
     static func show(_ bytes: ArraySlice<UInt8>) -> String {
@@ -93,14 +82,7 @@ enum MessageInvariants {
 
 /// The client's text as the server would read it in a URL's query: percent-escapes and `+` decoded.
 func percentDecodedLoosely(_ bytes: [UInt8]) -> [UInt8] {
-    func hex(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 48...57: byte - 48
-        case 65...70: byte - 55
-        case 97...102: byte - 87
-        default: nil
-        }
-    }
+    let hex = HTTPRequest.hexValue
     var out: [UInt8] = []
     out.reserveCapacity(bytes.count)
     var index = 0

@@ -355,7 +355,7 @@ public final class HTTPClient: Sendable {
 
         mutating func readHead() throws(Failure) -> [UInt8] {
             while true {
-                if let end = Self.find([13, 10, 13, 10], in: self.buffer) {
+                if let end = self.buffer.offset(of: [13, 10, 13, 10]) {
                     let head = Array(self.buffer[0..<end])
                     self.buffer.removeFirst(end + 4)
                     return head
@@ -371,7 +371,7 @@ public final class HTTPClient: Sendable {
 
         mutating func readLine() throws(Failure) -> [UInt8] {
             while true {
-                if let end = Self.find([13, 10], in: self.buffer) {
+                if let end = self.buffer.offset(of: [13, 10]) {
                     let line = Array(self.buffer[0..<end])
                     self.buffer.removeFirst(end + 2)
                     return line
@@ -418,15 +418,6 @@ public final class HTTPClient: Sendable {
             }
             defer { self.buffer = [] }
             return self.buffer
-        }
-
-        static func find(_ pattern: [UInt8], in bytes: [UInt8]) -> Int? {
-            guard bytes.count >= pattern.count else { return nil }
-            for start in 0...(bytes.count - pattern.count)
-            where bytes[start] == pattern[0] && bytes[start..<(start + pattern.count)].elementsEqual(pattern) {
-                return start
-            }
-            return nil
         }
     }
 }

@@ -64,7 +64,8 @@ public struct HTTPRequest: Sendable {
         return String(validating: bytes, as: UTF8.self)
     }
 
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
+    /// The value of one hexadecimal digit, or nil.
+    package static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {
         case 48...57: byte - 48
         case 65...70: byte - 55
@@ -329,7 +330,7 @@ public final class HTTPServer: Sendable {
         // The head.
         var headEnd: Int?
         while headEnd == nil {
-            headEnd = Self.find([13, 10, 13, 10], in: buffer)
+            headEnd = buffer.offset(of: [13, 10, 13, 10])
             if headEnd == nil {
                 guard buffer.count <= limits.maximumHeadBytes else { throw .tooLarge }
                 try fill()
@@ -398,13 +399,5 @@ public final class HTTPServer: Sendable {
             offset += written
         }
         return true
-    }
-
-    private static func find(_ pattern: [UInt8], in bytes: [UInt8]) -> Int? {
-        guard bytes.count >= pattern.count else { return nil }
-        for start in 0...(bytes.count - pattern.count) where bytes[start] == pattern[0] {
-            if bytes[start..<(start + pattern.count)].elementsEqual(pattern) { return start }
-        }
-        return nil
     }
 }

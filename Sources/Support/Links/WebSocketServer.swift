@@ -348,7 +348,7 @@ public final class WebSocketServer: Sendable {
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, socklen_t(MemoryLayout<timeval>.size))
         }
         while true {
-            if let end = Self.find([13, 10, 13, 10], in: buffer) {
+            if let end = buffer.offset(of: [13, 10, 13, 10]) {
                 let head = String(validating: buffer[0..<end], as: UTF8.self)
                 buffer.removeFirst(end + 4)
                 return head
@@ -396,15 +396,6 @@ public final class WebSocketServer: Sendable {
         for index in payload.indices { payload[index] ^= mask[index % 4] }
         buffer.removeFirst(offset + 4 + length)
         return (final, opcode, payload)
-    }
-
-    private static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
-        guard haystack.count >= needle.count else { return nil }
-        for start in 0...(haystack.count - needle.count)
-        where haystack[start..<(start + needle.count)].elementsEqual(needle) {
-            return start
-        }
-        return nil
     }
 
     private static func write(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
