@@ -12,8 +12,9 @@ import SystemIO
     static func main() throws {
         var arguments = CommandLine.arguments
         guard arguments.count >= 2, let entry = FuzzTargets.all.first(where: { $0.name == arguments[1] }) else {
+            let named = arguments.count >= 2 ? "no target '\(arguments[1])'; " : ""
             StandardStreams.writeError(
-                "usage: hapticnav-fuzz TARGET [--replay FILE…] [libFuzzer options]; targets:\n"
+                named + "usage: hapticnav-fuzz TARGET [--replay FILE…] [libFuzzer options]; targets:\n"
                     + FuzzTargets.all.map { "  \($0.name): \($0.feeds)\n" }.joined())
             exit(2)
         }

@@ -35,6 +35,14 @@ public enum FuzzTargets {
         ("phyphox", "a phone's answers to /config, /time and two /get polls, split at 0x1E (HTTP, JSON, samples)"),
     ]
 
+    /// A name that is no target's (a usage error, not a broken promise).
+    public struct UnknownTarget: Error, CustomStringConvertible {
+        public let name: String
+        public var description: String {
+            "no fuzz target '\(self.name)': there are \(FuzzTargets.all.map(\.name).joined(separator: ", "))"
+        }
+    }
+
     /// The target called `name`, set up (servers listening on loopback, unreached: connections come over socket
     /// pairs).
     public static func make(_ name: String) throws -> any FuzzTarget {
@@ -43,9 +51,7 @@ public enum FuzzTargets {
         case "foxglove": try FoxgloveTarget()
         case "engine": EngineTarget()
         case "phyphox": PhyphoxTarget()
-        default:
-            throw FuzzViolation(
-                "no fuzz target '\(name)': there are \(Self.all.map(\.name).joined(separator: ", "))")
+        default: throw UnknownTarget(name: name)
         }
     }
 
