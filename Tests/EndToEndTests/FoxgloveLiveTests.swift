@@ -43,13 +43,17 @@ extension ProcessSuites.Stages {
                 payload = buffer[offset:offset + length]
                 buffer = buffer[offset + length:]
                 return opcode, payload
-            def send_text(text):
-                data = text.encode(); mask = os.urandom(4)
-                header = bytes([0x81]) + (bytes([0x80 | len(data)]) if len(data) < 126 else bytes([0x80 | 126]) + struct.pack(">H", len(data)))
+            def send_frame(opcode, data):
+                mask = os.urandom(4)
+                header = bytes([0x80 | opcode]) + (bytes([0x80 | len(data)]) if len(data) < 126 else bytes([0x80 | 126]) + struct.pack(">H", len(data)))
                 s.sendall(header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
-            result = {}
+            def send_text(text):
+                send_frame(1, text.encode())
+            result = {"pings": 0}
             while "advertise" not in result:
                 opcode, payload = frame()
+                if opcode == 9:
+                    result["pings"] += 1; send_frame(10, payload); continue
                 assert opcode == 1
                 message = json.loads(payload)
                 result[message["op"]] = message
@@ -57,6 +61,8 @@ extension ProcessSuites.Stages {
             send_text(json.dumps({"op": "subscribe", "subscriptions": [{"id": 7, "channelId": channel["id"]}]}))
             while True:
                 opcode, payload = frame()
+                if opcode == 9:
+                    result["pings"] += 1; send_frame(10, payload); continue
                 if opcode == 2 and payload[0] == 1:
                     subscription, stamp = struct.unpack("<IQ", payload[1:13])
                     result["message"] = {"subscription": subscription, "timestamp": stamp, "payload": json.loads(payload[13:])}
@@ -113,6 +119,8 @@ extension ProcessSuites.Stages {
             let line = try #require(client.stdout.split(separator: "\n").last)
             let result = try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
             let info = try #require(result["serverInfo"] as? [String: Any])
+            // The server's first ping comes with the handshake; the client answers it, as Foxglove's does.
+            #expect((result["pings"] as? Int ?? 0) >= 1)
             #expect((info["name"] as? String)?.hasPrefix("hapticnav") == true)
             let channels = try #require((result["advertise"] as? [String: Any])?["channels"] as? [[String: Any]])
             // Every channel of the MCAP export, with its schema.

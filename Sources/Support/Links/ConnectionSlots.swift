@@ -6,8 +6,8 @@ import Synchronization
 /// On a network shared with strangers a connection is a slot someone else may want: one that never sends, or sends a
 /// byte now and then, must not lock out the phone or the viewer the server is for. So one peer address holds at most
 /// `perPeer` slots (its own quietest connection makes room for its next), and when all are taken a new connection
-/// takes a slot from the peer holding the most connections never proven (a request answered with success, a
-/// handshake accepted), or else the slot of the connection quiet longest among those never proven; only when there
+/// takes a slot from the peer holding the most connections never proven (a request answered with success; for a
+/// WebSocket, a ping answered), or else the slot of the connection quiet longest among those never proven; only when there
 /// is none is it refused. A proven client keeps its slot against strangers.
 final class ConnectionSlots: Sendable {
     /// A connection's slot.

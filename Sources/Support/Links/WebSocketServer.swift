@@ -10,7 +10,9 @@ import SystemIO
 /// frames. Each connection has a thread that reads the client's frames (masked, at most `maximumMessageBytes`,
 /// fragments joined) and one that writes from a bounded queue, so that a slow client never holds up the caller:
 /// when its queue is full the oldest binary frame is dropped and counted. A malformed handshake or frame closes the
-/// connection (counted); the server goes on.
+/// connection (counted); the server goes on. The server pings every client (RFC 6455 5.5.2, a payload of its own
+/// each time, which every WebSocket implementation answers by itself): a client holds its slot against strangers only
+/// once it has answered one, and one that leaves a ping unanswered too long (it does not read) is closed and counted.
 public final class WebSocketServer: Sendable {
     /// Limits against a misbehaving or slow client.
     public struct Limits: Sendable {
@@ -23,6 +25,10 @@ public final class WebSocketServer: Sendable {
         /// A client quiet this long whose handshake was not yet accepted may lose its slot to a new one when all are
         /// taken [seconds].
         public var quietSeconds = 0.25
+        /// The time between the server's pings to a client (the first goes at once after the handshake) [seconds].
+        public var pingSeconds = 2.0
+        /// A client that has not answered a ping for this long is closed (`ws.unanswered`) [seconds].
+        public var pongSeconds = 5.0
         /// Web pages allowed to connect (a browser sends its page's `Origin`); nil: any. Clients that send no
         /// `Origin` (desktop apps, scripts) are always served.
         public var allowedOrigins: Set<String>?
@@ -40,6 +46,8 @@ public final class WebSocketServer: Sendable {
         fileprivate let overrun = Atomic<Bool>(false)
         fileprivate let wake = DispatchSemaphore(value: 0)
         fileprivate let limit: Int
+        /// The ping waiting for its answer: its payload and when it was written [monotonic nanoseconds].
+        fileprivate let ping = Mutex<(payload: [UInt8], sentAt: Int64)?>(nil)
 
         fileprivate init(id: Int, peer: String, limit: Int) {
             self.id = id
@@ -75,6 +83,15 @@ public final class WebSocketServer: Sendable {
                 return true
             }
             if queued { self.wake.signal() }
+        }
+
+        /// True when `payload` answers the ping waiting (which is then settled).
+        fileprivate func answers(_ payload: [UInt8]) -> Bool {
+            self.ping.withLock { ping in
+                guard let waiting = ping, waiting.payload == payload else { return false }
+                ping = nil
+                return true
+            }
         }
 
         fileprivate func close() {
@@ -168,12 +185,13 @@ public final class WebSocketServer: Sendable {
     deinit { self.closed.store(true, ordering: .relaxed) }
 
     /// Handshakes refused, frames that broke the protocol, connections refused (every slot held by one that may keep
-    /// it), connections closed to make room for a new one [count].
+    /// it), connections closed to make room for a new one, clients closed for leaving a ping unanswered [count].
     public var counters: [StatusCounter] {
         self.counts.withLock { counts in
-            ["ws.connections", "ws.refusedHandshakes", "ws.malformed", "ws.refusedConnections", "ws.evicted"].map {
-                StatusCounter(name: $0, value: counts[$0, default: 0])
-            }
+            [
+                "ws.connections", "ws.refusedHandshakes", "ws.malformed", "ws.refusedConnections", "ws.evicted",
+                "ws.unanswered",
+            ].map { StatusCounter(name: $0, value: counts[$0, default: 0]) }
         }
     }
 
@@ -200,18 +218,23 @@ public final class WebSocketServer: Sendable {
             return
         }
         guard Self.write(fd, Array(response.utf8)) else { return }
-        self.slots.proved(slot, now: SystemClock.monotonicNanoseconds())
         self.count("ws.connections")
-        // The writer: drains the queue until the connection closes.
+        // The writer: drains the queue until the connection closes, and pings the client (at once, then every
+        // `pingSeconds` after the last answer); a ping unanswered for `pongSeconds` closes the connection.
         let written = DispatchSemaphore(value: 0)
+        let (pingNanoseconds, pongNanoseconds) = (Int64(limits.pingSeconds * 1e9), Int64(limits.pongSeconds * 1e9))
         SystemThread.start(name: "ws-writer") {
             defer {
                 // Ends the reader too when the writer stops first (a client that let its queue overrun).
                 Glibc.shutdown(fd, Int32(SHUT_RDWR))
                 written.signal()
             }
+            var nextPing = SystemClock.monotonicNanoseconds()
             while true {
-                connection.wake.wait()
+                let now = SystemClock.monotonicNanoseconds()
+                let waiting = connection.ping.withLock { $0 }
+                let wakeAt = waiting.map { $0.sentAt + pongNanoseconds } ?? nextPing
+                if wakeAt > now { _ = connection.wake.wait(timeout: .now() + .nanoseconds(Int(wakeAt - now))) }
                 let (frames, closed) = connection.queue.withLock { queue in
                     defer { queue.frames.removeAll(keepingCapacity: true) }
                     return (queue.frames, queue.closed)
@@ -221,6 +244,23 @@ public final class WebSocketServer: Sendable {
                     return
                 }
                 if closed { return }
+                let later = SystemClock.monotonicNanoseconds()
+                if let waiting = connection.ping.withLock({ $0 }) {
+                    if later - waiting.sentAt >= pongNanoseconds {
+                        self.count("ws.unanswered")
+                        connection.close()
+                        return
+                    }
+                } else if later >= nextPing {
+                    var random = SystemRandomNumberGenerator()
+                    let payload = withUnsafeBytes(of: random.next() as UInt64) { Array($0) }
+                    connection.ping.withLock { $0 = (payload, later) }
+                    guard Self.write(fd, Self.frame(opcode: 0x9, payload)) else {
+                        connection.close()
+                        return
+                    }
+                    nextPing = later + pingNanoseconds
+                }
             }
         }
         handler(.opened(connection))
@@ -263,7 +303,10 @@ public final class WebSocketServer: Sendable {
             case 0x9:
                 connection.enqueue(Self.frame(opcode: 0xA, frame.payload))
             case 0xA:
-                break
+                // The answer to the server's ping: a client that reads, which keeps its slot against strangers.
+                if connection.answers(frame.payload) {
+                    self.slots.proved(slot, now: SystemClock.monotonicNanoseconds())
+                }
             default:
                 self.count("ws.malformed")
                 break reading
