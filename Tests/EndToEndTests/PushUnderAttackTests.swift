@@ -2,6 +2,7 @@ import Foundation
 import NavCore
 import Synchronization
 import SystemIO
+import TestSupport
 import Testing
 
 extension ProcessSuites.Stages {
@@ -76,7 +77,7 @@ extension ProcessSuites.Stages {
                     let fixes = Self.fixTimes(busFile)
                     return Self.phones.allSatisfy { (fixes[$0.latitude] ?? []).count >= 3 }
                 }, "both phones' fixes reach the bus")
-            let rssBefore = Self.residentKilobytes(source.pid)
+            let rssBefore = residentKilobytes(of: source.pid)
 
             // One attack after another, each for three seconds, the phones pushing throughout.
             var windows: [(name: String, start: Double, end: Double)] = []
@@ -95,7 +96,7 @@ extension ProcessSuites.Stages {
             while phonesDone.load(ordering: .relaxed) < Self.phones.count {
                 try await Task.sleep(for: .milliseconds(20))
             }
-            let rssAfter = Self.residentKilobytes(source.pid)
+            let rssAfter = residentKilobytes(of: source.pid)
 
             let fixes = Self.fixTimes(busFile)
             var report: [String] = []
@@ -158,13 +159,6 @@ extension ProcessSuites.Stages {
             }
             return out
         }
-
-        /// A process's resident memory [kB], from /proc.
-        private static func residentKilobytes(_ pid: pid_t) -> Int {
-            let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-            let line = text.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
-            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-        }
     }
 }
 
@@ -180,14 +174,13 @@ private enum Attack: String, CaseIterable {
     case wrongSecret = "wrong secrets with large bodies"
 
     /// Starts the attack on `port`.
-    func start(port: UInt16, token: String) -> Running {
-        let running = Running()
+    func start(port: UInt16, token: String) -> Attackers {
+        let running: Attackers
         switch self {
         case .silent:
-            let strangers = SilentStrangers(from: (10..<15).map { "127.0.0.\($0)" }, to: port, connections: 100)
-            running.onStop = { strangers.stop() }
-            running.isStopped = { strangers.stopped }
+            running = Attackers(SilentStrangers(from: (10..<15).map { "127.0.0.\($0)" }, to: port, connections: 100))
         case .slowHeads:
+            running = Attackers()
             running.threads(5) { host, stopping in
                 let slow = (0..<20).compactMap { _ in RawClient(from: "127.0.0.\(20 + host)", to: port) }
                 for byte in Array("POST /push?token=\(token) HTTP/1.1\r\nHost: x\r\n".utf8) where !stopping() {
@@ -196,6 +189,7 @@ private enum Attack: String, CaseIterable {
                 }
             }
         case .oversized:
+            running = Attackers()
             running.loops(5, base: 30, port: port) { client, _ in
                 _ = client.exchange(
                     "POST /push?token=\(token) HTTP/1.1\r\nX-Padding: \(String(repeating: "a", count: 20_000))\r\n\r\n",
@@ -207,12 +201,14 @@ private enum Attack: String, CaseIterable {
                     within: 2)
             }
         case .malformedChunks:
+            running = Attackers()
             running.loops(5, base: 40, port: port) { client, _ in
                 _ = client.exchange(
                     "POST /push?token=\(token) HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n-1\r\n\r\n",
                     within: 2)
             }
         case .randomBytes:
+            running = Attackers()
             running.loops(5, base: 50, port: port) { client, random in
                 client.send(
                     (0..<Int.random(in: 1...4096, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random)
@@ -220,12 +216,14 @@ private enum Attack: String, CaseIterable {
                 _ = client.answer(within: 0.2)
             }
         case .closedMidRequest:
+            running = Attackers()
             running.loops(5, base: 60, port: port) { client, random in
                 let request = Array(
                     "POST /push?token=\(token) HTTP/1.1\r\nContent-Length: 500\r\n\r\n{\"payload\":[".utf8)
                 client.send(Array(request.prefix(Int.random(in: 1...request.count, using: &random))))
             }
         case .wrongSecret:
+            running = Attackers()
             running.loops(5, base: 70, port: port) { client, _ in
                 _ = client.exchange(
                     "POST /push?token=guess HTTP/1.1\r\nContent-Length: 900000\r\n\r\n"
@@ -234,48 +232,5 @@ private enum Attack: String, CaseIterable {
             }
         }
         return running
-    }
-
-    /// An attack under way.
-    final class Running: @unchecked Sendable {
-        private let stopping = Atomic<Bool>(false)
-        private let ended = Atomic<Int>(0)
-        private var threadCount = 0
-        fileprivate var onStop: () -> Void = {}
-        fileprivate var isStopped: (() -> Bool)?
-
-        /// `count` threads running `body(index, stopping)` once each.
-        fileprivate func threads(_ count: Int, _ body: @escaping @Sendable (Int, () -> Bool) -> Void) {
-            self.threadCount = count
-            for index in 0..<count {
-                SystemThread.start(name: "attack-\(index)") { [self] in
-                    body(index, { self.stopping.load(ordering: .relaxed) })
-                    self.ended.add(1, ordering: .relaxed)
-                }
-            }
-        }
-
-        /// `count` threads, each from its own address 127.0.0.`base + index`, opening a connection and running `body`
-        /// on it over and over (at most 10 times a second each: the suites beside this one time what they measure on
-        /// the same two cores) until stopped.
-        fileprivate func loops(
-            _ count: Int, base: Int, port: UInt16,
-            _ body: @escaping @Sendable (RawClient, inout SeededGenerator) -> Void
-        ) {
-            self.threads(count) { index, stopping in
-                var random = SeededGenerator(seed: UInt64(base + index))
-                while !stopping() {
-                    if let client = RawClient(from: "127.0.0.\(base + index)", to: port) { body(client, &random) }
-                    SystemThread.sleep(seconds: 0.1)
-                }
-            }
-        }
-
-        func stop() {
-            self.stopping.store(true, ordering: .relaxed)
-            self.onStop()
-        }
-
-        var stopped: Bool { self.isStopped?() ?? (self.ended.load(ordering: .relaxed) == self.threadCount) }
     }
 }

@@ -77,6 +77,13 @@ public func childPIDs(of parent: pid_t) -> [pid_t] {
 }
 
 /// True when `pid` names a live process (a zombie counts as gone).
+/// A process's resident memory [kB], from /proc (0 when it is gone).
+public func residentKilobytes(of pid: pid_t) -> Int {
+    let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+    let line = text.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+    return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+}
+
 public func isAlive(_ pid: pid_t) -> Bool {
     guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
         let close = stat.lastIndex(of: ")")
