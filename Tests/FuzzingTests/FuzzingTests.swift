@@ -43,6 +43,19 @@ import TestSupport
         #expect(throws: FuzzViolation.self) { try HTTPAnswers.statuses(Array("hello\r\n\r\n".utf8)) }
     }
 
+    /// The phone stand-in ends its stream at once after an answer whose end a client cannot tell without it.
+    @Test func answersWholeWithoutTheStreamsEndAreTold() {
+        func whole(_ text: String) -> Bool { Conversation.isWhole(Array(text.utf8)) }
+        #expect(whole("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+        #expect(!whole("HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\nok"))
+        #expect(!whole("HTTP/1.1 200 OK\r\n\r\nuntil the end"))
+        #expect(whole("HTTP/1.1 204 No Content\r\n\r\n"))
+        #expect(whole("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"))
+        #expect(!whole("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n"))
+        #expect(!whole("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"))
+        #expect(!whole("garbage\r\n\r\n"))
+    }
+
     @Test func messagesOutOfRangeAreCaught() {
         let fix = LocationFix(timeSeconds: 1, latitude: 43.7, longitude: 7.4, horizontalAccuracyMeters: 5)
         #expect(MessageInvariants.broken(.fix(fix)) == nil)

@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import Links
+import NavCore
 import SystemIO
 
 /// The far end of a connection in the fuzzer's hands, over a socket pair: no network, no port, no timing but the
@@ -40,11 +41,14 @@ enum Conversation {
         SystemThread.start(name: "fuzz-server") {
             var pending: [UInt8] = []
             for answer in answers {
-                // The next request's head, then the answer (a body the client sent with it is not waited for). A
-                // client still reading the last answer (it announced more than it held) asks for nothing: after 20 ms
-                // without a request the stream ends, as a phone that went away ends it.
+                // The next request's head, then the answer (a body the client sent with it is not waited for). An
+                // answer that is not whole (it announces more than it holds, or runs to the end of the stream) is
+                // followed by the end of the stream at once: the client reading it asks for nothing more. A client
+                // that asks for nothing after one judged whole is given 20 ms, then the stream ends, as a phone that
+                // went away ends it.
                 guard Self.readHead(client, &pending) else { break }
                 Self.writeAll(client, answer)
+                if !Self.isWhole(answer) { break }
             }
             _ = shutdown(client, Int32(SHUT_WR))
             _ = Self.readToEnd(client)
@@ -88,6 +92,27 @@ enum Conversation {
             if count <= 0 { return out }
             out += chunk[0..<count]
         }
+    }
+
+    /// True when `answer` is one HTTP answer whose end a client can tell without the end of the stream: a head, and a
+    /// Content-Length body or chunks up to the last, whole (a client reads a bodiless status's head alone).
+    static func isWhole(_ answer: [UInt8]) -> Bool {
+        guard let end = answer.offset(of: [13, 10, 13, 10]) else { return false }
+        let head = String(decoding: answer[..<end], as: UTF8.self).lowercased()
+        let lines = head.split(separator: "\r\n")
+        guard let status = lines.first?.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else {
+            return false
+        }
+        if (100..<200).contains(status) || status == 204 || status == 304 { return true }
+        let body = answer[(end + 4)...]
+        func value(_ name: String) -> Substring? {
+            lines.dropFirst().first { $0.hasPrefix(name + ":") }.map { $0.dropFirst(name.count + 1) }
+        }
+        if value("transfer-encoding")?.contains("chunked") == true {
+            return body.offset(of: Array("0\r\n\r\n".utf8)) != nil
+        }
+        guard let length = value("content-length").flatMap({ Int($0.trimmed()) }) else { return false }
+        return body.count >= length
     }
 
     /// Reads up to the end of a request head (consumed from `pending` and the socket); false when the stream ended.
