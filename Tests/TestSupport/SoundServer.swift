@@ -102,6 +102,9 @@ public final class SoundServer: @unchecked Sendable {
             }
         }
         private let chunks = Chunks()
+        /// Each chunk's arrival time and loudest sample per channel, noted as it comes; waiters are woken by it.
+        private let peakList = NSCondition()
+        nonisolated(unsafe) private var peakValues: [(time: Double, left: Int, right: Int)] = []
         private let sampleRate: Int
 
         init(server: SoundServer) throws {
@@ -115,7 +118,7 @@ public final class SoundServer: @unchecked Sendable {
             self.process = process
             guard let handle = process.output else { throw NetworkSetupError("parec has no output") }
             let chunks = self.chunks
-            Thread.detachNewThread {
+            Thread.detachNewThread { [self] in
                 var carry: [UInt8] = []
                 while true {
                     guard let data = try? handle.read(upTo: 4096), !data.isEmpty else { return }
@@ -129,23 +132,42 @@ public final class SoundServer: @unchecked Sendable {
                     }
                     carry.removeFirst(usable)
                     chunks.withLock { $0.append((time, samples)) }
+                    var left = 0, right = 0
+                    var index = 0
+                    while index + 1 < samples.count {
+                        left = max(left, abs(Int(samples[index])))
+                        right = max(right, abs(Int(samples[index + 1])))
+                        index += 2
+                    }
+                    self.peakList.lock()
+                    self.peakValues.append((time, left, right))
+                    self.peakList.broadcast()
+                    self.peakList.unlock()
                 }
             }
         }
 
         /// Each chunk's arrival time and its loudest sample per channel.
         public var peaks: [(time: Double, left: Int, right: Int)] {
-            self.chunks.withLock { chunks in
-                chunks.map { chunk in
-                    var left = 0, right = 0
-                    var index = 0
-                    while index + 1 < chunk.samples.count {
-                        left = max(left, abs(Int(chunk.samples[index])))
-                        right = max(right, abs(Int(chunk.samples[index + 1])))
-                        index += 2
-                    }
-                    return (chunk.time, left, right)
+            self.peakList.lock()
+            defer { self.peakList.unlock() }
+            return self.peakValues
+        }
+
+        /// Blocks the calling thread (never the cooperative pool's: call it from a thread of its own) until a chunk
+        /// louder than `threshold` arrives after `time`, for at most `seconds`; that chunk's arrival time, or nil. Woken
+        /// by the recorder as each chunk comes, so a test that acts on a sound acts within a chunk of it.
+        public func waitForSound(after time: Double, within seconds: Double, threshold: Int = 300) -> Double? {
+            let deadline = Date(timeIntervalSinceNow: seconds)
+            self.peakList.lock()
+            defer { self.peakList.unlock() }
+            while true {
+                // Only the chunks after `time` are looked at, from the newest back.
+                let after = (self.peakValues.lastIndex { $0.time <= time } ?? -1) + 1
+                if let found = self.peakValues[after...].first(where: { max($0.left, $0.right) > threshold }) {
+                    return found.time
                 }
+                guard self.peakList.wait(until: deadline) else { return nil }
             }
         }
 
