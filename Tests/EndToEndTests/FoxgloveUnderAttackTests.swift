@@ -159,14 +159,7 @@ private enum FoxgloveAttack: String, CaseIterable {
         case .silent:
             running = Attackers(SilentStrangers(from: (10..<15).map { "127.0.0.\($0)" }, to: port, connections: 100))
         case .slowHandshakes:
-            running = Attackers()
-            running.threads(5) { host, stopping in
-                let slow = (0..<20).compactMap { _ in RawClient(from: "127.0.0.\(20 + host)", to: port) }
-                for byte in Array(Self.handshake().utf8) where !stopping() {
-                    for client in slow { client.send([byte]) }
-                    SystemThread.sleep(seconds: 0.4)
-                }
-            }
+            running = Attackers.slowSenders(Array(Self.handshake().utf8), port: port, base: 20)
         case .oversized:
             running = Attackers()
             running.loops(5, base: 30, port: port) { client, _ in
@@ -179,21 +172,9 @@ private enum FoxgloveAttack: String, CaseIterable {
                 _ = again.answer(within: 0.5)
             }
         case .randomBytes:
-            running = Attackers()
-            running.loops(5, base: 50, port: port) { client, random in
-                client.send(
-                    (0..<Int.random(in: 1...4096, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random)
-                    })
-                _ = client.answer(within: 0.2)
-            }
+            running = Attackers.randomBytes(port: port, base: 50)
         case .closedMidHandshake:
-            running = Attackers()
-            running.loops(5, base: 60, port: port) { client, random in
-                let request = Array(Self.handshake().utf8)
-                client.send(Array(request.prefix(Int.random(in: 1..<request.count, using: &random))))
-                // Every third goes quiet past the server's one-second read first.
-                if Int.random(in: 0..<3, using: &random) == 0 { SystemThread.sleep(seconds: 1.1) }
-            }
+            running = Attackers.halfSent(Array(Self.handshake().utf8), port: port, base: 60, quietEveryThird: true)
         case .foreignPages:
             running = Attackers()
             running.loops(5, base: 80, port: port) { client, _ in

@@ -180,14 +180,8 @@ private enum Attack: String, CaseIterable {
         case .silent:
             running = Attackers(SilentStrangers(from: (10..<15).map { "127.0.0.\($0)" }, to: port, connections: 100))
         case .slowHeads:
-            running = Attackers()
-            running.threads(5) { host, stopping in
-                let slow = (0..<20).compactMap { _ in RawClient(from: "127.0.0.\(20 + host)", to: port) }
-                for byte in Array("POST /push?token=\(token) HTTP/1.1\r\nHost: x\r\n".utf8) where !stopping() {
-                    for client in slow { client.send([byte]) }
-                    SystemThread.sleep(seconds: 0.4)
-                }
-            }
+            running = Attackers.slowSenders(
+                Array("POST /push?token=\(token) HTTP/1.1\r\nHost: x\r\n".utf8), port: port, base: 20)
         case .oversized:
             running = Attackers()
             running.loops(5, base: 30, port: port) { client, _ in
@@ -208,20 +202,12 @@ private enum Attack: String, CaseIterable {
                     within: 2)
             }
         case .randomBytes:
-            running = Attackers()
-            running.loops(5, base: 50, port: port) { client, random in
-                client.send(
-                    (0..<Int.random(in: 1...4096, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random)
-                    })
-                _ = client.answer(within: 0.2)
-            }
+            running = Attackers.randomBytes(port: port, base: 50)
         case .closedMidRequest:
-            running = Attackers()
-            running.loops(5, base: 60, port: port) { client, random in
-                let request = Array(
-                    "POST /push?token=\(token) HTTP/1.1\r\nContent-Length: 500\r\n\r\n{\"payload\":[".utf8)
-                client.send(Array(request.prefix(Int.random(in: 1...request.count, using: &random))))
-            }
+            running = Attackers.halfSent(
+                Array("POST /push?token=\(token) HTTP/1.1\r\nContent-Length: 500\r\n\r\n{\"payload\":[".utf8),
+                port: port,
+                base: 60)
         case .wrongSecret:
             running = Attackers()
             running.loops(5, base: 70, port: port) { client, _ in

@@ -46,6 +46,43 @@ public final class Attackers: @unchecked Sendable {
         }
     }
 
+    /// Five strangers (from 127.0.0.`base` on) holding twenty connections each, on which they send `request` a byte
+    /// every 0.4 s, all at once (a slow sender that never finishes its head).
+    public static func slowSenders(_ request: [UInt8], port: UInt16, base: Int) -> Attackers {
+        let running = Attackers()
+        running.threads(5) { host, stopping in
+            let slow = (0..<20).compactMap { _ in RawClient(from: "127.0.0.\(base + host)", to: port) }
+            for byte in request where !stopping() {
+                for client in slow { client.send([byte]) }
+                SystemThread.sleep(seconds: 0.4)
+            }
+        }
+        return running
+    }
+
+    /// Five strangers (from 127.0.0.`base` on) sending up to 4 KB of random bytes on each connection.
+    public static func randomBytes(port: UInt16, base: Int) -> Attackers {
+        let running = Attackers()
+        running.loops(5, base: base, port: port) { client, random in
+            client.send(
+                (0..<Int.random(in: 1...4096, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) })
+            _ = client.answer(within: 0.2)
+        }
+        return running
+    }
+
+    /// Five strangers (from 127.0.0.`base` on) sending a random part of `request` and closing the connection; with
+    /// `quietEveryThird`, every third goes quiet for 1.1 s first (past a server's one-second read).
+    public static func halfSent(_ request: [UInt8], port: UInt16, base: Int, quietEveryThird: Bool = false) -> Attackers
+    {
+        let running = Attackers()
+        running.loops(5, base: base, port: port) { client, random in
+            client.send(Array(request.prefix(Int.random(in: 1..<request.count, using: &random))))
+            if quietEveryThird, Int.random(in: 0..<3, using: &random) == 0 { SystemThread.sleep(seconds: 1.1) }
+        }
+        return running
+    }
+
     /// Tells every thread to stop (each ends after its current step).
     public func stop() {
         self.stopping.store(true, ordering: .relaxed)
