@@ -10,6 +10,7 @@ import SystemIO
 public final class WebSocketViewer: Sendable {
     private struct State {
         var upgraded = false
+        var upgradeSeconds: Double?
         var closed = false
         var binaryTimes: [Double] = []
         var texts = 0
@@ -31,6 +32,7 @@ public final class WebSocketViewer: Sendable {
                 self.state.withLock { $0.closed = true }
                 self.ended.store(true, ordering: .relaxed)
             }
+            let began = SystemClock.monotonicSeconds()
             guard let client = RawClient(from: source, to: port) else { return }
             var key = [UInt8](repeating: 0, count: 16)
             for index in key.indices { key[index] = UInt8.random(in: 0...255) }
@@ -59,7 +61,11 @@ public final class WebSocketViewer: Sendable {
             }
             guard buffer.starts(with: Array("HTTP/1.1 101".utf8)) else { return }
             buffer.removeFirst(headEnd! + 4)
-            self.state.withLock { $0.upgraded = true }
+            let took = SystemClock.monotonicSeconds() - began
+            self.state.withLock {
+                $0.upgraded = true
+                $0.upgradeSeconds = took
+            }
             while true {
                 guard let frame = Self.frame(&buffer) else {
                     guard more() else { return }
@@ -88,6 +94,9 @@ public final class WebSocketViewer: Sendable {
 
     /// The server accepted the handshake.
     public var upgraded: Bool { self.state.withLock { $0.upgraded } }
+    /// From the start of the connection to the server's acceptance of the handshake, timed on the viewer's own thread
+    /// (not by a test's wait, which a busy cooperative pool wakes late) [seconds].
+    public var upgradeSeconds: Double? { self.state.withLock { $0.upgradeSeconds } }
     /// The connection has ended (the server closed it, or ``stop()``).
     public var closed: Bool { self.state.withLock { $0.closed } }
     /// When each binary message came [wall seconds].
