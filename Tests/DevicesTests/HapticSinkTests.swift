@@ -264,7 +264,8 @@ struct SinkHarness {
         let took = try #require(speakerAt, "the speaker took over from a band answering 1.5 s late") - lagFrom
         print("a band answering 1.5 s late (limit 0.5 s): the speaker after \(took)")
         #expect(took < .seconds(1.5), "the speaker after \(took), before the first late answer could come")
-        // Late answers arrive all along from 1.5 s on: the band is not taken back while they are late.
+        // Late answers arrive all along from 1.5 s on: the band is not taken back while they are late. (This, not the
+        // first switch, is what the former rule got wrong: before any late answer came, it too had let the band go.)
         try await sink.hold(heading: 300, seconds: 2.5)
         let lateSummary = await device.summary()
         #expect(await !device.isAvailable(), "still gone while its answers are late: \(lateSummary)")

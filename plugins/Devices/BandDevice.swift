@@ -219,7 +219,8 @@ public actor BandDevice: OutputDevice {
             self.acks += 1
             self.lastAck = ContinuousClock.now
             self.answered(frame.payload.first)
-        case .nack: self.answered(frame.payload.first)
+        // A refusal names its frame, except one for a bad checksum (its sequence could not be trusted).
+        case .nack where frame.payload.count >= 2 && frame.payload[1] != 1: self.answered(frame.payload.first)
         case .battery: self.battery = frame.payload.first.map(Int.init)
         case .button: self.buttons += frame.payload.count > 1 && frame.payload[1] == 1 ? 1 : 0
         default: break
@@ -243,7 +244,8 @@ public actor BandDevice: OutputDevice {
         let ok = link.write(BandProtocol.Frame(type: type, sequence: self.sequence, payload: payload).bytes)
         if ok {
             self.framesSent += 1
-            if self.unanswered.count >= 128 { self.unanswered.removeFirst(self.unanswered.count - 127) }
+            // Bounded, keeping the oldest (the one the band is judged by) and the newest.
+            if self.unanswered.count >= 128 { self.unanswered.remove(at: 1) }
             self.unanswered.append((self.sequence, now))
             if type == .setMotors { self.motors = (payload[0], payload[1]) }
             if type == .stopAll { self.motors = (0, 0) }
@@ -264,7 +266,10 @@ public actor BandDevice: OutputDevice {
         let now = ContinuousClock.now
         let limit = Duration.seconds(self.acknowledgeTimeoutSeconds)
         if let oldest = self.unanswered.first, now - oldest.sentAt >= limit { return false }
-        return now - (self.lastAck ?? connected) < limit
+        // Not before it has answered on this link: a link that keeps dropping and coming back does not make a band
+        // that never answers available.
+        guard let lastAck = self.lastAck, lastAck >= connected else { return false }
+        return now - lastAck < limit
     }
 
     /// The band answered the frame numbered `sequence`: it and every frame sent before it are settled (a band answers

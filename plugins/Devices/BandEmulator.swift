@@ -145,7 +145,7 @@ public final class BandEmulator: Sendable {
             var timeout = watchdogFired ? 200 : Int32(max(0, min(200, (untilDeadline * 1000).rounded(.up))))
             if let first = lagging.first {
                 let untilDue = (first.due - SystemClock.monotonicSeconds()) * 1000
-                timeout = min(timeout, Int32(max(0, untilDue.rounded(.up))))
+                timeout = min(timeout, Int32(min(200, max(0, untilDue.rounded(.up)))))
             }
             let ready = poll(&descriptor, 1, timeout)
             if ready == 0 {
