@@ -3,7 +3,8 @@ import Synchronization
 import SystemIO
 
 /// Strangers attacking a server on the lab's network, on threads of their own until stopped; each kind of attack
-/// that a hostile-traffic test runs is built from these.
+/// that a hostile-traffic test runs is built from these. Unchecked Sendable: what it is told (its threads, what
+/// stopping does) is set before it is shared; afterwards only its atomics change.
 public final class Attackers: @unchecked Sendable {
     private let stopping = Atomic<Bool>(false)
     private let ended = Atomic<Int>(0)
@@ -75,6 +76,7 @@ public final class Attackers: @unchecked Sendable {
     /// `quietEveryThird`, every third goes quiet for 1.1 s first (past a server's one-second read).
     public static func halfSent(_ request: [UInt8], port: UInt16, base: Int, quietEveryThird: Bool = false) -> Attackers
     {
+        precondition(request.count > 1, "a request of two bytes or more, to cut short")
         let running = Attackers()
         running.loops(5, base: base, port: port) { client, random in
             client.send(Array(request.prefix(Int.random(in: 1..<request.count, using: &random))))

@@ -76,7 +76,6 @@ public func childPIDs(of parent: pid_t) -> [pid_t] {
     }
 }
 
-/// True when `pid` names a live process (a zombie counts as gone).
 /// A process's resident memory [kB], from /proc (0 when it is gone).
 public func residentKilobytes(of pid: pid_t) -> Int {
     let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
@@ -84,6 +83,7 @@ public func residentKilobytes(of pid: pid_t) -> Int {
     return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
 }
 
+/// True when `pid` names a live process (a zombie counts as gone).
 public func isAlive(_ pid: pid_t) -> Bool {
     guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
         let close = stat.lastIndex(of: ")")

@@ -167,7 +167,11 @@ public final class SoundServer: @unchecked Sendable {
                 if let found = self.peakValues[after...].first(where: { max($0.left, $0.right) > threshold }) {
                     return found.time
                 }
-                guard self.peakList.wait(until: deadline) else { return nil }
+                if !self.peakList.wait(until: deadline) {
+                    // The deadline: one last look at what came meanwhile.
+                    let after = (self.peakValues.lastIndex { $0.time <= time } ?? -1) + 1
+                    return self.peakValues[after...].first { max($0.left, $0.right) > threshold }?.time
+                }
             }
         }
 

@@ -121,6 +121,11 @@ public final class WebSocketViewer: Sendable {
             length = buffer[2..<(2 + size)].reduce(0) { $0 << 8 | Int($1) }
             offset += size
         }
+        // A length no test server sends (or a negative one from the top bit): read as the end of the stream.
+        guard length >= 0, length < 1 << 30 else {
+            buffer.removeAll()
+            return (0x8, [])
+        }
         guard buffer.count >= offset + length else { return nil }
         let frame = (buffer[0] & 0x0F, Array(buffer[offset..<(offset + length)]))
         buffer.removeFirst(offset + length)
@@ -133,8 +138,11 @@ public final class WebSocketViewer: Sendable {
         var header: [UInt8] = [0x80 | opcode]
         if payload.count < 126 {
             header.append(0x80 | UInt8(payload.count))
-        } else {
+        } else if payload.count <= 0xFFFF {
             header += [0x80 | 126, UInt8(payload.count >> 8 & 0xFF), UInt8(payload.count & 0xFF)]
+        } else {
+            header.append(0x80 | 127)
+            header += (0..<8).reversed().map { UInt8(truncatingIfNeeded: payload.count >> ($0 * 8)) }
         }
         return header + mask + payload.enumerated().map { $0.element ^ mask[$0.offset % 4] }
     }

@@ -87,11 +87,14 @@ public final class WebSocketServer: Sendable {
 
         /// True when `payload` answers the ping waiting (which is then settled).
         fileprivate func answers(_ payload: [UInt8]) -> Bool {
-            self.ping.withLock { ping in
+            let answered = self.ping.withLock { ping in
                 guard let waiting = ping, waiting.payload == payload else { return false }
                 ping = nil
                 return true
             }
+            // The writer, asleep until this ping's deadline, wakes to keep the next ping on time.
+            if answered { self.wake.signal() }
+            return answered
         }
 
         fileprivate func close() {
@@ -222,7 +225,11 @@ public final class WebSocketServer: Sendable {
         // The writer: drains the queue until the connection closes, and pings the client (at once, then every
         // `pingSeconds` after the last answer); a ping unanswered for `pongSeconds` closes the connection.
         let written = DispatchSemaphore(value: 0)
-        let (pingNanoseconds, pongNanoseconds) = (Int64(limits.pingSeconds * 1e9), Int64(limits.pongSeconds * 1e9))
+        // Within 10 ms and a day: a limit given as infinity (or NaN) must not trap the conversion or the sums below.
+        func nanoseconds(_ seconds: Double) -> Int64 {
+            Int64((seconds.isNaN ? 1 : min(max(seconds, 0.01), 86_400)) * 1e9)
+        }
+        let (pingNanoseconds, pongNanoseconds) = (nanoseconds(limits.pingSeconds), nanoseconds(limits.pongSeconds))
         SystemThread.start(name: "ws-writer") {
             defer {
                 // Ends the reader too when the writer stops first (a client that let its queue overrun).
