@@ -28,14 +28,10 @@ public protocol OutputDevice: Sendable {
     func observe(_ message: BusMessage) async
     /// How long preflight gives the device, once started, to answer [seconds]: a Bluetooth band is looked for first.
     var answerWithinSeconds: Double { get }
-    /// True once the device has answered something it was sent (a band's acknowledgement), for preflight; a device
-    /// that cannot answer (a console) is taken at its word.
-    func hasAnswered() async -> Bool
 }
 
 extension OutputDevice {
     public var answerWithinSeconds: Double { 3 }
-    public func hasAnswered() async -> Bool { true }
 }
 
 /// What the haptic sink reads from the bus.

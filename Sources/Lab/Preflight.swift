@@ -203,8 +203,8 @@ public enum Preflight {
             let within = device.answerWithinSeconds
             let deadline = SystemClock.monotonicSeconds() + within
             while SystemClock.monotonicSeconds() < deadline {
-                // Available, and it has answered (a band's acknowledgement): connected alone is not a go.
-                if await device.isAvailable(), await device.hasAnswered() {
+                // Available: a band only once it has answered on its link now (connected alone is not a go).
+                if await device.isAvailable() {
                     available = true
                     break
                 }

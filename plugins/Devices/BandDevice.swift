@@ -256,8 +256,6 @@ public actor BandDevice: OutputDevice {
     }
 
     /// True once the band has acknowledged a frame on the link now.
-    public func hasAnswered() -> Bool { self.link != nil && self.lastAck != nil }
-
     /// Connected, an acknowledgement within the limit, and no frame waiting for its answer longer than the limit:
     /// late acknowledgements of old frames (a link backed up by seconds) do not keep a band that has stopped answering
     /// the frames sent now.
