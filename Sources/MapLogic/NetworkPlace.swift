@@ -41,9 +41,15 @@ public struct NetworkPlace: Sendable {
                 "place network: the place is used only while the error it takes the smoothed fix to have is within this many times that error's σ (a walker farther from the ways is not placed on them)"
             )
 
+            public static let odometry = SettingDoc(
+                key: "placeOdometry", defaultText: "speed", rangeText: "speed, steps",
+                summary:
+                    "place network: how far the walker went between two fixes: `speed`, the smoothed speed (the receiver's Doppler velocity); `steps`, the wearer's steps (the `step` topic) times the step length learnt from the speed, each particle carrying its own scale of that length, the speed where no steps come"
+            )
+
             public static let all: [SettingDoc] = [
                 particles.doc, biasSigmaMeters.doc, biasTimeConstantSeconds.doc, noiseSigmaMeters.doc,
-                courseSigmaDegrees.doc, gateSigmas.doc,
+                courseSigmaDegrees.doc, gateSigmas.doc, odometry,
             ]
         }
 
@@ -63,6 +69,22 @@ public struct NetworkPlace: Sendable {
         /// The walked distance's error: a share of it, one σ, and a constant part per position [metres].
         public var distanceErrorShare = 0.15
         public var distanceErrorMeters = 0.3
+        /// How the walked distance is measured between two positions.
+        public enum Odometry: String, Sendable, CaseIterable {
+            /// The smoothed speed times the time between them.
+            case speed
+            /// The steps taken between them times the learnt step length, each particle scaling that length by a
+            /// factor of its own (learnt as the particles that walk it best survive); the speed over the part since
+            /// the last step, and wherever steps do not come.
+            case steps
+        }
+        public var odometry = Odometry.speed
+        /// With steps: the step length's scale, one σ about 1 at a start, its drift per position, and the distance's
+        /// error per position (a share and a constant part, one σ: steps of unequal length) [metres].
+        public var stepScaleSigma = 0.05
+        public var stepScaleDrift = 0.003
+        public var stepDistanceErrorShare = 0.05
+        public var stepDistanceErrorMeters = 0.1
         /// A walker going across the way a particle is on may have turned at a node this far from the particle,
         /// and the distance walked since the last position [metres].
         public var turnReachMeters = 5.0
@@ -134,6 +156,8 @@ public struct NetworkPlace: Sendable {
         var biasEast: Double
         var biasNorth: Double
         var logWeight: Double
+        /// The step length's scale this particle walks by (1 with the speed's odometry).
+        var scale = 1.0
     }
 
     public let graph: WalkingGraph
@@ -159,6 +183,17 @@ public struct NetworkPlace: Sendable {
     private var learntSteps = 0.0
     /// Steps heard [count].
     public private(set) var stepsHeard = 0
+    /// At the last position, the distance the speed says was walked since the last step heard then [metres].
+    private var aheadOfSteps = 0.0
+
+    /// The distance walked between two positions: by steps (to be scaled by each particle's step scale) and
+    /// otherwise, and whether it came from steps.
+    struct Walk {
+        var steps = 0.0
+        var other = 0.0
+        var fromSteps = false
+        var meters: Double { self.steps + self.other }
+    }
 
     /// The step length learnt so far [metres]; nil before `minimumLearntSteps` steps' worth.
     public var stepLengthMeters: Double? {
@@ -176,9 +211,16 @@ public struct NetworkPlace: Sendable {
     }
 
     /// How far the walker went in `dt` before the position at `time`: nothing while the steps say they stand, else
-    /// the speed's. Learns the step length as it goes.
-    private mutating func walked(speed: Double, course: Double?, dt: Double, time: Double) -> Double {
-        defer { self.pendingSteps = 0 }
+    /// the speed's, or with the steps' odometry the steps' and the speed's since the last step. Learns the step length
+    /// as it goes.
+    private mutating func walked(speed: Double, course: Double?, dt: Double, time: Double) -> Walk {
+        var ahead = self.lastStepTime.map { speed * min(max(0, time - $0), self.options.standSeconds) } ?? 0
+        let aheadBefore = self.aheadOfSteps
+        let steps = self.pendingSteps
+        defer {
+            self.pendingSteps = 0
+            self.aheadOfSteps = ahead
+        }
         let stepsFlow = self.lastStepTime.map { time - $0 <= self.options.stepsStaleSeconds } ?? false
         if course != nil, speed >= self.options.stepLearnSpeed, self.pendingSteps > 0, stepsFlow {
             let keep = _exp(-max(0, dt) / self.options.stepLearnSeconds)
@@ -193,9 +235,21 @@ public struct NetworkPlace: Sendable {
         if let last = self.lastStepTime, time - last > self.options.standSeconds,
             time - last <= self.options.stepsStaleSeconds || speed < self.options.stepLearnSpeed
         {
-            return 0
+            // With the steps' odometry, where the speed carried the place past the last step, it goes back there:
+            // a walker who stops stands where their last step landed.
+            ahead = 0
+            guard self.options.odometry == .steps, self.stepLengthMeters != nil else { return Walk() }
+            return Walk(other: -aheadBefore, fromSteps: true)
         }
-        return speed * dt
+        // The steps' odometry: the steps since the last position at the learnt length (each particle scales it), and
+        // the speed's part before the newest step heard then and since the newest step heard now (a detector tells
+        // a step some tenths of a second after it).
+        if self.options.odometry == .steps, let length = self.stepLengthMeters, let last = self.lastStepTime,
+            time - last <= self.options.standSeconds
+        {
+            return Walk(steps: Double(steps) * length, other: ahead - aheadBefore, fromSteps: true)
+        }
+        return Walk(other: speed * dt)
     }
 
     /// Starts (the first, and each one after the filter lost the walker) [count].
@@ -254,12 +308,16 @@ public struct NetworkPlace: Sendable {
                 return nil
             }
             self.lastTime = timeSeconds
+            // Steps before a start are walked already: the next position's walk counts from here.
+            self.pendingSteps = 0
+            self.aheadOfSteps =
+                self.lastStepTime.map { speed * min(max(0, timeSeconds - $0), self.options.standSeconds) } ?? 0
             self.weigh(position: position, accuracy: accuracy, course: course, dt: 0)
             return self.estimate(accuracy: accuracy)
         }
         self.lastTime = timeSeconds
-        let meters = self.walked(speed: speed, course: course, dt: dt!, time: timeSeconds)
-        self.move(meters: meters, course: course, dt: dt!)
+        let walk = self.walked(speed: speed, course: course, dt: dt!, time: timeSeconds)
+        self.move(walk, course: course, dt: dt!)
         let unexplained = self.weigh(position: position, accuracy: accuracy, course: course, dt: dt!)
         // Lost: no particle explains the fix, or the bias the particles need to is more than GPS error can be (the
         // walker has left the ways: an open square, a car park).
@@ -326,10 +384,14 @@ public struct NetworkPlace: Sendable {
             let backward = self.courseFactor(self.bearing(segment.b, segment.a), course)
             let ahead = Double.random(in: 0..<1, using: &self.random) * (forward + backward) < forward
             let along = min(length, max(0, pick))
+            let scale =
+                self.options.odometry == .steps
+                ? min(1.25, max(0.8, 1 + self.random.gaussian(standardDeviation: self.options.stepScaleSigma))) : 1
             self.particles.append(
                 Particle(
                     from: ahead ? segment.a : segment.b, to: ahead ? segment.b : segment.a,
-                    along: ahead ? along : length - along, length: length, biasEast: 0, biasNorth: 0, logWeight: 0))
+                    along: ahead ? along : length - along, length: length, biasEast: 0, biasNorth: 0, logWeight: 0,
+                    scale: scale))
         }
         self.biasVariance = sigma * sigma
         return true
@@ -364,9 +426,12 @@ public struct NetworkPlace: Sendable {
         return moved
     }
 
-    /// Each particle walks the distance the speed says (with its error) along its way, taking a branch at each
-    /// junction; now and then it turns back.
-    private mutating func move(meters: Double, course: Double?, dt: Double) {
+    /// Each particle walks the distance walked (its steps at its own scale, with its error) along its way, taking a
+    /// branch at each junction; now and then it turns back.
+    private mutating func move(_ walk: Walk, course: Double?, dt: Double) {
+        let meters = walk.meters
+        let share = walk.fromSteps ? self.options.stepDistanceErrorShare : self.options.distanceErrorShare
+        let constant = walk.fromSteps ? self.options.stepDistanceErrorMeters : self.options.distanceErrorMeters
         let turnBack = course == nil ? self.options.turnBackStanding : self.options.turnBackWalking
         for index in self.particles.indices {
             var particle = self.particles[index]
@@ -390,9 +455,15 @@ public struct NetworkPlace: Sendable {
                     }
                 }
             }
+            if walk.fromSteps {
+                particle.scale = min(
+                    1.25,
+                    max(0.8, particle.scale + self.random.gaussian(standardDeviation: self.options.stepScaleDrift)))
+            }
+            let own = walk.steps * particle.scale + walk.other
             let walked =
-                meters * (1 + self.random.gaussian(standardDeviation: self.options.distanceErrorShare))
-                + self.random.gaussian(standardDeviation: self.options.distanceErrorMeters)
+                own * (1 + self.random.gaussian(standardDeviation: share))
+                + self.random.gaussian(standardDeviation: constant)
             if walked < 0 {
                 // Back a little along the way (not past its start: a short shuffle, not a turn).
                 particle.along = max(0, particle.along + walked)

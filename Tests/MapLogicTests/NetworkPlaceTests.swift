@@ -240,6 +240,34 @@ private func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async
         }
     }
 
+    /// The steps' odometry (`placeOdometry: steps`): between two fixes the particles walk the wearer's steps at the
+    /// length learnt from the speed, each at a scale of its own, rather than the speed's noisy distance. With white
+    /// GPS error the place along the walker's way is nearer them (1.64 against 1.80 m RMS); with error correlated over
+    /// 30 s, where the bias the fixes carry along the way is what limits it, about as near (2.82 against 2.72 m).
+    @Test(arguments: [(5.0, nil as Double?, 0.95), (5.0, 30.0 as Double?, 1.1)])
+    func theStepsOdometryPlacesTheWalkerNearerAlongTheirWay(sigma: Double, tau: Double?, ratio: Double) async {
+        let grid = GridWalk()
+        var steps = GridWalk.options
+        steps.odometry = .steps
+        func alongRMS(_ options: NetworkPlace.Options) async -> Double {
+            let walks = await onOwnThread {
+                (1...3 as ClosedRange<UInt64>).map {
+                    grid.walk(sigma: sigma, tau: tau, seed: $0, options: options, stepLength: 0.7)
+                }
+            }
+            return Self.rms(
+                walks.flatMap { walk in
+                    walk.compactMap { step in step.place.map { grid.alongError($0.point, truth: step.truth) } }
+                })
+        }
+        let bySpeed = await alongRMS(GridWalk.options)
+        let bySteps = await alongRMS(steps)
+        print(
+            "σ \(sigma) \(tau.map { "corr \($0) s" } ?? "white"): along the way RMS \(bySteps) m by steps, \(bySpeed) m by speed"
+        )
+        #expect(bySteps < ratio * bySpeed)
+    }
+
     /// No way within reach: the filter does not know; back within reach, it places the walker again.
     @Test func farFromEveryWayItSaysItDoesNotKnow() {
         let grid = GridWalk()

@@ -105,6 +105,19 @@ import StageRoute
         #expect(Set(listed) == documented, "accepts \(listed.sorted()), documents \(documented.sorted())")
     }
 
+    /// The network place's odometer is read from `placeOdometry`; one it does not know is refused with its path.
+    @Test func theNetworkPlacesOdometerIsReadAndAnUnknownOneRefused() throws {
+        func odometry(_ value: String) throws -> NetworkPlace.Options.Odometry {
+            let settings = try Settings(
+                .object(["destination": .array([.number(43.73), .number(7.42)]), "placeOdometry": .string(value)]),
+                path: "stages.route.options", baseDirectory: ".")
+            return try RouteStageOptions.parse(settings).0.network.odometry
+        }
+        #expect(try odometry("steps") == .steps)
+        #expect(try odometry("speed") == .speed)
+        #expect(throws: ConfigError.self) { try odometry("stride") }
+    }
+
     @Test func everySpecsDefaultParsesAndAValueOutsideItsRangeIsRefused() throws {
         var settings = try Settings(
             .object(["lookAheadMeters": .number(500)]), path: "stages.route.options", baseDirectory: ".")

@@ -63,6 +63,10 @@ public enum RouteStageOptions {
         options.network.noiseSigmaMeters = try settings.value(Place.noiseSigmaMeters)
         options.network.courseSigmaDegrees = try settings.value(Place.courseSigmaDegrees)
         options.network.gateSigmas = try settings.value(Place.gateSigmas)
+        options.network.odometry = NetworkPlace.Options.Odometry(
+            rawValue: try settings.string(
+                Place.odometry.key, default: Place.odometry.defaultText,
+                oneOf: NetworkPlace.Options.Odometry.allCases.map(\.rawValue)))!
         options.turnThresholdDegrees = try settings.value(RouteControllerOptions.Setting.turnThresholdDegrees)
         options.republishSeconds = try settings.value(RouteControllerOptions.Setting.republishSeconds)
         options.providerTimeoutSeconds = try settings.value(RouteControllerOptions.Setting.providerTimeoutSeconds)
