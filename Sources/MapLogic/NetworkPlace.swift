@@ -210,11 +210,19 @@ public struct NetworkPlace: Sendable {
         self.stepsHeard += 1
     }
 
+    /// The distance the speed says was walked since the newest step heard, while steps come (within `standSeconds`
+    /// of it); nothing once they have stopped, so that a walk measured by the speed meanwhile is not undone when they
+    /// come again [metres].
+    private func walkedSinceLastStep(speed: Double, time: Double) -> Double {
+        guard let last = self.lastStepTime, time - last <= self.options.standSeconds else { return 0 }
+        return speed * max(0, time - last)
+    }
+
     /// How far the walker went in `dt` before the position at `time`: nothing while the steps say they stand, else
     /// the speed's, or with the steps' odometry the steps' and the speed's since the last step. Learns the step length
     /// as it goes.
     private mutating func walked(speed: Double, course: Double?, dt: Double, time: Double) -> Walk {
-        var ahead = self.lastStepTime.map { speed * min(max(0, time - $0), self.options.standSeconds) } ?? 0
+        var ahead = self.walkedSinceLastStep(speed: speed, time: time)
         let aheadBefore = self.aheadOfSteps
         let steps = self.pendingSteps
         defer {
@@ -310,8 +318,7 @@ public struct NetworkPlace: Sendable {
             self.lastTime = timeSeconds
             // Steps before a start are walked already: the next position's walk counts from here.
             self.pendingSteps = 0
-            self.aheadOfSteps =
-                self.lastStepTime.map { speed * min(max(0, timeSeconds - $0), self.options.standSeconds) } ?? 0
+            self.aheadOfSteps = self.walkedSinceLastStep(speed: speed, time: timeSeconds)
             self.weigh(position: position, accuracy: accuracy, course: course, dt: 0)
             return self.estimate(accuracy: accuracy)
         }
