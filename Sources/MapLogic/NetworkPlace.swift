@@ -188,7 +188,7 @@ public struct NetworkPlace: Sendable {
 
     /// The distance walked between two positions: by steps (to be scaled by each particle's step scale) and
     /// otherwise, and whether it came from steps.
-    struct Walk {
+    struct Walk: Equatable {
         var steps = 0.0
         var other = 0.0
         var fromSteps = false
@@ -199,6 +199,14 @@ public struct NetworkPlace: Sendable {
     public var stepLengthMeters: Double? {
         guard self.learntSteps >= self.options.minimumLearntSteps else { return nil }
         return min(1.2, max(0.3, self.learntMeters / self.learntSteps))
+    }
+
+    /// Forgets the steps' times (their stream's time line started again): the next step is taken whatever its time,
+    /// and the walk is the speed's until steps come on the new line.
+    public mutating func rebaseSteps() {
+        self.lastStepTime = nil
+        self.pendingSteps = 0
+        self.aheadOfSteps = 0
     }
 
     /// Takes one of the wearer's steps (from the phone's step detector).
@@ -214,14 +222,14 @@ public struct NetworkPlace: Sendable {
     /// of it); nothing once they have stopped, so that a walk measured by the speed meanwhile is not undone when they
     /// come again [metres].
     private func walkedSinceLastStep(speed: Double, time: Double) -> Double {
-        guard let last = self.lastStepTime, time - last <= self.options.standSeconds else { return 0 }
-        return speed * max(0, time - last)
+        guard let last = self.lastStepTime, time >= last, time - last <= self.options.standSeconds else { return 0 }
+        return speed * (time - last)
     }
 
     /// How far the walker went in `dt` before the position at `time`: nothing while the steps say they stand, else
     /// the speed's, or with the steps' odometry the steps' and the speed's since the last step. Learns the step length
     /// as it goes.
-    private mutating func walked(speed: Double, course: Double?, dt: Double, time: Double) -> Walk {
+    mutating func walked(speed: Double, course: Double?, dt: Double, time: Double) -> Walk {
         var ahead = self.walkedSinceLastStep(speed: speed, time: time)
         let aheadBefore = self.aheadOfSteps
         let steps = self.pendingSteps
@@ -246,14 +254,15 @@ public struct NetworkPlace: Sendable {
             // With the steps' odometry, where the speed carried the place past the last step, it goes back there:
             // a walker who stops stands where their last step landed.
             ahead = 0
-            guard self.options.odometry == .steps, self.stepLengthMeters != nil else { return Walk() }
-            return Walk(other: -aheadBefore, fromSteps: true)
+            guard self.options.odometry == .steps, let length = self.stepLengthMeters else { return Walk() }
+            // The steps told since the last fix were walked before the stop (a detector tells them late).
+            return Walk(steps: Double(steps) * length, other: -aheadBefore, fromSteps: true)
         }
         // The steps' odometry: the steps since the last position at the learnt length (each particle scales it), and
         // the speed's part before the newest step heard then and since the newest step heard now (a detector tells
         // a step some tenths of a second after it).
         if self.options.odometry == .steps, let length = self.stepLengthMeters, let last = self.lastStepTime,
-            time - last <= self.options.standSeconds
+            time >= last, time - last <= self.options.standSeconds
         {
             return Walk(steps: Double(steps) * length, other: ahead - aheadBefore, fromSteps: true)
         }
@@ -316,7 +325,9 @@ public struct NetworkPlace: Sendable {
                 return nil
             }
             self.lastTime = timeSeconds
-            // Steps before a start are walked already: the next position's walk counts from here.
+            // Steps before a start are walked already: the next position's walk counts from here. Steps dated after
+            // the fix are of another time line (the fixes' started again): forgotten.
+            if let last = self.lastStepTime, last > timeSeconds + self.options.standSeconds { self.rebaseSteps() }
             self.pendingSteps = 0
             self.aheadOfSteps = self.walkedSinceLastStep(speed: speed, time: timeSeconds)
             self.weigh(position: position, accuracy: accuracy, course: course, dt: 0)
@@ -462,7 +473,7 @@ public struct NetworkPlace: Sendable {
                     }
                 }
             }
-            if walk.fromSteps {
+            if walk.fromSteps && walk.steps > 0 {
                 particle.scale = min(
                     1.25,
                     max(0.8, particle.scale + self.random.gaussian(standardDeviation: self.options.stepScaleDrift)))

@@ -1,7 +1,7 @@
 import Foundation
 import NavCore
 import Testing
-import MapLogic
+@testable import MapLogic
 
 /// A city grid of streets 60 m apart (nodes every 10 m, as a map's ways bend), and a walker who goes along a street,
 /// turns at a junction, and on; their fixes with GPS error through the smoother, as the route stage has them.
@@ -241,18 +241,18 @@ private func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async
     }
 
     /// The steps' odometry (`placeOdometry: steps`): between two fixes the particles walk the wearer's steps at the
-    /// length learnt from the speed, each at a scale of its own, rather than the speed's noisy distance. With white
-    /// GPS error the place along the walker's way is nearer them (1.64 against 1.80 m RMS); with error correlated over
-    /// 30 s, where the bias the fixes carry along the way is what limits it, about as near (2.82 against 2.72 m).
-    @Test(arguments: [(5.0, nil as Double?, 0.95), (5.0, 30.0 as Double?, 1.1)])
-    func theStepsOdometryPlacesTheWalkerNearerAlongTheirWay(sigma: Double, tau: Double?, ratio: Double) async {
+    /// length learnt from the speed, each at a scale of its own, rather than the speed's noisy distance; with white GPS
+    /// error (σ 5 m) the place along the walker's way is nearer them. (Under error correlated over 30 s, where the
+    /// fixes' bias along the way is what limits it, about as near: docs/GUIDANCE.md; not walked here, as each walk is
+    /// seconds of a core in a debug build, beside suites that time what they wait for.)
+    @Test func theStepsOdometryPlacesTheWalkerNearerAlongTheirWay() async {
         let grid = GridWalk()
         var steps = GridWalk.options
         steps.odometry = .steps
         func alongRMS(_ options: NetworkPlace.Options) async -> Double {
             let walks = await onOwnThread {
                 (1...3 as ClosedRange<UInt64>).map {
-                    grid.walk(sigma: sigma, tau: tau, seed: $0, options: options, stepLength: 0.7)
+                    grid.walk(sigma: 5, tau: nil, seed: $0, options: options, stepLength: 0.7)
                 }
             }
             return Self.rms(
@@ -262,10 +262,56 @@ private func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async
         }
         let bySpeed = await alongRMS(GridWalk.options)
         let bySteps = await alongRMS(steps)
-        print(
-            "σ \(sigma) \(tau.map { "corr \($0) s" } ?? "white"): along the way RMS \(bySteps) m by steps, \(bySpeed) m by speed"
-        )
-        #expect(bySteps < ratio * bySpeed)
+        print("σ 5 white: along the way RMS \(bySteps) m by steps, \(bySpeed) m by speed")
+        #expect(bySteps < 0.95 * bySpeed)
+    }
+
+    /// The steps' odometer fix by fix: a walker at 1.4 m/s with steps of 0.7 m, each told 0.6 s after it, a fix a
+    /// second. Once the length is learnt the walks add up to the distance walked (each step once, the part since the
+    /// newest step from the speed); a stop ends at the last step however the lagging speed goes on; and steps on a
+    /// time line that started again are taken up after `rebaseSteps()`.
+    @Test func theStepsOdometerAddsUpToTheWalk() {
+        var options = GridWalk.options
+        options.odometry = .steps
+        var place = NetworkPlace(graph: GridWalk().graph, options: options)
+        let length = 0.7, speed = 1.4
+        // Steps every 0.5 s up to the stop at 30.3 s (the last at 30.0 s, 42 m along).
+        let stepTimes = (1...60).map { Double($0) * length / speed }
+        var told = 0
+        func walk(at time: Double, speed: Double) -> NetworkPlace.Walk {
+            while told < stepTimes.count, stepTimes[told] + 0.6 <= time {
+                place.step(StepCount(timeSeconds: stepTimes[told], count: UInt32(told + 1), cadenceHz: 2))
+                told += 1
+            }
+            return place.walked(speed: speed, course: 90, dt: 1, time: time)
+        }
+        var walked = 0.0
+        for second in 1...30 {
+            let step = walk(at: Double(second), speed: speed)
+            guard second > 15 else { continue }
+            #expect(step.fromSteps)
+            walked += step.meters
+            #expect(abs(walked - speed * Double(second - 15)) < 0.01, "at \(second) s")
+        }
+        // The walker stops at 30.3 s on their last step (42 m); the smoothed speed lags the stop by seconds.
+        for (second, lagging) in [(31, 1.0), (32, 0.6), (33, 0.3), (34, 0.1), (35, 0.0)] {
+            walked += walk(at: Double(second), speed: lagging).meters
+        }
+        // (Within 5 cm: the length learnt at the stop's first fix, from a speed that lags it, is a little short.)
+        #expect(abs(walked - (stepTimes[59] * speed - speed * 15)) < 0.05)
+        // The steps' time line starts again at 0 (a phone that restarted its clock): its steps, dated before the
+        // newest heard, are taken up after a rebase (the first walk on it also holds the steps told before its first
+        // fix).
+        place.rebaseSteps()
+        told = 0
+        var again = 0.0
+        for second in 1...10 {
+            let step = walk(at: Double(second), speed: speed)
+            #expect(step.fromSteps == (second > 1), "at \(second) s")
+            if second > 2 { again += step.meters }
+        }
+        // (Within 1.5 %: the length is 1 % short after the stop and learnt again as the walk goes on.)
+        #expect(abs(again - speed * 8) < 0.015 * speed * 8)
     }
 
     /// No way within reach: the filter does not know; back within reach, it places the walker again.

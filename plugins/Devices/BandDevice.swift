@@ -255,7 +255,6 @@ public actor BandDevice: OutputDevice {
         return ok
     }
 
-    /// True once the band has acknowledged a frame on the link now.
     /// Connected, an acknowledgement within the limit, and no frame waiting for its answer longer than the limit:
     /// late acknowledgements of old frames (a link backed up by seconds) do not keep a band that has stopped answering
     /// the frames sent now.

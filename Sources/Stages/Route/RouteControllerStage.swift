@@ -317,7 +317,10 @@ where Input.Element == Arrival<RouteInput> {
     public func handle(step arrival: Arrival<StepCount>) {
         guard self.network != nil else { return }
         switch self.timeCheck.admit(arrival, topic: "step", measurementSeconds: arrival.value.timeSeconds) {
-        case .accept, .rebase: self.network!.step(arrival.value)
+        case .accept: self.network!.step(arrival.value)
+        case .rebase:
+            self.network!.rebaseSteps()
+            self.network!.step(arrival.value)
         case .drop: return
         }
     }
