@@ -188,12 +188,15 @@ public struct NetworkPlace: Sendable {
 
     /// The distance walked between two positions: by steps (to be scaled by each particle's step scale) and
     /// otherwise, and whether it came from steps.
-    struct Walk: Equatable {
+    struct Walk {
         var steps = 0.0
         var other = 0.0
         var fromSteps = false
         var meters: Double { self.steps + self.other }
     }
+
+    /// A particle's own scale of the learnt step length, kept within a stride's plausible spread of it (0.8 to 1.25).
+    private static func stepScale(_ scale: Double) -> Double { min(1.25, max(0.8, scale)) }
 
     /// The step length learnt so far [metres]; nil before `minimumLearntSteps` steps' worth.
     public var stepLengthMeters: Double? {
@@ -404,7 +407,7 @@ public struct NetworkPlace: Sendable {
             let along = min(length, max(0, pick))
             let scale =
                 self.options.odometry == .steps
-                ? min(1.25, max(0.8, 1 + self.random.gaussian(standardDeviation: self.options.stepScaleSigma))) : 1
+                ? Self.stepScale(1 + self.random.gaussian(standardDeviation: self.options.stepScaleSigma)) : 1
             self.particles.append(
                 Particle(
                     from: ahead ? segment.a : segment.b, to: ahead ? segment.b : segment.a,
@@ -474,9 +477,8 @@ public struct NetworkPlace: Sendable {
                 }
             }
             if walk.fromSteps && walk.steps > 0 {
-                particle.scale = min(
-                    1.25,
-                    max(0.8, particle.scale + self.random.gaussian(standardDeviation: self.options.stepScaleDrift)))
+                particle.scale = Self.stepScale(
+                    particle.scale + self.random.gaussian(standardDeviation: self.options.stepScaleDrift))
             }
             let own = walk.steps * particle.scale + walk.other
             let walked =
