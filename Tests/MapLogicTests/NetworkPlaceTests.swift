@@ -146,11 +146,20 @@ struct GridWalk: Sendable {
     /// of the truth's place along it.
     func alongError(_ point: Coordinate, truth: Double) -> Double {
         let local = self.plane.project(point)
+        let window = (from: max(0, truth - 30), to: min(self.length, truth + 30))
         var best = (distance: Double.infinity, along: truth)
-        for candidate in stride(from: max(0, truth - 30), through: min(self.length, truth + 30), by: 0.1) {
-            let p = self.point(candidate)
-            let d = hypot(p.east - local.east, p.north - local.north)
-            if d < best.distance { best = (d, candidate) }
+        var legStart = 0.0
+        // Leg by leg (the path is straight between corners): the point of the leg within the window nearest to it.
+        for (a, b) in zip(self.corners, self.corners.dropFirst()) {
+            let leg = hypot(b.0 - a.0, b.1 - a.1)
+            defer { legStart += leg }
+            let from = max(window.from, legStart), to = min(window.to, legStart + leg)
+            guard from <= to else { continue }
+            let projected = legStart + ((local.east - a.0) * (b.0 - a.0) + (local.north - a.1) * (b.1 - a.1)) / leg
+            let along = min(to, max(from, projected))
+            let share = (along - legStart) / leg
+            let distance = hypot(a.0 + (b.0 - a.0) * share - local.east, a.1 + (b.1 - a.1) * share - local.north)
+            if distance < best.distance { best = (distance, along) }
         }
         return best.along - truth
     }
@@ -250,15 +259,14 @@ private func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async
         var steps = GridWalk.options
         steps.odometry = .steps
         func alongRMS(_ options: NetworkPlace.Options) async -> Double {
-            let walks = await onOwnThread {
-                (1...3 as ClosedRange<UInt64>).map {
-                    grid.walk(sigma: 5, tau: nil, seed: $0, options: options, stepLength: 0.7)
-                }
+            await onOwnThread {
+                Self.rms(
+                    (1...3 as ClosedRange<UInt64>).flatMap {
+                        grid.walk(sigma: 5, tau: nil, seed: $0, options: options, stepLength: 0.7).compactMap { step in
+                            step.place.map { grid.alongError($0.point, truth: step.truth) }
+                        }
+                    })
             }
-            return Self.rms(
-                walks.flatMap { walk in
-                    walk.compactMap { step in step.place.map { grid.alongError($0.point, truth: step.truth) } }
-                })
         }
         let bySpeed = await alongRMS(GridWalk.options)
         let bySteps = await alongRMS(steps)

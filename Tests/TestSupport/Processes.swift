@@ -1,4 +1,5 @@
 public import Foundation
+import Synchronization
 
 public struct TestProcessError: Error, CustomStringConvertible {
     public let description: String
@@ -112,6 +113,54 @@ public func eventually(within seconds: Double, _ condition: () async -> Bool) as
         try? await Task.sleep(for: .milliseconds(20))
     }
     return await condition()
+}
+
+/// A value several tests share (a city's walking graph), computed once on a thread of its own: a test that asks while
+/// it is computed waits suspended. A global `let` would instead hold each asking test's pool thread in the runtime's
+/// one-time initialisation until it is done; the pool has a thread per core (two here), so at the suite's start,
+/// when every suite asks at once, every other suite's stages waited with them (a stage's first fix once waited more
+/// than 30 s).
+public final class SharedOffThePool<T: Sendable>: Sendable {
+    private enum State {
+        case idle
+        case computing([CheckedContinuation<T, any Error>])
+        case done(Result<T, any Error>)
+    }
+    private let compute: @Sendable () throws -> T
+    private let state = Mutex<State>(.idle)
+
+    public init(_ compute: @escaping @Sendable () throws -> T) { self.compute = compute }
+
+    public var value: T {
+        get async throws {
+            try await withCheckedThrowingContinuation { continuation in
+                let first = self.state.withLock { state -> Bool in
+                    switch state {
+                    case .idle:
+                        state = .computing([continuation])
+                        return true
+                    case .computing(let waiting):
+                        state = .computing(waiting + [continuation])
+                    case .done(let result):
+                        continuation.resume(with: result)
+                    }
+                    return false
+                }
+                guard first else { return }
+                let thread = Thread {
+                    let result = Result { try self.compute() }
+                    let waiting = self.state.withLock { state -> [CheckedContinuation<T, any Error>] in
+                        defer { state = .done(result) }
+                        guard case .computing(let waiting) = state else { return [] }
+                        return waiting
+                    }
+                    for continuation in waiting { continuation.resume(with: result) }
+                }
+                thread.stackSize = 8 << 20
+                thread.start()
+            }
+        }
+    }
 }
 
 /// Runs `body` (synchronous work that takes a while: parsing a recording, building test data) on a thread of its own,
