@@ -57,9 +57,9 @@ extension HTTPServer {
 
     /// Strangers (from addresses of their own) hold five hundred connections without a byte, opening another
     /// whenever the server closes one, and a hundred more send their heads a byte at a time. Then two phones come and
-    /// push ten times a second, one on a kept-alive connection and one with a new connection each time: each is
-    /// answered within a second of coming, and never goes a second without a push answered (the time from the
-    /// phones' start counts as a gap).
+    /// push ten times a second, one on a kept-alive connection and one with a new connection each time: neither
+    /// goes more than 5 s without a push answered (the time from the phones' start counts as a gap), where a phone
+    /// locked out would wait for a stranger's 10 s deadline.
     @Test func strangersHoldingConnectionsDoNotLockAPhoneOut() async throws {
         let pushes = Pushes()
         let server = try Self.pushServer(pushes)
@@ -134,8 +134,12 @@ extension HTTPServer {
                 + "evicted \(server.counter("http.evicted")), refused \(server.counter("http.refusedConnections")); "
                 + "phone errors \(attack.phoneErrors.withLock { $0.count })")
         #expect(openedCount >= 300, "the strangers could not even connect: the test shows nothing")
-        #expect(keptGap <= 1.0, "the kept-alive phone went \(keptGap) s without a push answered")
-        #expect(freshGap <= 1.0, "the new-connection phone went \(freshGap) s without a push answered")
+        // A phone locked out waits for a stranger's request deadline (10 s) to free a slot, and then races the
+        // strangers for it; let in by the eviction of a quiet stranger, it goes 0.15-0.4 s without an answer on a
+        // quiet machine and up to 1.9 s with two busy loops beside the suite (its threads, the strangers' and the
+        // server's sharing two cores). 5 s, half that deadline, tells the two apart on either.
+        #expect(keptGap <= 5, "the kept-alive phone went \(keptGap) s without a push answered")
+        #expect(freshGap <= 5, "the new-connection phone went \(freshGap) s without a push answered")
         #expect(server.counter("http.evicted") > 0)
     }
 
