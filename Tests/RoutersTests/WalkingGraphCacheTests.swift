@@ -35,18 +35,19 @@ import MapLogic
     @Test func theSecondLoadComesFromTheCacheBesideTheMapAndRoutesTheSame() async throws {
         let map = try self.copy()
         // The loads and walks on a thread of their own (seconds of a core in a debug build); judged here.
-        let (first, second, firstLengths, secondLengths, other) = try await offThePool { [self] in
+        let (first, cached, second, firstLengths, secondLengths, other) = try await offThePool { [self] in
             let first = try WalkingGraphCache.load(map: map)
+            let cached = FileManager.default.fileExists(atPath: map + ".walking-graph")
             let second = try WalkingGraphCache.load(map: map)
             // Other options are another graph: not taken from this cache.
             var options = OSMLoader.Options()
             options.avoidSteps = true
             let other = try WalkingGraphCache.load(map: map, options: options).source
-            return (first, second, try self.lengths(first.graph), try self.lengths(second.graph), other)
+            return (first, cached, second, try self.lengths(first.graph), try self.lengths(second.graph), other)
         }
         #expect(first.source == .map)
         #expect(first.cacheFile == map + ".walking-graph")
-        #expect(FileManager.default.fileExists(atPath: map + ".walking-graph"))
+        #expect(cached, "the first load wrote the cache")
         #expect(second.source == .cache)
         #expect(second.graph.nodes == first.graph.nodes)
         #expect(second.graph.edgeCount == first.graph.edgeCount)

@@ -198,7 +198,7 @@ private final class FirstCall: @unchecked Sendable {
                 continuation.yield(fix(moved(start, 90, east), at: time, course: leg % 2 == 0 ? 90 : 270).routeInput)
                 // Each fix handled (and each route asked for come) before the next: the stage's time is the fixes'.
                 // The bound only ends a test that hangs: at the suite's start, every suite's tasks on the two
-                // cores' pool, the first fix once waited more than 30 s (the project's CI, stop 56).
+                // cores' pool, the first fix once waited more than 30 s (in the project's CI).
                 let handled = await eventually(within: 120) {
                     let routes = await routeIDs()
                     return Self.progress(await output.messages).count >= Int(time) - 1 && routes.count >= asked

@@ -134,18 +134,20 @@ public final class SharedOffThePool<T: Sendable>: Sendable {
     public var value: T {
         get async throws {
             try await withCheckedThrowingContinuation { continuation in
-                let first = self.state.withLock { state -> Bool in
+                // Whether this asker computes it, or the value there is already.
+                let (first, known) = self.state.withLock { state -> (Bool, Result<T, any Error>?) in
                     switch state {
                     case .idle:
                         state = .computing([continuation])
-                        return true
+                        return (true, nil)
                     case .computing(let waiting):
                         state = .computing(waiting + [continuation])
+                        return (false, nil)
                     case .done(let result):
-                        continuation.resume(with: result)
+                        return (false, result)
                     }
-                    return false
                 }
+                if let known { continuation.resume(with: known) }
                 guard first else { return }
                 let thread = Thread {
                     let result = Result { try self.compute() }
