@@ -121,46 +121,21 @@ public func eventually(within seconds: Double, _ condition: () async -> Bool) as
 /// when every suite asks at once, every other suite's stages waited with them (a stage's first fix once waited more
 /// than 30 s).
 public final class SharedOffThePool<T: Sendable>: Sendable {
-    private enum State {
-        case idle
-        case computing([CheckedContinuation<T, any Error>])
-        case done(Result<T, any Error>)
-    }
     private let compute: @Sendable () throws -> T
-    private let state = Mutex<State>(.idle)
+    /// The one computation, started by the first asker (``offThePool``); every asker awaits it.
+    private let task = Mutex<Task<T, any Error>?>(nil)
 
     public init(_ compute: @escaping @Sendable () throws -> T) { self.compute = compute }
 
     public var value: T {
         get async throws {
-            try await withCheckedThrowingContinuation { continuation in
-                // Whether this asker computes it, or the value there is already.
-                let (first, known) = self.state.withLock { state -> (Bool, Result<T, any Error>?) in
-                    switch state {
-                    case .idle:
-                        state = .computing([continuation])
-                        return (true, nil)
-                    case .computing(let waiting):
-                        state = .computing(waiting + [continuation])
-                        return (false, nil)
-                    case .done(let result):
-                        return (false, result)
-                    }
-                }
-                if let known { continuation.resume(with: known) }
-                guard first else { return }
-                let thread = Thread {
-                    let result = Result { try self.compute() }
-                    let waiting = self.state.withLock { state -> [CheckedContinuation<T, any Error>] in
-                        defer { state = .done(result) }
-                        guard case .computing(let waiting) = state else { return [] }
-                        return waiting
-                    }
-                    for continuation in waiting { continuation.resume(with: result) }
-                }
-                thread.stackSize = 8 << 20
-                thread.start()
+            let task = self.task.withLock { task in
+                if let task { return task }
+                let started = Task { [compute] in try await offThePool(compute) }
+                task = started
+                return started
             }
+            return try await task.value
         }
     }
 }
