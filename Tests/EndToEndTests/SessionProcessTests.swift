@@ -117,7 +117,11 @@ extension ProcessSuites.Data {
 
         @Test func aRecordedWalkReplayedThroughTheHapticStageGivesTheSameCuesAtEveryRate() async throws {
             let folder = try scratchFolder()
-            let walk = try self.recordedWalkConfig(in: folder, pace: 40)
+            // The walk at 20 times real time. Where the live sink read a heading and a new target within the machine's
+            // scheduling jitter of each other, the recorder may have heard them the other way round; the share of cues
+            // that can differ grows with the pace (beside two busy loops at 40×: 403 of 455 in common once; at 20×,
+            // 449-452 of 450-452 in three runs).
+            let walk = try self.recordedWalkConfig(in: folder, pace: 20)
             let run = try ChildProcess(try hapticnavExecutable(), ["run", "--config", walk])
             defer { run.ensureStopped() }
             #expect(await run.wait(seconds: 180) == 0, "the walk ends on its own: \(run.stderr.suffix(800))")
@@ -142,20 +146,21 @@ extension ProcessSuites.Data {
 
             let sinkConfig = try self.replaySinkConfig(in: folder)
             var results: [String: [Cue]] = [:]
-            for rate in ["1", "10", "max"] {
+            // Twice the recording's pace (40 times the walk's), ten times and as fast as the sink reads.
+            for rate in ["2", "10", "max"] {
                 let (cues, output) = try await self.replay(
                     "\(folder)/session", rate: rate, folder: folder, sinkConfig: sinkConfig)
                 print(
                     "replay at \(rate): \(output.trimmingCharacters(in: .whitespacesAndNewlines)); \(cues.count) cues")
                 results[rate] = cues
             }
-            let one = results["1"] ?? []
-            #expect(one.count > 50)
+            let twice = results["2"] ?? []
+            #expect(twice.count > 50)
             for rate in ["10", "max"] {
                 let cues = results[rate] ?? []
                 #expect(
-                    cues == one,
-                    "at \(rate): \(cues.count) cues against \(one.count) at 1×; first difference \(zip(cues, one).first { $0 != $1 }.map { "\($0) vs \($1)" } ?? "in length")"
+                    cues == twice,
+                    "at \(rate): \(cues.count) cues against \(twice.count) at 2×; first difference \(zip(cues, twice).first { $0 != $1 }.map { "\($0) vs \($1)" } ?? "in length")"
                 )
             }
             // Against the live run: the recorder heard the source and the route controller on two sockets, as the
@@ -163,7 +168,7 @@ extension ProcessSuites.Data {
             // cues common to both in order (their longest common subsequence), so that one cue more early on does not
             // count every later one as different.
             var row = [Int](repeating: 0, count: recorded.count + 1)
-            for cue in one {
+            for cue in twice {
                 var diagonal = 0
                 for (index, other) in recorded.enumerated() {
                     let above = row[index + 1]
