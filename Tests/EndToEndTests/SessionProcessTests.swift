@@ -181,6 +181,22 @@ extension ProcessSuites.Data {
             #expect(Double(same) >= 0.9 * Double(recorded.count))
         }
 
+        /// A replay of a session that is not there, or of a folder with no parts, says so at once: it does not wait
+        /// (30 s by default) for subscribers to a replay that cannot be.
+        @Test func aReplayOfNoSessionSaysSoWithoutWaitingForSubscribers() async throws {
+            let folder = try scratchFolder()
+            try FileManager.default.createDirectory(atPath: "\(folder)/empty", withIntermediateDirectories: true)
+            for (session, said) in [
+                ("\(folder)/missing", "no such session"), ("\(folder)/empty", "a folder with no .mcap parts"),
+            ] {
+                let replay = try ChildProcess(
+                    try hapticnavExecutable(), ["replay", session, "--publish", "ipc://\(folder)/replay.sock"])
+                defer { replay.ensureStopped() }
+                #expect(await replay.wait(seconds: 20) == 1, "\(session): \(replay.stderr)")
+                #expect(replay.stderr.contains("\(session): \(said)"), "\(replay.stderr)")
+            }
+        }
+
         /// `hapticnav record` killed with SIGKILL mid-session: its part reads back to the last chunk it wrote, every
         /// record whole, each stream's sequence numbers without a hole.
         @Test func aRecorderKilledWithSIGKILLLeavesASessionReadableToItsLastRecord() async throws {

@@ -57,6 +57,11 @@ struct Bench: AsyncParsableCommand {
             guard ["pty", "ble"].contains(self.band) else { throw ValidationError("--band: pty or ble") }
             let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
             let route = URL(fileURLWithPath: self.route).standardizedFileURL.path
+            guard FileManager.default.fileExists(atPath: route) else {
+                throw CommandFailure(
+                    "--route \(self.route): no such file (the default is the repository's demo walk: run from the repository's root, or give --route)"
+                )
+            }
             var reports: [PipelineBenchmark.Report] = []
             // Over BLE, the pseudo-terminal's run first: the baseline of the same run on the same machine.
             let bands = self.band == "ble" ? ["pty", "ble"] : ["pty"]

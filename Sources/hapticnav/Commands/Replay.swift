@@ -80,6 +80,8 @@ struct Replay: ParsableCommand {
     func run() throws {
         let logger = self.logging.bootstrap()
         let options = try self.options()
+        // A session that is not there is said at once, not after waiting for subscribers to a replay that cannot be.
+        do { _ = try SessionReader.files(of: self.session) } catch { throw CommandFailure(error.description) }
         let context = ZMQContext()
         var publisherOptions = PublisherOptions()
         publisherOptions.lossless = true
