@@ -92,6 +92,18 @@ public struct SinkFailSafe: Sendable {
         return now - min(heading, target)
     }
 
+    /// The earliest time at which ``evaluate(now:)`` may act without new input: while guidance is live, when the heading
+    /// or the guidance goes stale; while a loss is open, when it re-arms (so that the next loss plays its cue). Nil when
+    /// only input can change what it does. On the clock `evaluate` is given.
+    public var nextDeadline: Double? {
+        var due = Double.infinity
+        if !self.isSilent, let heading = self.headingCurrentAt, let target = self.targetCurrentAt {
+            due = min(heading + self.options.headingStaleAfterSeconds, target + self.options.staleAfterSeconds)
+        }
+        if self.lossOpen, let since = self.liveSince { due = min(due, since + self.options.rearmAfterSeconds) }
+        return due.isFinite ? due : nil
+    }
+
     /// Re-checks the ages at `now` (call it on a timer as well as on input).
     public mutating func evaluate(now: Double) -> Transition? {
         let limit = self.options.staleAfterSeconds

@@ -203,6 +203,50 @@ struct SinkHarness {
         band.emulator.stop()
     }
 
+    /// Input that arrives late goes stale sooner than fresh input: the sink stops at that moment, although its check
+    /// loop, planned while it was silent, meant to wait longer (here 1 s, the longest it may).
+    @Test func lateInputGoesSilentAtItsOwnDeadlineNotAtTheNextPlannedCheck() async throws {
+        let device = RecordingDevice(name: "recording")
+        var options = HapticSinkOptions()
+        options.idleCheckIntervalSeconds = 5
+        options.statusIntervalSeconds = 10
+        let sink = SinkHarness(devices: [device], options: options)
+        func silences(after time: Double) async -> [Double] {
+            await sink.output.messages.compactMap { message -> Double? in
+                guard case let .status(status) = message, status.timeSeconds > time,
+                    status.message.hasPrefix("silent:")
+                else { return nil }
+                return status.timeSeconds
+            }
+        }
+        let start = Date().timeIntervalSince1970
+        let lastFresh = try await sink.hold(heading: 270, seconds: 1)
+        // The input stops: silent a second later, and the loop, with nothing to wait for, plans its next check 1 s on.
+        #expect(await eventually(within: 30) { await silences(after: lastFresh).count == 1 })
+        // At once, one input of each, 0.8 s late on arrival (their transit 0.8 s above the streams'): guidance
+        // resumes, and is stale 0.2 s later.
+        let arrived = Date().timeIntervalSince1970
+        let received = StageTime.system.monotonicSeconds()
+        let target = GuidanceTarget(
+            timeSeconds: arrived, routeID: 1, coordinate: Coordinate(latitude: 0, longitude: 0),
+            bearingDegrees: 0, distanceMeters: 50, kind: .lookAhead)
+        sink.continuation.yield(
+            Arrival(.target(target), sender: "route", receivedSeconds: received, sentSeconds: arrived - 0.8))
+        sink.continuation.yield(
+            Arrival(
+                .heading(HeadingSample(timeSeconds: arrived, headingDegrees: 270)), sender: "source",
+                receivedSeconds: received, sentSeconds: arrived - 0.8))
+        #expect(await eventually(within: 30) { await silences(after: arrived).count == 1 })
+        let silent = try #require(await silences(after: arrived).first)
+        // (A second silence: guidance resumed on the late input.) 0.2 s and the check's wake-up; the loop's plan
+        // would put it near 1 s.
+        #expect(silent - arrived < 0.6, "silent \(silent - arrived) s after the late input")
+        #expect(silent - arrived > 0.19, "not before the input went stale")
+        let all = await silences(after: start).count
+        print("late input: silent \(silent - arrived) s after it (\(all) silences)")
+        try await sink.finish()
+    }
+
     @Test func cuesFallBackToTheSpeakerWhenTheBandStopsAcknowledgingAndComeBack() async throws {
         let band = try EmulatedBand(pty: false)
         let device = BandDevice(address: band.address, logger: Logger(label: "test"))

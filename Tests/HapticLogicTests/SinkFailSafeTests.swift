@@ -13,6 +13,36 @@ import HapticLogic
         #expect(failSafe.isSilent)
     }
 
+    /// When the sink must look again without new input: when live input goes stale (the late one first), and when a
+    /// loss re-arms; never while silent, where only input changes anything.
+    @Test func theNextDeadlineIsWhenLiveInputGoesStaleOrALossReArms() {
+        var failSafe = SinkFailSafe(options: .init(staleAfterSeconds: 1, headingStaleAfterSeconds: 0.5))
+        #expect(failSafe.nextDeadline == nil, "silent, waiting for input")
+        _ = failSafe.heading(currentAt: 10, now: 10)
+        #expect(failSafe.nextDeadline == nil, "a heading alone: still silent")
+        #expect(failSafe.target(currentAt: 9.8, now: 10) == .resume)
+        #expect(failSafe.nextDeadline == 10.5, "the heading's own limit first")
+        _ = failSafe.heading(currentAt: 10.6, now: 10.6)
+        #expect(failSafe.nextDeadline == 10.8, "then the guidance, 0.2 s late on arrival")
+        // Stale at its deadline, not before: a loss opens, and it re-arms once guidance has been live again for the
+        // re-arm time (1 s, the longer limit).
+        #expect(failSafe.evaluate(now: 10.799) == nil)
+        #expect(failSafe.evaluate(now: 10.8) == .silence(reason: "no guidance for 1.0 s", playSignalLost: true))
+        #expect(failSafe.nextDeadline == nil)
+        _ = failSafe.heading(currentAt: 12, now: 12)
+        #expect(failSafe.target(currentAt: 12, now: 12) == .resume)
+        #expect(failSafe.nextDeadline == 12.5, "the heading goes stale before the loss re-arms")
+        for tick in 1...9 {
+            let now = 12 + Double(tick) * 0.1
+            _ = failSafe.heading(currentAt: now, now: now)
+            _ = failSafe.target(currentAt: now, now: now)
+        }
+        #expect(failSafe.nextDeadline == 13, "the re-arm, before the input at 12.9 goes stale")
+        #expect(failSafe.evaluate(now: 13) == nil)
+        #expect(failSafe.nextDeadline == 13.4, "re-armed: only staleness is left")
+        #expect(failSafe.evaluate(now: 13.4) == .silence(reason: "no heading for 0.5 s", playSignalLost: true))
+    }
+
     @Test func aLateMessageCountsItsLatenessAgainstTheLimit() {
         var failSafe = SinkFailSafe(options: .init(staleAfterSeconds: 1))
         _ = failSafe.heading(currentAt: 9.2, now: 10)  // arrived at 10 but 0.8 s late

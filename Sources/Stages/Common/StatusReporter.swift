@@ -34,6 +34,9 @@ package struct StatusReporter<Output: MessagePublisher>: Sendable {
         return true
     }
 
+    /// When the next periodic report is due, by the clock `due(at:)` is given.
+    package var nextDue: Double { self.last + self.intervalSeconds }
+
     /// Marks a report as sent at `now` (one that went out on its own, for a change): the next periodic one waits.
     package mutating func sent(at now: Double) {
         self.last = now
