@@ -203,47 +203,47 @@ struct SinkHarness {
         band.emulator.stop()
     }
 
-    /// Input that arrives late goes stale sooner than fresh input: the sink stops at that moment, although its check
-    /// loop, planned while it was silent, meant to wait longer (here 1 s, the longest it may).
-    @Test func lateInputGoesSilentAtItsOwnDeadlineNotAtTheNextPlannedCheck() async throws {
+    /// The sink's check loop wakes when input goes stale, not on a timer: fresh input is silenced at its limit, and
+    /// input that arrived late (so stale sooner) at its own deadline, although the loop, planned while the sink was
+    /// silent, meant to wait longer (here 4 s, the longest it may).
+    @Test func inputGoesSilentAtItsDeadlineEvenWhenItCameLate() async throws {
         let device = RecordingDevice(name: "recording")
         var options = HapticSinkOptions()
+        options.staleAfterSeconds = 4
         options.idleCheckIntervalSeconds = 5
-        options.statusIntervalSeconds = 10
+        options.statusIntervalSeconds = 100
         let sink = SinkHarness(devices: [device], options: options)
-        func silences(after time: Double) async -> [Double] {
+        func statuses(_ prefix: String, after time: Double) async -> [Double] {
             await sink.output.messages.compactMap { message -> Double? in
-                guard case let .status(status) = message, status.timeSeconds > time,
-                    status.message.hasPrefix("silent:")
+                guard case let .status(status) = message, status.timeSeconds > time, status.message.hasPrefix(prefix)
                 else { return nil }
                 return status.timeSeconds
             }
         }
-        let start = Date().timeIntervalSince1970
         let lastFresh = try await sink.hold(heading: 270, seconds: 1)
-        // The input stops: silent a second later, and the loop, with nothing to wait for, plans its next check 1 s on.
-        #expect(await eventually(within: 30) { await silences(after: lastFresh).count == 1 })
-        // At once, one input of each, 0.8 s late on arrival (their transit 0.8 s above the streams'): guidance
-        // resumes, and is stale 0.2 s later.
+        // The input stops: silent at the limit (a loop on a 4 s timer would say so 4-8 s after the last input).
+        #expect(await eventually(within: 30) { await statuses("silent:", after: lastFresh).count == 1 })
+        let first = try #require(await statuses("silent:", after: lastFresh).first)
+        #expect(first - lastFresh > 3.99 && first - lastFresh < 5, "silent \(first - lastFresh) s after the last input")
+        // At once, one input of each, 3.7 s late on arrival (their transit 3.7 s above the streams'): guidance
+        // resumes, and is stale 0.3 s later.
         let arrived = Date().timeIntervalSince1970
         let received = StageTime.system.monotonicSeconds()
         let target = GuidanceTarget(
             timeSeconds: arrived, routeID: 1, coordinate: Coordinate(latitude: 0, longitude: 0),
             bearingDegrees: 0, distanceMeters: 50, kind: .lookAhead)
         sink.continuation.yield(
-            Arrival(.target(target), sender: "route", receivedSeconds: received, sentSeconds: arrived - 0.8))
+            Arrival(.target(target), sender: "route", receivedSeconds: received, sentSeconds: arrived - 3.7))
         sink.continuation.yield(
             Arrival(
                 .heading(HeadingSample(timeSeconds: arrived, headingDegrees: 270)), sender: "source",
-                receivedSeconds: received, sentSeconds: arrived - 0.8))
-        #expect(await eventually(within: 30) { await silences(after: arrived).count == 1 })
-        let silent = try #require(await silences(after: arrived).first)
-        // (A second silence: guidance resumed on the late input.) 0.2 s and the check's wake-up; the loop's plan
-        // would put it near 1 s.
-        #expect(silent - arrived < 0.6, "silent \(silent - arrived) s after the late input")
-        #expect(silent - arrived > 0.19, "not before the input went stale")
-        let all = await silences(after: start).count
-        print("late input: silent \(silent - arrived) s after it (\(all) silences)")
+                receivedSeconds: received, sentSeconds: arrived - 3.7))
+        #expect(await eventually(within: 30) { await statuses("silent:", after: arrived).count == 1 })
+        #expect(await statuses("guiding", after: arrived).count == 1, "guidance resumed on the late input")
+        let silent = try #require(await statuses("silent:", after: arrived).first)
+        // 0.3 s and the check's wake-up, where the loop's plan was about 4 s.
+        #expect(silent - arrived > 0.29 && silent - arrived < 2, "silent \(silent - arrived) s after the late input")
+        print("input silent \(first - lastFresh) s after the last fresh one, \(silent - arrived) s after the late one")
         try await sink.finish()
     }
 

@@ -44,12 +44,19 @@ public final class ManualClock: Clock, Sendable {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let resumeNow = self.state.withLock { state -> Bool in
+                // Cancelled after the check above but before this sleeper was listed, its handler found nothing to
+                // cancel: looked at again under the lock that the handler takes.
+                let resumeNow = self.state.withLock { state -> Bool? in
+                    if Task.isCancelled { return nil }
                     if deadline <= state.now { return true }
                     state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
                     return false
                 }
-                if resumeNow { continuation.resume() }
+                switch resumeNow {
+                case nil: continuation.resume(throwing: CancellationError())
+                case true?: continuation.resume()
+                case false?: break
+                }
             }
         } onCancel: {
             let cancelled = self.state.withLock { state -> Sleeper? in

@@ -160,6 +160,9 @@ where Input.Element == Arrival<SinkInput> {
     /// it (one that came late) ends the wait early.
     private var plannedCheck = Double.infinity
     private var checkWait: Task<Void, Never>?
+    /// A check is under way (it waits on the devices): another, after an input or on the timer, is not begun then,
+    /// so that an older reading of the devices' availability is never applied after a newer one.
+    private var checking = false
 
     /// Control commands carried out [count].
     private var controls: UInt64 = 0
@@ -252,7 +255,9 @@ where Input.Element == Arrival<SinkInput> {
                     } onCancel: {
                         wait.cancel()
                     }
-                    await self.check()
+                    // Stopping: the outputs were stopped, and nothing may play after that.
+                    if Task.isCancelled { break }
+                    await self.checkUnlessChecking()
                 }
             }
             group.addTask {
@@ -311,7 +316,9 @@ where Input.Element == Arrival<SinkInput> {
             self.checkWait?.cancel()
         }
         // While input flows, the devices are checked here, at the check interval, with no timer of their own.
-        if self.time.monotonicSeconds() - self.lastCheckAt >= self.options.checkIntervalSeconds { await self.check() }
+        if self.time.monotonicSeconds() - self.lastCheckAt >= self.options.checkIntervalSeconds {
+            await self.checkUnlessChecking()
+        }
     }
 
     private func act(on arrival: Arrival<SinkInput>) async {
@@ -449,22 +456,33 @@ where Input.Element == Arrival<SinkInput> {
     private func waitForNextCheck() -> Task<Void, Never> {
         let now = self.time.monotonicSeconds()
         let limits = [self.failSafe.options.staleAfterSeconds, self.failSafe.options.headingStaleAfterSeconds]
-        var due = now + min(self.options.idleCheckIntervalSeconds, limits.min() ?? 0)
+        var due = now + max(0.01, min(self.options.idleCheckIntervalSeconds, limits.min() ?? 0))
         if let deadline = self.failSafe.nextDeadline { due = min(due, deadline + Self.pastDeadline) }
         due = min(due, self.reporter.nextDue)
         if self.options.lockDevice, let since = self.withoutDeviceSince {
             due = min(due, since + self.options.lockGraceSeconds)
         }
-        let seconds = max(0.002, due - now)
-        self.plannedCheck = now + seconds
+        due = max(due, now + 0.002)
+        self.plannedCheck = due
+        // Until the time itself, however late the task begins.
         let time = self.time
-        let wait = Task<Void, Never> { _ = try? await time.sleep(.seconds(seconds)) }
+        let wait = Task<Void, Never> {
+            let left = due - time.monotonicSeconds()
+            if left > 0 { _ = try? await time.sleep(.seconds(left)) }
+        }
         self.checkWait = wait
         return wait
     }
 
+    /// A check, unless one is under way.
+    private func checkUnlessChecking() async {
+        if !self.checking { await self.check() }
+    }
+
     /// Checks for stale input and for the active device (exposed for tests).
     public func check() async {
+        self.checking = true
+        defer { self.checking = false }
         self.lastCheckAt = self.time.monotonicSeconds()
         await self.apply(self.failSafe.evaluate(now: self.time.monotonicSeconds()))
         if self.reporter.due(at: self.time.monotonicSeconds()) {
