@@ -67,6 +67,32 @@ actor RecordingDevice: OutputDevice {
     func summary() -> String { "\(self.cues.count) cues" }
 }
 
+/// An output device whose availability, once asked, does not answer until released.
+actor HangingDevice: OutputDevice {
+    static let id = "hanging"
+    nonisolated let name = "hanging"
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+    private var released = false
+    private(set) var asked = false
+    func isAvailable() async -> Bool {
+        self.asked = true
+        if !self.released { await withCheckedContinuation { self.waiting.append($0) } }
+        return false
+    }
+    func release() {
+        self.released = true
+        for waiting in self.waiting { waiting.resume() }
+        self.waiting = []
+    }
+    func render(_ cue: HapticCue) {}
+    func stopAll() {}
+    func announce(_ text: String) {}
+    func renderTurn(_ event: TurnEvent) {}
+    func observe(_ message: BusMessage) {}
+    func run() {}
+    func summary() -> String { "" }
+}
+
 /// Drives a sink in this process: heading and target inputs at 20 Hz from a script.
 struct SinkHarness {
     let stage: HapticSinkStage<AsyncStream<Arrival<SinkInput>>, MemoryPublisher>
@@ -210,7 +236,6 @@ struct SinkHarness {
         let device = RecordingDevice(name: "recording")
         var options = HapticSinkOptions()
         options.staleAfterSeconds = 4
-        options.idleCheckIntervalSeconds = 5
         options.statusIntervalSeconds = 100
         let sink = SinkHarness(devices: [device], options: options)
         func statuses(_ prefix: String, after time: Double) async -> [Double] {
@@ -244,6 +269,29 @@ struct SinkHarness {
         // 0.3 s and the check's wake-up, where the loop's plan was about 4 s.
         #expect(silent - arrived > 0.29 && silent - arrived < 2, "silent \(silent - arrived) s after the late input")
         print("input silent \(first - lastFresh) s after the last fresh one, \(silent - arrived) s after the late one")
+        try await sink.finish()
+    }
+
+    /// A device whose availability never comes back (a link stuck in a write, say): the check that asked it waits,
+    /// and every later check still judges the input's age, so stale input silences the sink at its limit.
+    @Test func aDeviceThatHangsWhenAskedDoesNotDelayTheStaleStop() async throws {
+        let device = HangingDevice()
+        let sink = SinkHarness(devices: [device])
+        let lastInput = try await sink.hold(heading: 270, seconds: 1)
+        #expect(await device.asked, "a check asked the device, and waits for it")
+        func statuses(_ prefix: String) async -> [Double] {
+            await sink.output.messages.compactMap { message -> Double? in
+                guard case let .status(status) = message, status.message.hasPrefix(prefix) else { return nil }
+                return status.timeSeconds
+            }
+        }
+        #expect(await statuses("guiding").contains { $0 < lastInput }, "guided while the input came")
+        #expect(await eventually(within: 30) { await statuses("silent:").contains { $0 > lastInput } })
+        let silent = try #require(await statuses("silent:").first { $0 > lastInput })
+        #expect(
+            silent - lastInput > 0.99 && silent - lastInput < 1.5,
+            "silent \(silent - lastInput) s after the last input, at a 1 s limit")
+        await device.release()
         try await sink.finish()
     }
 

@@ -61,13 +61,10 @@ public struct HapticSinkOptions: Sendable {
     public var headingStaleAfterSeconds: Double?
     /// A heading less accurate than this is not acted on [degrees, one standard deviation].
     public var maximumHeadingAccuracyDegrees = Setting.maximumHeadingAccuracyDegrees.defaultValue
-    /// How often the sink checks device availability while input flows: after an input, once the last check is this
-    /// old [seconds]. Stale input is checked at the moment it goes stale, not at this pace.
-    public var checkIntervalSeconds = 0.05
-    /// The longest the sink goes without a check between inputs [seconds]: a band gone while no input comes is
-    /// replaced by the next device within this (and the band's acknowledgement limit). Never longer than the stale
-    /// limits, so that input arriving during a wait cannot go stale before the next check.
-    public var idleCheckIntervalSeconds = 0.25
+    /// How often the sink asks its devices whether they are available [seconds]: a band gone is replaced by the
+    /// next device within this and the band's acknowledgement limit. Stale input is not judged at this pace, but at
+    /// the moment it goes stale, by a loop of its own that no device can hold up.
+    public var deviceCheckIntervalSeconds = 0.25
     /// How often the sink reports its status and counters while nothing changes [seconds].
     public var statusIntervalSeconds = 1.0
     /// How far a heading's or target's time may jump ahead of its stream [seconds].
@@ -154,15 +151,13 @@ where Input.Element == Arrival<SinkInput> {
     private var stop: StopState?
     /// Under the condition lock: since when the condition's device has not been playing [seconds, the check clock].
     private var withoutDeviceSince: Double?
-    /// When the last check began, on the monotonic clock.
-    private var lastCheckAt = -Double.infinity
-    /// When the check loop's wait ends, on the monotonic clock, and the wait: an input whose staleness falls before
-    /// it (one that came late) ends the wait early.
+    /// When the input check loop's wait ends, on the monotonic clock, and the wait: an input whose staleness falls
+    /// before it (one that came late) ends the wait early.
     private var plannedCheck = Double.infinity
     private var checkWait: Task<Void, Never>?
-    /// A check is under way (it waits on the devices): another, after an input or on the timer, is not begun then,
-    /// so that an older reading of the devices' availability is never applied after a newer one.
-    private var checking = false
+    /// The devices' availability is being read (a check waits on them): another check leaves the devices to it, so
+    /// that an older reading is never applied after a newer one.
+    private var checkingDevices = false
 
     /// Control commands carried out [count].
     private var controls: UInt64 = 0
@@ -245,11 +240,11 @@ where Input.Element == Arrival<SinkInput> {
                 }
             }
             group.addTask {
-                // Woken when something can change without input (input going stale, a loss re-arming, the
-                // status, the lock's grace) and at least every idle interval; while input flows, the checks after
-                // inputs do the rest (20 wakes a second of their own cost about 1 % of a core on a small machine).
+                // The input's age: woken when something can change without input (input going stale, a loss
+                // re-arming, the status), not on a timer (20 wakes a second cost about 1 % of a core on a small
+                // machine). It never waits on a device's availability.
                 while !Task.isCancelled {
-                    let wait = await self.waitForNextCheck()
+                    let wait = await self.waitForNextInputCheck()
                     await withTaskCancellationHandler {
                         await wait.value
                     } onCancel: {
@@ -257,7 +252,15 @@ where Input.Element == Arrival<SinkInput> {
                     }
                     // Stopping: the outputs were stopped, and nothing may play after that.
                     if Task.isCancelled { break }
-                    await self.checkUnlessChecking()
+                    await self.checkInput()
+                }
+            }
+            group.addTask {
+                // The devices' availability (the fallback) and the condition lock's grace.
+                while !Task.isCancelled {
+                    try? await self.time.sleep(.seconds(max(0.01, self.options.deviceCheckIntervalSeconds)))
+                    if Task.isCancelled { break }
+                    await self.checkDevices()
                 }
             }
             group.addTask {
@@ -311,13 +314,9 @@ where Input.Element == Arrival<SinkInput> {
     /// Handles one input (exposed for tests).
     public func handle(_ arrival: Arrival<SinkInput>) async {
         await self.act(on: arrival)
-        // Input that came late goes stale sooner than the check loop's wait allows for: it is woken for it.
+        // Input that came late goes stale sooner than the input check loop's wait allows for: it is woken for it.
         if let deadline = self.failSafe.nextDeadline, deadline + Self.pastDeadline < self.plannedCheck {
             self.checkWait?.cancel()
-        }
-        // While input flows, the devices are checked here, at the check interval, with no timer of their own.
-        if self.time.monotonicSeconds() - self.lastCheckAt >= self.options.checkIntervalSeconds {
-            await self.checkUnlessChecking()
         }
     }
 
@@ -451,17 +450,15 @@ where Input.Element == Arrival<SinkInput> {
     /// How far past a stale deadline the check comes: at the deadline exactly, the input is still fresh [seconds].
     private static var pastDeadline: Double { 0.001 }
 
-    /// The check loop's next wait, begun: until the earliest time something may change without input (input going
-    /// stale, a loss re-arming, the status, the lock's grace), at most the idle interval, and never a busy loop.
-    private func waitForNextCheck() -> Task<Void, Never> {
+    /// The input check loop's next wait, begun: until the earliest time something may change without input (input
+    /// going stale, a loss re-arming, the status), at most the shorter stale limit (input that arrives meanwhile and
+    /// goes stale sooner ends the wait: ``handle(_:)``), and never a busy loop.
+    private func waitForNextInputCheck() -> Task<Void, Never> {
         let now = self.time.monotonicSeconds()
         let limits = [self.failSafe.options.staleAfterSeconds, self.failSafe.options.headingStaleAfterSeconds]
-        var due = now + max(0.01, min(self.options.idleCheckIntervalSeconds, limits.min() ?? 0))
+        var due = now + max(0.01, limits.min() ?? 0)
         if let deadline = self.failSafe.nextDeadline { due = min(due, deadline + Self.pastDeadline) }
         due = min(due, self.reporter.nextDue)
-        if self.options.lockDevice, let since = self.withoutDeviceSince {
-            due = min(due, since + self.options.lockGraceSeconds)
-        }
         due = max(due, now + 0.002)
         self.plannedCheck = due
         // Until the time itself, however late the task begins.
@@ -474,16 +471,14 @@ where Input.Element == Arrival<SinkInput> {
         return wait
     }
 
-    /// A check, unless one is under way.
-    private func checkUnlessChecking() async {
-        if !self.checking { await self.check() }
-    }
-
     /// Checks for stale input and for the active device (exposed for tests).
     public func check() async {
-        self.checking = true
-        defer { self.checking = false }
-        self.lastCheckAt = self.time.monotonicSeconds()
+        await self.checkInput()
+        await self.checkDevices()
+    }
+
+    /// Judges the input's age, and reports the status when due.
+    private func checkInput() async {
         await self.apply(self.failSafe.evaluate(now: self.time.monotonicSeconds()))
         if self.reporter.due(at: self.time.monotonicSeconds()) {
             let silent = self.failSafe.isSilent
@@ -496,6 +491,14 @@ where Input.Element == Arrival<SinkInput> {
                     silent ? "silent: \(self.failSafe.silenceReason)" : self.guidingText)
             }
         }
+    }
+
+    /// Asks the devices whether they are available, moves the output to the first that is, and applies the
+    /// condition lock's grace; one reading at a time.
+    private func checkDevices() async {
+        guard !self.checkingDevices else { return }
+        self.checkingDevices = true
+        defer { self.checkingDevices = false }
         // Fallback: the first available device of the list (OutputSelection decides).
         var available: [Bool] = []
         for device in self.devices { available.append(await device.isAvailable()) }
