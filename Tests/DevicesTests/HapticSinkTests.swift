@@ -288,8 +288,9 @@ struct SinkHarness {
         #expect(await statuses("guiding").contains { $0 < lastInput }, "guided while the input came")
         #expect(await eventually(within: 30) { await statuses("silent:").contains { $0 > lastInput } })
         let silent = try #require(await statuses("silent:").first { $0 > lastInput })
+        // At the limit; with one loop for both, never (a bound that a loaded machine's delays do not reach).
         #expect(
-            silent - lastInput > 0.99 && silent - lastInput < 1.5,
+            silent - lastInput > 0.99 && silent - lastInput < 3,
             "silent \(silent - lastInput) s after the last input, at a 1 s limit")
         await device.release()
         try await sink.finish()

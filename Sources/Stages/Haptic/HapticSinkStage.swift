@@ -256,11 +256,11 @@ where Input.Element == Arrival<SinkInput> {
                 }
             }
             group.addTask {
-                // The devices' availability (the fallback) and the condition lock's grace.
+                // The devices' availability (the fallback) and the condition lock's grace: read at once (cues
+                // from the first input on have a device to play on), then at the interval.
                 while !Task.isCancelled {
-                    try? await self.time.sleep(.seconds(max(0.01, self.options.deviceCheckIntervalSeconds)))
-                    if Task.isCancelled { break }
                     await self.checkDevices()
+                    try? await self.time.sleep(.seconds(max(0.01, self.options.deviceCheckIntervalSeconds)))
                 }
             }
             group.addTask {
