@@ -119,21 +119,36 @@ struct SinkHarness {
         let steps = Int(seconds * 20)
         var last = Date().timeIntervalSince1970
         for _ in 0..<steps {
-            let now = Date().timeIntervalSince1970
-            last = now
-            let received = StageTime.system.monotonicSeconds()
-            let target = GuidanceTarget(
-                timeSeconds: now, routeID: 1, coordinate: Coordinate(latitude: 0, longitude: 0),
-                bearingDegrees: targetBearing, distanceMeters: 50, kind: .lookAhead)
-            self.continuation.yield(
-                Arrival(.target(target), sender: "route", receivedSeconds: received, sentSeconds: now))
-            self.continuation.yield(
-                Arrival(
-                    .heading(HeadingSample(timeSeconds: now, headingDegrees: heading)), sender: "source",
-                    receivedSeconds: received, sentSeconds: now))
+            last = self.send(heading: heading, targetBearing: targetBearing)
             try await Task.sleep(for: .milliseconds(50))
         }
         return last
+    }
+
+    /// Sends one target and one heading, stamped now, each `lateSeconds` late on arrival (sent that long before it
+    /// was received, beyond the stream's usual transit); returns their time.
+    @discardableResult
+    func send(heading: Double, targetBearing: Double = 0, lateSeconds: Double = 0) -> Double {
+        let now = Date().timeIntervalSince1970
+        let received = StageTime.system.monotonicSeconds()
+        let target = GuidanceTarget(
+            timeSeconds: now, routeID: 1, coordinate: Coordinate(latitude: 0, longitude: 0),
+            bearingDegrees: targetBearing, distanceMeters: 50, kind: .lookAhead)
+        self.continuation.yield(
+            Arrival(.target(target), sender: "route", receivedSeconds: received, sentSeconds: now - lateSeconds))
+        self.continuation.yield(
+            Arrival(
+                .heading(HeadingSample(timeSeconds: now, headingDegrees: heading)), sender: "source",
+                receivedSeconds: received, sentSeconds: now - lateSeconds))
+        return now
+    }
+
+    /// The times of the sink's status reports whose message starts with `prefix`, in order.
+    func statusTimes(startingWith prefix: String) async -> [Double] {
+        await self.output.messages.compactMap { message -> Double? in
+            guard case let .status(status) = message, status.message.hasPrefix(prefix) else { return nil }
+            return status.timeSeconds
+        }
     }
 
     func finish() async throws {
@@ -239,11 +254,7 @@ struct SinkHarness {
         options.statusIntervalSeconds = 100
         let sink = SinkHarness(devices: [device], options: options)
         func statuses(_ prefix: String, after time: Double) async -> [Double] {
-            await sink.output.messages.compactMap { message -> Double? in
-                guard case let .status(status) = message, status.timeSeconds > time, status.message.hasPrefix(prefix)
-                else { return nil }
-                return status.timeSeconds
-            }
+            await sink.statusTimes(startingWith: prefix).filter { $0 > time }
         }
         let lastFresh = try await sink.hold(heading: 270, seconds: 1)
         // The input stops: silent at the limit (a loop on a 4 s timer would say so 4-8 s after the last input).
@@ -252,17 +263,7 @@ struct SinkHarness {
         #expect(first - lastFresh > 3.99 && first - lastFresh < 5, "silent \(first - lastFresh) s after the last input")
         // At once, one input of each, 3.7 s late on arrival (their transit 3.7 s above the streams'): guidance
         // resumes, and is stale 0.3 s later.
-        let arrived = Date().timeIntervalSince1970
-        let received = StageTime.system.monotonicSeconds()
-        let target = GuidanceTarget(
-            timeSeconds: arrived, routeID: 1, coordinate: Coordinate(latitude: 0, longitude: 0),
-            bearingDegrees: 0, distanceMeters: 50, kind: .lookAhead)
-        sink.continuation.yield(
-            Arrival(.target(target), sender: "route", receivedSeconds: received, sentSeconds: arrived - 3.7))
-        sink.continuation.yield(
-            Arrival(
-                .heading(HeadingSample(timeSeconds: arrived, headingDegrees: 270)), sender: "source",
-                receivedSeconds: received, sentSeconds: arrived - 3.7))
+        let arrived = sink.send(heading: 270, lateSeconds: 3.7)
         #expect(await eventually(within: 30) { await statuses("silent:", after: arrived).count == 1 })
         #expect(await statuses("guiding", after: arrived).count == 1, "guidance resumed on the late input")
         let silent = try #require(await statuses("silent:", after: arrived).first)
@@ -279,12 +280,7 @@ struct SinkHarness {
         let sink = SinkHarness(devices: [device])
         let lastInput = try await sink.hold(heading: 270, seconds: 1)
         #expect(await device.asked, "a check asked the device, and waits for it")
-        func statuses(_ prefix: String) async -> [Double] {
-            await sink.output.messages.compactMap { message -> Double? in
-                guard case let .status(status) = message, status.message.hasPrefix(prefix) else { return nil }
-                return status.timeSeconds
-            }
-        }
+        func statuses(_ prefix: String) async -> [Double] { await sink.statusTimes(startingWith: prefix) }
         #expect(await statuses("guiding").contains { $0 < lastInput }, "guided while the input came")
         #expect(await eventually(within: 30) { await statuses("silent:").contains { $0 > lastInput } })
         let silent = try #require(await statuses("silent:").first { $0 > lastInput })

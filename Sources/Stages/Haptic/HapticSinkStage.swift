@@ -63,7 +63,7 @@ public struct HapticSinkOptions: Sendable {
     public var maximumHeadingAccuracyDegrees = Setting.maximumHeadingAccuracyDegrees.defaultValue
     /// How often the sink asks its devices whether they are available [seconds]: a band gone is replaced by the
     /// next device within this and the band's acknowledgement limit. Stale input is not judged at this pace, but at
-    /// the moment it goes stale, by a loop of its own that no device can hold up.
+    /// the moment it goes stale, by a loop of its own that never waits for a device's availability.
     public var deviceCheckIntervalSeconds = 0.25
     /// How often the sink reports its status and counters while nothing changes [seconds].
     public var statusIntervalSeconds = 1.0
@@ -455,8 +455,8 @@ where Input.Element == Arrival<SinkInput> {
     /// goes stale sooner ends the wait: ``handle(_:)``), and never a busy loop.
     private func waitForNextInputCheck() -> Task<Void, Never> {
         let now = self.time.monotonicSeconds()
-        let limits = [self.failSafe.options.staleAfterSeconds, self.failSafe.options.headingStaleAfterSeconds]
-        var due = now + max(0.01, limits.min() ?? 0)
+        let limit = min(self.failSafe.options.staleAfterSeconds, self.failSafe.options.headingStaleAfterSeconds)
+        var due = now + max(0.01, limit)
         if let deadline = self.failSafe.nextDeadline { due = min(due, deadline + Self.pastDeadline) }
         due = min(due, self.reporter.nextDue)
         due = max(due, now + 0.002)
