@@ -20,16 +20,20 @@ public struct Polyline: Sendable {
     public let points: [Coordinate]
     /// Distance from the start to each vertex along the path [metres, geodesic].
     public let cumulativeMeters: [Double]
+    /// Each segment's geodesic from its first vertex (segment i joins points i and i + 1): its length and its initial
+    /// azimuth, found once here rather than for each point asked along it.
+    private let segments: [GeodesicInverse]
 
     /// Creates a polyline; lengths are geodesics on WGS84.
     public init(_ points: [Coordinate]) {
         self.points = points
+        let segments = zip(points, points.dropFirst()).map { Geodesic.wgs84.inverse($0, $1) }
         var cumulative: [Double] = points.isEmpty ? [] : [0]
-        for index in points.indices.dropFirst() {
-            cumulative.append(
-                cumulative[index - 1] + Geodesic.wgs84.inverse(points[index - 1], points[index]).distanceMeters)
+        for segment in segments {
+            cumulative.append(cumulative[cumulative.count - 1] + segment.distanceMeters)
         }
         self.cumulativeMeters = cumulative
+        self.segments = segments
     }
 
     /// Total length [metres].
@@ -108,19 +112,32 @@ public struct Polyline: Sendable {
     /// bearing of the segment there [degrees, true north, clockwise].
     public func point(atDistance distance: Double) -> (coordinate: Coordinate, bearingDegrees: Double)? {
         guard let first = self.points.first else { return nil }
-        guard self.points.count > 1 else { return (first, 0) }
-        let clamped = min(max(distance, 0), self.lengthMeters)
-        var index = 0
-        while index < self.points.count - 2 && self.cumulativeMeters[index + 1] < clamped { index += 1 }
-        let a = self.points[index], b = self.points[index + 1]
-        let inverse = Geodesic.wgs84.inverse(a, b)
-        let along = clamped - self.cumulativeMeters[index]
+        guard let (index, along) = self.segment(atDistance: distance) else { return (first, 0) }
+        let a = self.points[index], inverse = self.segments[index]
         let position =
             inverse.distanceMeters > 0
             ? Geodesic.wgs84.direct(from: a, azimuthDegrees: inverse.initialAzimuthDegrees, distanceMeters: along)
                 .coordinate
             : a
         return (position, Angle.normalized(inverse.initialAzimuthDegrees))
+    }
+
+    /// The bearing of the segment `distance` metres along the polyline (clamped to its ends), as
+    /// ``point(atDistance:)`` gives it, without finding the point [degrees, true north, clockwise]; nil when empty.
+    public func bearing(atDistance distance: Double) -> Double? {
+        guard !self.points.isEmpty else { return nil }
+        guard let (index, _) = self.segment(atDistance: distance) else { return 0 }
+        return Angle.normalized(self.segments[index].initialAzimuthDegrees)
+    }
+
+    /// The segment holding the point `distance` metres along (clamped to the ends) and how far along that segment
+    /// [metres]; nil with fewer than two vertices.
+    private func segment(atDistance distance: Double) -> (index: Int, alongMeters: Double)? {
+        guard self.points.count > 1 else { return nil }
+        let clamped = min(max(distance, 0), self.lengthMeters)
+        var index = 0
+        while index < self.points.count - 2 && self.cumulativeMeters[index + 1] < clamped { index += 1 }
+        return (index, clamped - self.cumulativeMeters[index])
     }
 }
 

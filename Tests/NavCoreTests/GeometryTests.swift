@@ -166,6 +166,17 @@ private struct PolylineVector: Sendable, CustomStringConvertible {
         #expect(abs(projection.crossTrackMeters - 5) < 0.02, "east of a northward leg is right of it")
     }
 
+    @Test func eachLegGivesItsBearingAlongItAndTheEndsClamp() throws {
+        // East along the first leg, north along the second; before the start and past the end, the nearest leg's.
+        for (along, expected) in [(-10.0, 90.0), (0, 90), (120, 90), (250, 0), (349.9, 0), (400, 0)] {
+            let bearing = try #require(self.path.bearing(atDistance: along))
+            #expect(Angle.separation(bearing, expected) < 0.01, "at \(along) m")
+            #expect(bearing == self.path.point(atDistance: along)?.bearingDegrees, "as the point's, at \(along) m")
+        }
+        #expect(Polyline([]).bearing(atDistance: 5) == nil)
+        #expect(Polyline([self.corner]).bearing(atDistance: 5) == 0)
+    }
+
     @Test func pointsBeyondTheEndsClampToThem() throws {
         let before = Geodesic.wgs84.direct(from: self.corner, azimuthDegrees: 270, distanceMeters: 30).coordinate
         let projection = try #require(self.path.project(before))

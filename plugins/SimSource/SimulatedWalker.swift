@@ -223,18 +223,21 @@ public struct SimulatedWalker: MessageSource {
             while true {
                 let elapsed = min(nextFix, nextHeading)
                 if elapsed > duration + 1e-9 { break }
-                if self.options.pace > 0 {
-                    let due = wallStart + .seconds((lap + elapsed) / self.options.pace)
+                // A fix and a heading due together share one sleep: the second has no timer to wait for.
+                if self.options.pace > 0, case let due = wallStart + .seconds((lap + elapsed) / self.options.pace),
+                    due > clock.now
+                {
                     try await Task.sleep(until: due, clock: clock)
                 } else {
                     try Task.checkCancellation()
                 }
                 let time = self.options.startTimeSeconds + lap + elapsed
-                let (truth, bearing) = self.position(atDistance: elapsed * self.options.speedMetersPerSecond)
+                let distance = elapsed * self.options.speedMetersPerSecond
                 let tilted = self.options.tiltEpisodes.contains {
                     elapsed >= $0.start && elapsed < $0.start + $0.duration
                 }
                 if nextFix <= nextHeading {
+                    let (truth, bearing) = self.position(atDistance: distance)
                     let noisy = FlatProjection(origin: truth).unproject(
                         ENU(
                             east: random.gaussian(standardDeviation: self.options.gpsNoiseMeters),
@@ -248,6 +251,7 @@ public struct SimulatedWalker: MessageSource {
                     nextFix += self.options.fixIntervalSeconds
                 } else {
                     // Near vertical the compass heading flips: it reads the opposite way.
+                    let bearing = self.line.bearing(atDistance: distance) ?? 0
                     let raw =
                         bearing + self.options.pocketOffsetDegrees + (tilted ? 180 : 0)
                         + random.gaussian(standardDeviation: self.options.compassNoiseDegrees)
