@@ -72,7 +72,7 @@ let package = Package(
         // Plugins: one target per swappable part.
         .target(
             name: "SimSource",
-            dependencies: ["MapFiles", "NavCore", "MapLogic", "Parsers"],
+            dependencies: ["MapFiles", "NavCore", "MapLogic", "Parsers", "SystemIO"],
             path: "plugins/SimSource"
         ),
         // libxml2, reached through the system library (Debian: libxml2-dev), and the parsers plugins share.

@@ -2,6 +2,7 @@ import MapFiles
 import Parsers
 #if canImport(Glibc)
 import Glibc
+import SystemIO
 #endif
 public import NavCore
 import MapLogic
@@ -157,24 +158,17 @@ public struct SimulatedWalker: MessageSource {
 
     /// Turns to north with the phone flat, then stands; returns the routine's length [seconds].
     private func calibrationRoutine(
-        random: inout SeededGenerator, clock: ContinuousClock, wallStart: ContinuousClock.Instant,
+        random: inout SeededGenerator, pacing: Pacing,
         emit: @Sendable (BusMessage) async throws -> Void
     ) async throws -> Double {
         let start = self.options.path[0]
         var heading = 200.0
         var t = 0.0
         var nextFix = 0.0
-        func pace(_ t: Double) async throws {
-            if self.options.pace > 0 {
-                try await Task.sleep(until: wallStart + .seconds(t / self.options.pace), clock: clock)
-            } else {
-                try Task.checkCancellation()
-            }
-        }
         let turnEnd = (360 - heading) / 30
         let total = turnEnd + self.options.calibrationStandSeconds
         while t < total {
-            try await pace(t)
+            try await pacing.wait(untilElapsed: t)
             let time = self.options.startTimeSeconds + t
             if t >= nextFix {
                 try await emit(
@@ -209,13 +203,26 @@ public struct SimulatedWalker: MessageSource {
     }
 
     public func run(emit: @Sendable (BusMessage) async throws -> Void) async throws {
-        var random = SeededGenerator(seed: self.options.seed)
         let duration = self.lengthMeters / self.options.speedMetersPerSecond
-        let clock = ContinuousClock()
-        let wallStart = clock.now
+        // In real time (or a multiple of it), the walk runs on a thread of its own that wakes it at each tick.
+        let executor = self.options.pace > 0 ? PacingExecutor(name: "sim-walker") : nil
+        defer { executor?.shutdown() }
+        try await withTaskExecutorPreference(executor) {
+            var random = SeededGenerator(seed: self.options.seed)
+            try await self.walk(
+                random: &random, duration: duration,
+                pacing: Pacing(pace: self.options.pace, executor: executor), emit: emit)
+        }
+    }
+
+    /// The walk itself: the calibration routine if asked for, then the path, once or in laps.
+    private func walk(
+        random: inout SeededGenerator, duration: Double, pacing: Pacing,
+        emit: @Sendable (BusMessage) async throws -> Void
+    ) async throws {
         var lap = 0.0
         if self.options.calibrationRoutine {
-            lap = try await self.calibrationRoutine(random: &random, clock: clock, wallStart: wallStart, emit: emit)
+            lap = try await self.calibrationRoutine(random: &random, pacing: pacing, emit: emit)
         }
         repeat {
             var nextFix = 0.0
@@ -223,14 +230,7 @@ public struct SimulatedWalker: MessageSource {
             while true {
                 let elapsed = min(nextFix, nextHeading)
                 if elapsed > duration + 1e-9 { break }
-                // A fix and a heading due together share one sleep: the second has no timer to wait for.
-                if self.options.pace > 0, case let due = wallStart + .seconds((lap + elapsed) / self.options.pace),
-                    due > clock.now
-                {
-                    try await Task.sleep(until: due, clock: clock)
-                } else {
-                    try Task.checkCancellation()
-                }
+                try await pacing.wait(untilElapsed: lap + elapsed)
                 let time = self.options.startTimeSeconds + lap + elapsed
                 let distance = elapsed * self.options.speedMetersPerSecond
                 let tilted = self.options.tiltEpisodes.contains {
@@ -274,6 +274,24 @@ public struct SimulatedWalker: MessageSource {
             }
             lap += duration + self.options.fixIntervalSeconds
         } while self.options.loop
+    }
+}
+
+/// When each tick of a walk is due: `pace` times real time from the walk's start, on a ``PacingExecutor``'s clock;
+/// at pace 0 as fast as the readers take it.
+struct Pacing {
+    let pace: Double
+    let executor: PacingExecutor?
+    /// The walk's start [nanoseconds, monotonic].
+    let start = SystemClock.monotonicNanoseconds()
+
+    /// Waits until `seconds` of the walk have passed (at its pace). A fix and a heading due together share one wait:
+    /// the second finds its time already come and does not sleep.
+    func wait(untilElapsed seconds: Double) async throws {
+        guard self.pace > 0, let executor = self.executor else { return try Task.checkCancellation() }
+        let due = self.start + Int64((seconds / self.pace * 1e9).rounded())
+        guard due > SystemClock.monotonicNanoseconds() else { return try Task.checkCancellation() }
+        try await executor.sleep(untilMonotonicNanoseconds: due)
     }
 }
 
