@@ -228,7 +228,7 @@ public actor SpeakerDevice: OutputDevice {
                     continuation.resume(returning: nil)
                     return
                 }
-                let data = (try? process.output?.readToEnd()).map { Data($0 ?? []) }
+                let data = (try? process.output?.readToEnd()).map { Data($0) }
                 process.wait()
                 continuation.resume(returning: data)
             }

@@ -68,7 +68,7 @@ public actor RecorderStage<Input: AsyncSequence & Sendable>: Service where Input
                 // Quiet since the later of the stop and the last message: a message still on its way when the stop
                 // came is waited for too.
                 while !consumerEnded.load(ordering: .relaxed),
-                    min(await self.quietFor, time.monotonicSeconds() - stopped) < quiet,
+                    min(self.quietFor, time.monotonicSeconds() - stopped) < quiet,
                     time.monotonicSeconds() - stopped < limit
                 {
                     try? await time.sleep(.milliseconds(20))
