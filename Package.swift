@@ -231,7 +231,7 @@ let package = Package(
                 "SessionFiles",
                 "Runtime", "Bus", "NavCore", "MapLogic", "Stages", "StageSource", "StageSmoother", "StageRoute",
                 "StageRecorder", "SimSource", "Sinks", "Routers", "Parsers", "Evaluation",
-                "Links", "TestSupport", .product(name: "Logging", package: "swift-log"),
+                "Links", "SystemIO", "TestSupport", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
         .testTarget(

@@ -159,3 +159,39 @@ public final class PacingExecutor: TaskExecutor, @unchecked Sendable {
         for sleeper in leftoverSleepers { sleeper.continuation.resume(throwing: CancellationError()) }
     }
 }
+
+/// Waits until each time of a timeline comes, at `pace` times real time from the first: 1 is real time, 10 ten times
+/// faster, 0 as fast as the readers take it (no wait at all). With a ``PacingExecutor``, it sleeps on that executor's
+/// thread; without one, with `Task.sleep`.
+public struct Pacer: Sendable {
+    /// Times real time [≥ 0].
+    public let pace: Double
+    private let executor: PacingExecutor?
+    /// The monotonic clock [nanoseconds] and the timeline's time [seconds] at the first wait.
+    private var start: (monotonic: Int64, time: Double)?
+
+    /// A pacer whose clock starts at the first wait.
+    public init(pace: Double, executor: PacingExecutor? = nil) {
+        self.pace = pace
+        self.executor = executor
+    }
+
+    /// Waits until `time` [seconds, the timeline's] has come. The first time given starts the clock and comes at once;
+    /// a time already come (a fix and a heading due together) does not sleep, nor does one earlier than the first.
+    /// Throws `CancellationError` when the task is cancelled.
+    public mutating func wait(until time: Double) async throws {
+        guard self.pace > 0 else { return try Task.checkCancellation() }
+        guard let start = self.start else {
+            self.start = (SystemClock.monotonicNanoseconds(), time)
+            return try Task.checkCancellation()
+        }
+        let due = start.monotonic + Int64((max(0, time - start.time) / self.pace * 1e9).rounded())
+        let now = SystemClock.monotonicNanoseconds()
+        guard due > now else { return try Task.checkCancellation() }
+        if let executor = self.executor {
+            try await executor.sleep(untilMonotonicNanoseconds: due)
+        } else {
+            try await Task.sleep(for: .nanoseconds(due - now))
+        }
+    }
+}

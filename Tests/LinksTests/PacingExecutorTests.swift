@@ -59,18 +59,22 @@ import Testing
         }
     }
 
-    /// Once shut down, the executor's thread ends: a task preferring it still runs (on the pool), a sleep throws, and a
-    /// sleep that was waiting when it shut down throws too.
-    @Test func afterShutdownTasksStillRunAndSleepsThrow() async throws {
+    /// Once shut down, the executor's thread ends: a sleep that was waiting throws, a task preferring the executor
+    /// still runs (on the pool), and a later sleep throws.
+    @Test(.timeLimit(.minutes(1))) func afterShutdownTasksStillRunAndSleepsThrow() async throws {
         let executor = PacingExecutor(name: "pacing-test")
+        let (listing, willList) = AsyncStream.makeStream(of: Void.self)
         let waiting = Task {
             try await withTaskExecutorPreference(executor) {
+                // Said from the job that goes on to list the sleep: the executor's thread, which alone can end, is
+                // busy with that job until the sleep is listed.
+                willList.yield()
                 try await executor.sleep(
                     untilMonotonicNanoseconds: SystemClock.monotonicNanoseconds() + 3_600_000_000_000)
             }
         }
-        // Shut down from the executor's own thread, as the walker does when its walk ends there.
-        await withTaskExecutorPreference(executor) { executor.shutdown() }
+        for await _ in listing { break }
+        executor.shutdown()
         await #expect(throws: CancellationError.self) { try await waiting.value }
         let ran = await withTaskExecutorPreference(executor) { () async -> Bool in
             await Task.yield()

@@ -6,6 +6,8 @@ import Routers
 import SimSource
 import Sinks
 import Stages
+import Synchronization
+import SystemIO
 import Testing
 import TestSupport
 import Logging
@@ -249,6 +251,45 @@ import StageSource
         #expect(try episodes(seed: 4) != episodes(seed: 5))
         // 1.1 km at 1.4 m/s is 13 minutes: about 26 episodes at 2 a minute.
         #expect(try (10...45).contains(episodes(seed: 4).count))
+    }
+
+    /// The walk with its calibration routine (111 m, about 90 s of walk) at 2000 times real time gives, message for
+    /// message, the walk given as fast as possible; each of its messages is emitted on the walker's pacing thread.
+    @Test(.timeLimit(.minutes(1))) func atAPaceItGivesTheSameWalkOnItsPacingThread() async throws {
+        func walk(pace: Double) async throws -> (messages: [BusMessage], threads: Set<String>) {
+            var options = SimulatedWalker.Options(path: self.path)
+            options.pace = pace
+            options.calibrationRoutine = true
+            let output = MemoryPublisher()
+            let threads = Mutex<Set<String>>([])
+            try await SimulatedWalker(options: options).run { message in
+                let comm = String(
+                    decoding: (try? InputFile.contents(of: "/proc/thread-self/comm")) ?? [], as: UTF8.self)
+                threads.withLock { _ = $0.insert(comm) }
+                await output.publish(message)
+            }
+            return (await output.messages, threads.withLock { $0 })
+        }
+        let paced = try await walk(pace: 2000)
+        let unpaced = try await walk(pace: 0)
+        #expect(paced.messages.count > 900)
+        #expect(paced.messages == unpaced.messages)
+        #expect(paced.threads == ["sim-walker\n"])
+    }
+
+    /// A walk in laps at real time ends as soon as its task is cancelled, wherever it was waiting.
+    @Test(.timeLimit(.minutes(1))) func aWalkAtRealTimeEndsWhenCancelled() async throws {
+        var options = SimulatedWalker.Options(path: self.path)
+        options.pace = 1
+        options.loop = true
+        let walker = try SimulatedWalker(options: options)
+        let (started, starting) = AsyncStream.makeStream(of: Void.self)
+        let walk = Task {
+            try await walker.run { _ in starting.yield() }
+        }
+        for await _ in started { break }
+        walk.cancel()
+        await #expect(throws: CancellationError.self) { try await walk.value }
     }
 }
 

@@ -31,7 +31,7 @@ public final class SlurmCluster: @unchecked Sendable {
         var key = [UInt8](repeating: 0, count: 1024)
         for index in key.indices { key[index] = UInt8.random(in: 0...255) }
         let keyFile = "\(folder)/munge.key"
-        FileManager.default.createFile(atPath: keyFile, contents: Data(key), attributes: [.posixPermissions: 0o400])
+        _ = FileManager.default.createFile(atPath: keyFile, contents: Data(key), attributes: [.posixPermissions: 0o400])
         var name = [CChar](repeating: 0, count: 256)
         gethostname(&name, name.count)
         let host =

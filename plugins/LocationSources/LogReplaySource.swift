@@ -2,6 +2,7 @@ import Links
 public import Logging
 public import NavCore
 import Parsers
+import SystemIO
 import Synchronization
 
 /// Replays a recorded log (NMEA, GPX or a sensor CSV/phyphox recording) at its own pace, scaled, or as

@@ -4,30 +4,6 @@ import NavCore
 import Parsers
 import Synchronization
 
-/// Plays entries at the pace of their times: 1 is real time, 10 ten times faster, 0 as fast as possible.
-struct Pacer {
-    let pace: Double
-    private let clock = ContinuousClock()
-    private var start: (wall: ContinuousClock.Instant, log: Double)?
-
-    init(pace: Double) {
-        self.pace = pace
-    }
-
-    mutating func wait(until logTime: Double) async throws {
-        guard self.pace > 0 else {
-            try Task.checkCancellation()
-            return
-        }
-        guard let start = self.start else {
-            self.start = (self.clock.now, logTime)
-            return
-        }
-        let offset = max(0, logTime - start.log) / self.pace
-        try await Task.sleep(until: start.wall + .seconds(offset), clock: self.clock)
-    }
-}
-
 /// Counts what a source skipped, logging the first problem of each file with its line number.
 final class ProblemCounter: Sendable {
     private let state = Mutex<(count: Int, logged: Bool, read: Int)>((0, false, 0))

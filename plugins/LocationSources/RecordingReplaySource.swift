@@ -7,6 +7,7 @@ import Foundation
 public import Logging
 public import NavCore
 import Parsers
+import SystemIO
 
 /// The `replay` source: plays back a session (a folder of MCAP parts as the `mcap` recorder writes it, one .mcap file,
 /// or a JSON Lines recording of the `jsonl` recorder) at the pace it was received (scaled, or as fast as possible),

@@ -2,8 +2,8 @@ import MapFiles
 import Parsers
 #if canImport(Glibc)
 import Glibc
-import SystemIO
 #endif
+import SystemIO
 public import NavCore
 import MapLogic
 
@@ -158,7 +158,7 @@ public struct SimulatedWalker: MessageSource {
 
     /// Turns to north with the phone flat, then stands; returns the routine's length [seconds].
     private func calibrationRoutine(
-        random: inout SeededGenerator, pacing: Pacing,
+        random: inout SeededGenerator, pacer: inout Pacer,
         emit: @Sendable (BusMessage) async throws -> Void
     ) async throws -> Double {
         let start = self.options.path[0]
@@ -168,7 +168,7 @@ public struct SimulatedWalker: MessageSource {
         let turnEnd = (360 - heading) / 30
         let total = turnEnd + self.options.calibrationStandSeconds
         while t < total {
-            try await pacing.wait(untilElapsed: t)
+            try await pacer.wait(until: t)
             let time = self.options.startTimeSeconds + t
             if t >= nextFix {
                 try await emit(
@@ -209,20 +209,19 @@ public struct SimulatedWalker: MessageSource {
         defer { executor?.shutdown() }
         try await withTaskExecutorPreference(executor) {
             var random = SeededGenerator(seed: self.options.seed)
-            try await self.walk(
-                random: &random, duration: duration,
-                pacing: Pacing(pace: self.options.pace, executor: executor), emit: emit)
+            var pacer = Pacer(pace: self.options.pace, executor: executor)
+            try await self.walk(random: &random, duration: duration, pacer: &pacer, emit: emit)
         }
     }
 
     /// The walk itself: the calibration routine if asked for, then the path, once or in laps.
     private func walk(
-        random: inout SeededGenerator, duration: Double, pacing: Pacing,
+        random: inout SeededGenerator, duration: Double, pacer: inout Pacer,
         emit: @Sendable (BusMessage) async throws -> Void
     ) async throws {
         var lap = 0.0
         if self.options.calibrationRoutine {
-            lap = try await self.calibrationRoutine(random: &random, pacing: pacing, emit: emit)
+            lap = try await self.calibrationRoutine(random: &random, pacer: &pacer, emit: emit)
         }
         repeat {
             var nextFix = 0.0
@@ -230,7 +229,7 @@ public struct SimulatedWalker: MessageSource {
             while true {
                 let elapsed = min(nextFix, nextHeading)
                 if elapsed > duration + 1e-9 { break }
-                try await pacing.wait(untilElapsed: lap + elapsed)
+                try await pacer.wait(until: lap + elapsed)
                 let time = self.options.startTimeSeconds + lap + elapsed
                 let distance = elapsed * self.options.speedMetersPerSecond
                 let tilted = self.options.tiltEpisodes.contains {
@@ -274,24 +273,6 @@ public struct SimulatedWalker: MessageSource {
             }
             lap += duration + self.options.fixIntervalSeconds
         } while self.options.loop
-    }
-}
-
-/// When each tick of a walk is due: `pace` times real time from the walk's start, on a ``PacingExecutor``'s clock;
-/// at pace 0 as fast as the readers take it.
-struct Pacing {
-    let pace: Double
-    let executor: PacingExecutor?
-    /// The walk's start [nanoseconds, monotonic].
-    let start = SystemClock.monotonicNanoseconds()
-
-    /// Waits until `seconds` of the walk have passed (at its pace). A fix and a heading due together share one wait:
-    /// the second finds its time already come and does not sleep.
-    func wait(untilElapsed seconds: Double) async throws {
-        guard self.pace > 0, let executor = self.executor else { return try Task.checkCancellation() }
-        let due = self.start + Int64((seconds / self.pace * 1e9).rounded())
-        guard due > SystemClock.monotonicNanoseconds() else { return try Task.checkCancellation() }
-        try await executor.sleep(untilMonotonicNanoseconds: due)
     }
 }
 
