@@ -124,7 +124,7 @@ extension ProcessSuites.Data {
         /// here as root) through `scripts/slurm-walkers`: their merge is the whole run.
         @Test(.enabled(if: geteuid() == 0, "needs root to start Slurm's daemons"))
         func fourShardsAsASlurmJobArrayMergeToTheWholeRun() async throws {
-            let cluster = try await SlurmCluster()
+            let cluster = try await SlurmCluster.start()
             defer { cluster.stop() }
             let out = "\(cluster.folder)/shards"
             let submit = await cluster.command(

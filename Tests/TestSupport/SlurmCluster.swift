@@ -90,14 +90,33 @@ public final class SlurmCluster: @unchecked Sendable {
         self.daemons.append(
             try SystemIO.ChildProcess(
                 executable: "/usr/sbin/slurmd", arguments: ["-D", "-N", "hapticnav", "-f", confFile]))
+        // A controller that ended (its port taken) ends the wait: the node would never become idle.
+        let controller = self.daemons[1]
         let idle = await eventually(within: seconds) {
+            guard controller.isRunning else { return true }
             let sinfo = await self.command("/usr/bin/sinfo", ["-h", "-o", "%T"], seconds: 10)
             return sinfo.status == 0 && sinfo.output.trimmingCharacters(in: .whitespacesAndNewlines) == "idle"
         }
-        guard idle else {
+        guard idle, controller.isRunning else {
             let logs = self.logs
             self.stop()
             throw TestProcessError("the Slurm node did not become idle within \(seconds) s:\n\(logs)")
+        }
+    }
+
+    /// Starts a cluster as ``init(seconds:)`` does, and again on other ports (at most `attempts` times in all) when a
+    /// daemon found its port taken: a port is free when drawn and bound a moment later, and in between any program on
+    /// the machine (a parallel test's outgoing connection) may take it.
+    public static func start(seconds: Double = 60, attempts: Int = 3) async throws -> SlurmCluster {
+        var attempt = 1
+        while true {
+            do {
+                return try await SlurmCluster(seconds: seconds)
+            } catch let error as TestProcessError
+                where attempt < attempts && error.description.contains("Address already in use")
+            {
+                attempt += 1
+            }
         }
     }
 
