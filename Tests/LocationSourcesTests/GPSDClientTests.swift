@@ -45,7 +45,7 @@ private actor Collector {
     }
 }
 
-/// The second gpsfake, started from inside the test's task group.
+/// A gpsfake that the test's task group may have stopped, or started.
 private actor Holder {
     var child: ChildProcess?
     func set(_ child: ChildProcess?) { self.child = child }
@@ -92,21 +92,55 @@ private actor Holder {
     }
 
     @Test func itReconnectsWhenGPSDRestarts() async throws {
-        let port = freeTCPPort()
-        let gpsfake = try startGPSFake(log: "garmin15x.log", port: port)
+        // One walk-through: gpsd up on a fresh port, fixes, gpsd stopped, gpsd started again on the same port, fixes
+        // again. A gpsd that never came up (slow to start on a busy machine, or its port taken by another program
+        // between being drawn and bound, or while gpsd was down) is not the subject: the walk-through is tried again
+        // on a fresh port, three times at most. Each wait is bounded; the test fails if no walk-through completes.
+        var attempts: [String] = []
+        for _ in 0..<3 {
+            let outcome = await Self.restartOnce(port: freeTCPPort())
+            attempts.append(outcome.summary)
+            if let (before, after) = outcome.fixes {
+                #expect(after >= before + 3)
+                return
+            }
+        }
+        Issue.record("fixes never resumed after gpsd came back: \(attempts.joined(separator: "; "))")
+    }
+
+    /// What one walk-through of ``itReconnectsWhenGPSDRestarts()`` saw.
+    private struct RestartOutcome {
+        /// Fixes before gpsd stopped, and after it came back; nil if it never got that far.
+        var fixes: (Int, Int)?
+        var summary: String
+    }
+
+    private static func restartOnce(port: Int) async -> RestartOutcome {
+        guard let gpsfake = try? startGPSFake(log: "garmin15x.log", port: port) else {
+            return RestartOutcome(summary: "port \(port): gpsfake did not start")
+        }
         let source = GPSDSource(port: UInt16(port), maximumBackoffSeconds: 0.5, logger: Logger(label: "test"))
         let collector = Collector()
+        let first = Holder()
+        await first.set(gpsfake)
         let restarted = Holder()
-        let result = await withDeadline(seconds: 60) { () -> (Int, Int)? in
-            try? await withThrowingTaskGroup(of: (Int, Int)?.self) { group in
+        let result = await withDeadline(seconds: 60) { () -> RestartOutcome? in
+            try? await withThrowingTaskGroup(of: RestartOutcome?.self) { group in
                 group.addTask {
                     try await source.run { await collector.add($0) }
                     return nil
                 }
                 group.addTask {
-                    while await collector.fixes.count < 3 { try await Task.sleep(for: .milliseconds(50)) }
+                    let upBy = ContinuousClock.now + .seconds(20)
+                    while await collector.fixes.count < 3, ContinuousClock.now < upBy {
+                        try await Task.sleep(for: .milliseconds(50))
+                    }
                     let before = await collector.fixes.count
+                    guard before >= 3 else {
+                        return RestartOutcome(summary: "port \(port): \(before) fixes from the first gpsd in 20 s")
+                    }
                     await stop(gpsfake)
+                    await first.set(nil)
                     try await Task.sleep(for: .seconds(1))
                     let during = await collector.fixes.count
                     // A gpsd started while the old one's port is not yet free gives up: start it again, up to three
@@ -118,19 +152,23 @@ private actor Holder {
                         while await collector.fixes.count < during + 3, ContinuousClock.now < giveUp {
                             try await Task.sleep(for: .milliseconds(50))
                         }
-                        if await collector.fixes.count >= during + 3 { break }
+                        let after = await collector.fixes.count
+                        if after >= during + 3 {
+                            return RestartOutcome(fixes: (before, after), summary: "port \(port): resumed")
+                        }
                         if let child { await stop(child) }
                         await restarted.set(nil)
                     }
-                    return (before, await collector.fixes.count)
+                    return RestartOutcome(
+                        summary: "port \(port): \(before) fixes, then none from three gpsd restarts")
                 }
                 let first = try await group.next() ?? nil
                 group.cancelAll()
                 return first
             }
         }
+        if let running = await first.child { await stop(running) }
         if let again = await restarted.child { await stop(again) }
-        let (before, after) = try #require(result ?? nil, "fixes resumed after gpsd came back")
-        #expect(after >= before + 3)
+        return result ?? RestartOutcome(summary: "port \(port): no outcome within 60 s")
     }
 }
