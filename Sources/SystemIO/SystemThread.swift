@@ -53,6 +53,17 @@ public enum SystemThread {
         while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
     }
 
+    /// The calling thread's name as `ps -L` and `perf` show it (Linux: its `comm`, without the line's end); empty where
+    /// it cannot be read.
+    public static var currentName: String {
+        #if os(Linux)
+        guard let comm = try? InputFile.contents(of: "/proc/thread-self/comm") else { return "" }
+        return String(decoding: comm.last == UInt8(ascii: "\n") ? comm.dropLast() : comm[...], as: UTF8.self)
+        #else
+        return ""
+        #endif
+    }
+
     /// Names the calling thread (Linux: its `comm`, at most 15 bytes); a name that cannot be set is left as it was.
     static func nameCurrentThread(_ name: String) {
         #if os(Linux)

@@ -103,7 +103,8 @@ import Testing
         let master = hn_open_pseudo_terminal(&name, name.count)
         try #require(master >= 0)
         defer { close(master) }
-        let slave = open(String(cString: name), O_RDWR | O_NOCTTY | O_CLOEXEC)
+        let path = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let slave = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC)
         try #require(slave >= 0)
         let link = ByteLink(descriptor: slave)
         let freed = Mutex(false)

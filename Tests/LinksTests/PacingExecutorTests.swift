@@ -2,11 +2,6 @@ import SystemIO
 import Testing
 
 @Suite struct PacingExecutorTests {
-    /// The calling thread's name, as the kernel keeps it.
-    private static var threadName: String {
-        String(decoding: (try? InputFile.contents(of: "/proc/thread-self/comm")) ?? [], as: UTF8.self)
-    }
-
     /// A task preferring the executor sleeps to five deadlines 20 ms apart: it wakes at each, not before, and goes on
     /// on the executor's own thread (where the walker's ticks run), not on a thread of the pool.
     @Test func aTaskPreferringItWakesAtEachDeadlineOnItsThread() async throws {
@@ -18,14 +13,14 @@ import Testing
             for tick in 1...5 {
                 let due = start + Int64(tick) * 20_000_000
                 try await executor.sleep(untilMonotonicNanoseconds: due)
-                wakes.append((SystemClock.monotonicNanoseconds() - due, Self.threadName))
+                wakes.append((SystemClock.monotonicNanoseconds() - due, SystemThread.currentName))
             }
             return wakes
         }
         #expect(wakes.count == 5)
         for wake in wakes {
             #expect(wake.late >= 0, "woke \(-wake.late) ns before its deadline")
-            #expect(wake.thread == "pacing-test\n")
+            #expect(wake.thread == "pacing-test")
         }
     }
 
@@ -35,9 +30,9 @@ import Testing
         defer { executor.shutdown() }
         let thread = try await withTaskExecutorPreference(executor) {
             try await executor.sleep(untilMonotonicNanoseconds: SystemClock.monotonicNanoseconds() - 1_000_000_000)
-            return Self.threadName
+            return SystemThread.currentName
         }
-        #expect(thread == "pacing-test\n")
+        #expect(thread == "pacing-test")
     }
 
     /// Cancelling a task that sleeps for an hour ends its sleep with `CancellationError`, whenever the cancellation

@@ -263,9 +263,8 @@ import StageSource
             let output = MemoryPublisher()
             let threads = Mutex<Set<String>>([])
             try await SimulatedWalker(options: options).run { message in
-                let comm = String(
-                    decoding: (try? InputFile.contents(of: "/proc/thread-self/comm")) ?? [], as: UTF8.self)
-                threads.withLock { _ = $0.insert(comm) }
+                let thread = SystemThread.currentName
+                threads.withLock { _ = $0.insert(thread) }
                 await output.publish(message)
             }
             return (await output.messages, threads.withLock { $0 })
@@ -274,7 +273,7 @@ import StageSource
         let unpaced = try await walk(pace: 0)
         #expect(paced.messages.count > 900)
         #expect(paced.messages == unpaced.messages)
-        #expect(paced.threads == ["sim-walker\n"])
+        #expect(paced.threads == ["sim-walker"])
     }
 
     /// A walk in laps at real time ends as soon as its task is cancelled, wherever it was waiting.
