@@ -200,7 +200,9 @@ public actor BandDevice: OutputDevice {
                 group.cancelAll()
                 // Never leave a motor running behind a closed link.
                 self.sequence &+= 1
-                _ = link.write(BandProtocol.Frame(type: .stopAll, sequence: self.sequence).bytes)
+                _ = link.write(
+                    BandProtocol.Frame(type: .stopAll, sequence: self.sequence).bytes,
+                    timeoutSeconds: Double(self.watchdogMilliseconds) / 1000)
                 link.close()
             }
             self.link = nil
@@ -241,7 +243,12 @@ public actor BandDevice: OutputDevice {
         }
         self.lastSent = now
         self.sequence &+= 1
-        let ok = link.write(BandProtocol.Frame(type: type, sequence: self.sequence, payload: payload).bytes)
+        // A frame that cannot leave within the watchdog's limit would come after the band stopped by itself: a band
+        // that stopped reading (hung firmware, a stuck bridge) is given up then, not waited for with this actor, which
+        // the sink asks whether the band is there before it falls back.
+        let ok = link.write(
+            BandProtocol.Frame(type: type, sequence: self.sequence, payload: payload).bytes,
+            timeoutSeconds: Double(self.watchdogMilliseconds) / 1000)
         if ok {
             self.framesSent += 1
             // Bounded, keeping the oldest (the one the band is judged by) and the newest.

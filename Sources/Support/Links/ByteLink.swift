@@ -182,9 +182,12 @@ public final class ByteLink: Sendable {
         }
     }
 
-    /// Reads an open descriptor on a thread of its own.
+    /// Reads an open descriptor on a thread of its own. The descriptor becomes non-blocking (the link owns it): its
+    /// reads wait in `poll`, and its writes wait for room no longer than their time limit.
     public init(descriptor: Int32, splitLines: Bool = false) {
         self.descriptor = descriptor
+        let flags = fcntl(descriptor, F_GETFL)
+        if flags >= 0 { _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK) }
         let lifetime = Lifetime(descriptor: descriptor)
         self.lifetime = lifetime
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(4096))
@@ -236,22 +239,36 @@ public final class ByteLink: Sendable {
         return true
     }
 
-    /// Writes all bytes (without SIGPIPE on a socket whose peer has gone); false when the link is gone.
-    public func write(_ bytes: [UInt8]) -> Bool {
+    /// Writes all bytes (without SIGPIPE on a socket whose peer has gone) within `timeoutSeconds`; false when the link
+    /// is gone, or when its peer has not taken them all by then (a band whose firmware hangs, a bridge that stopped
+    /// reading, a serial port held by flow control); some of them may have gone. A write never waits longer: the
+    /// caller learns that the device is gone and falls back, warns and reconnects, instead of hanging with it (and
+    /// everything waiting on the caller) while the device's motors do whatever they last were told.
+    public func write(_ bytes: [UInt8], timeoutSeconds: Double = 1) -> Bool {
         guard self.lifetime.acquire() else { return false }
         defer { self.lifetime.release() }
+        let deadline = SystemClock.monotonicNanoseconds() + Int64(max(0, timeoutSeconds) * 1e9)
         var offset = 0
         while offset < bytes.count {
             var written = bytes[offset...].withUnsafeBufferPointer {
-                Glibc.send(self.descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                Glibc.send(self.descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
             }
             if written < 0 && errno == ENOTSOCK {
+                // A serial port or pseudo-terminal: non-blocking since the link was made.
                 written = bytes[offset...].withUnsafeBufferPointer {
                     Glibc.write(self.descriptor, $0.baseAddress, $0.count)
                 }
             }
-            if written <= 0 { return false }
-            offset += written
+            if written > 0 {
+                offset += written
+                continue
+            }
+            guard written < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR else { return false }
+            // No room: wait for some, in slices that see a close (which does not wake a terminal's poll).
+            let left = deadline - SystemClock.monotonicNanoseconds()
+            guard left > 0, !self.lifetime.closedFlag.load(ordering: .relaxed) else { return false }
+            var waiting = pollfd(fd: self.descriptor, events: Int16(POLLOUT), revents: 0)
+            _ = poll(&waiting, 1, Int32(min(100, (left + 999_999) / 1_000_000)))
         }
         return true
     }
