@@ -198,7 +198,8 @@ public actor BandDevice: OutputDevice {
                 }
                 await group.next()
                 group.cancelAll()
-                // Never leave a motor running behind a closed link.
+                // Never leave a motor running behind a closed link. (A link given up by a write that waited out its
+                // limit is closed already: the band, if it still runs, stops by its watchdog.)
                 self.sequence &+= 1
                 _ = link.write(
                     BandProtocol.Frame(type: .stopAll, sequence: self.sequence).bytes,

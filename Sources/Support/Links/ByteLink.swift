@@ -81,8 +81,8 @@ public final class ByteLink: Sendable {
             splitLines: splitLines)
     }
 
-    /// A connected, blocking TCP socket to `host`:`port` with TCP_NODELAY, or a ``LinkError`` naming the address
-    /// and the reason after `timeoutSeconds`.
+    /// A connected TCP socket to `host`:`port` with TCP_NODELAY, blocking (a link makes it non-blocking), or a
+    /// ``LinkError`` naming the address and the reason after `timeoutSeconds`.
     static func connectTCP(host: String, port: UInt16, timeoutSeconds: Double) throws(LinkError) -> Int32 {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -182,8 +182,9 @@ public final class ByteLink: Sendable {
         }
     }
 
-    /// Reads an open descriptor on a thread of its own. The descriptor becomes non-blocking (the link owns it): its
-    /// reads wait in `poll`, and its writes wait for room no longer than their time limit.
+    /// Reads an open descriptor on a thread of its own. The link owns the descriptor, which must be shared with nobody
+    /// (not standard input, not one inherited): it becomes non-blocking, its reads wait in `poll`, and its writes wait
+    /// for room no longer than their time limit.
     public init(descriptor: Int32, splitLines: Bool = false) {
         self.descriptor = descriptor
         let flags = fcntl(descriptor, F_GETFL)
@@ -239,7 +240,8 @@ public final class ByteLink: Sendable {
         return true
     }
 
-    /// Writes all bytes (without SIGPIPE on a socket whose peer has gone) within `timeoutSeconds`; false when the link
+    /// Writes all bytes (without SIGPIPE on a socket whose peer has gone) within `timeoutSeconds` for the whole write
+    /// (at most 10⁶ s); false when the link
     /// is gone, or when its peer has not taken them all by then (a band whose firmware hangs, a bridge that stopped
     /// reading, a serial port held by flow control); some of them may have gone. A write never waits longer: the
     /// caller learns that the device is gone and falls back, warns and reconnects, instead of hanging with it (and
@@ -247,7 +249,7 @@ public final class ByteLink: Sendable {
     public func write(_ bytes: [UInt8], timeoutSeconds: Double = 1) -> Bool {
         guard self.lifetime.acquire() else { return false }
         defer { self.lifetime.release() }
-        let deadline = SystemClock.monotonicNanoseconds() + Int64(max(0, timeoutSeconds) * 1e9)
+        let deadline = SystemClock.monotonicNanoseconds() + Int64(min(max(0, timeoutSeconds), 1e6) * 1e9)
         var offset = 0
         while offset < bytes.count {
             var written = bytes[offset...].withUnsafeBufferPointer {
