@@ -93,6 +93,48 @@ actor HangingDevice: OutputDevice {
     func summary() -> String { "" }
 }
 
+/// An output device that logs what it was asked, in order, whose availability the test sets, and whose `stopAll`
+/// can be held until released (a device slow to stop while the sink ends).
+actor ScriptedDevice: OutputDevice {
+    static let id = "scripted"
+    nonisolated let name: String
+    private(set) var log: [String] = []
+    private var available: Bool
+    private var holdsStop = false
+    private var stopWaiters: [CheckedContinuation<Void, Never>] = []
+    private(set) var availabilityAsked = 0
+    init(name: String, available: Bool) {
+        self.name = name
+        self.available = available
+    }
+    func setAvailable(_ available: Bool) {
+        self.available = available
+        self.availabilityAsked = 0
+    }
+    func holdStops(_ holds: Bool) {
+        self.holdsStop = holds
+        if !holds {
+            for waiter in self.stopWaiters { waiter.resume() }
+            self.stopWaiters = []
+        }
+    }
+    func isAvailable() -> Bool {
+        self.availabilityAsked += 1
+        return self.available
+    }
+    func render(_ cue: HapticCue) { self.log.append("render") }
+    func stopAll() async {
+        self.log.append("stop asked")
+        if self.holdsStop { await withCheckedContinuation { self.stopWaiters.append($0) } }
+        self.log.append("stopped")
+    }
+    func announce(_ text: String) { self.log.append("announce") }
+    func renderTurn(_ event: TurnEvent) { self.log.append("turn") }
+    func observe(_ message: BusMessage) {}
+    func run() {}
+    func summary() -> String { "" }
+}
+
 /// Drives a sink in this process: heading and target inputs at 20 Hz from a script.
 struct SinkHarness {
     let stage: HapticSinkStage<AsyncStream<Arrival<SinkInput>>, MemoryPublisher>
@@ -548,5 +590,38 @@ struct SinkHarness {
         #expect(audioBytes() <= 44)
         try await sink.finish()
         band.emulator.stop()
+    }
+
+    /// The sink's last stop, as its input ends, is the last thing each device is asked: a fallback that picks up
+    /// the cue in force while another device is still being stopped (the other tasks run on the sink meanwhile) must
+    /// not leave the device it picks playing behind its stop.
+    @Test func nothingPlaysAfterTheSinksLastStopWhileADeviceIsSlowToStop() async throws {
+        // The first choice is away at first: the second plays. Staleness is far off (not part of this).
+        let first = ScriptedDevice(name: "first", available: false)
+        let second = ScriptedDevice(name: "second", available: true)
+        var options = HapticSinkOptions()
+        options.deviceCheckIntervalSeconds = 0.01
+        options.staleAfterSeconds = 60
+        let sink = SinkHarness(devices: [first, second], options: options)
+        var played = false
+        for _ in 0..<400 where !played {
+            try await sink.hold(heading: 270, seconds: 0.05)
+            played = await second.log.contains("render")
+        }
+        #expect(played, "the second device plays the cue")
+        // The input ends while the second device is slow to stop: the sink's last stop is under way.
+        await second.holdStops(true)
+        sink.continuation.finish()
+        #expect(await eventually(within: 30) { await second.log.contains("stop asked") })
+        // Meanwhile the first device comes back, and the sink's device check sees it: it moves the output there,
+        // stopping the second device first (held too), then picks up the cue in force on the first unless held.
+        await first.setAvailable(true)
+        #expect(await eventually(within: 30) { await first.availabilityAsked >= 1 })
+        await second.holdStops(false)
+        try await sink.task.value
+        let firstLog = await first.log
+        let secondLog = await second.log
+        #expect(!firstLog.contains("render"), "the first device: \(firstLog)")
+        #expect(secondLog.last == "stopped", "the second device: \(secondLog)")
     }
 }

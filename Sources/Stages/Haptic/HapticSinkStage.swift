@@ -158,6 +158,12 @@ where Input.Element == Arrival<SinkInput> {
     /// The devices' availability is being read (a check waits on them): another check leaves the devices to it, so
     /// that an older reading is never applied after a newer one.
     private var checkingDevices = false
+    /// The sink is ending: its last stop has begun, and nothing may play after it (a fallback's pick-up or a turn
+    /// event that came in while a device was being stopped would otherwise leave that device playing).
+    private var shuttingDown = false
+
+    /// Stopped by the experimenter (or the condition lock), or ending: no output may play.
+    private var outputsHeld: Bool { self.stop != nil || self.shuttingDown }
 
     /// Control commands carried out [count].
     private var controls: UInt64 = 0
@@ -273,7 +279,9 @@ where Input.Element == Arrival<SinkInput> {
                 // Input ended or shutdown: stop everything, then the other tasks.
             }
             await group.next()
-            // Stop every motor while the devices' links are still up, then end their tasks.
+            // Stop every motor while the devices' links are still up, then end their tasks. Nothing plays from here
+            // on: the other tasks run on this actor while each device stops.
+            self.shuttingDown = true
             await self.stopEverything()
             group.cancelAll()
         }
@@ -394,7 +402,7 @@ where Input.Element == Arrival<SinkInput> {
             return
         }
         await self.apply(self.failSafe.heading(currentAt: current, now: self.time.monotonicSeconds()))
-        guard !self.failSafe.isSilent, self.stop == nil,
+        guard !self.failSafe.isSilent, !self.outputsHeld,
             let cue = self.guidance.update(heading: sample, target: self.target)
         else {
             return
@@ -419,7 +427,7 @@ where Input.Element == Arrival<SinkInput> {
             self.lastCue = nil
             await self.stopEverything()
             // A stopped sink plays nothing, not even the loss of its input (its status says both).
-            if playSignalLost, self.stop == nil {
+            if playSignalLost, !self.outputsHeld {
                 let cue = HapticCue(
                     timeSeconds: self.time.wallSeconds(), kind: .signalLost, intensity: 1, deviationDegrees: 0)
                 if let active = self.active {
@@ -512,7 +520,7 @@ where Input.Element == Arrival<SinkInput> {
             await self.status(
                 self.stop != nil ? self.stopHealth : (change.degraded ? .degraded : .running), "output: \(next)")
             // The new device picks up what plays now.
-            if let cue = self.lastCue, let chosen = change.to, !self.failSafe.isSilent, self.stop == nil {
+            if let cue = self.lastCue, let chosen = change.to, !self.failSafe.isSilent, !self.outputsHeld {
                 try? await self.devices[chosen].render(cue)
                 await self.holdStop(self.devices[chosen])
             }
@@ -602,7 +610,7 @@ where Input.Element == Arrival<SinkInput> {
         guard !self.renderedTurns.contains(event) else { return }
         self.renderedTurns.append(event)
         if self.renderedTurns.count > 16 { self.renderedTurns.removeFirst() }
-        guard self.stop == nil, !self.failSafe.isSilent else {
+        guard !self.outputsHeld, !self.failSafe.isSilent else {
             self.turnsWithheld &+= 1
             return
         }
@@ -617,17 +625,18 @@ where Input.Element == Arrival<SinkInput> {
     }
 
     private func announce(_ text: String) async {
-        guard self.stop == nil else { return }
+        guard !self.outputsHeld else { return }
         if let active = self.active {
             try? await self.devices[active].announce(text)
             await self.holdStop(self.devices[active])
         }
     }
 
-    /// After an await on a device: a stop that came in meanwhile (the actor took the command while the device
-    /// worked) may have been overtaken by what the device was doing, so it is applied to that device once more.
+    /// After an await on a device: a stop that came in meanwhile (the actor took the command, or the sink began to
+    /// end, while the device worked) may have been overtaken by what the device was doing, so it is applied to that
+    /// device once more.
     private func holdStop(_ device: any OutputDevice) async {
-        if self.stop != nil { try? await device.stopAll() }
+        if self.outputsHeld { try? await device.stopAll() }
     }
 
     /// Carries out an experimenter's command from `sender` and answers it: stop silences every device at once (and
