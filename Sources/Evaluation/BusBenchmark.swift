@@ -219,9 +219,7 @@ public enum BusBenchmark {
     /// Runs blocking work (a raw libzmq round: its paced sends, its warm-up and its wait for the last message) on a
     /// thread of its own, not on one of the cooperative pool's few threads, which other tasks of the process need.
     private static func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            SystemThread.start(name: "bench-raw") { continuation.resume(with: Result { try body() }) }
-        }
+        try await SystemThread.run(name: "bench-raw", body)
     }
 
     private static func rawRound(endpoint: String, count: Int, rateHz: Double) throws -> [Double] {

@@ -184,19 +184,16 @@ public enum ExperimenterControl {
         return await withTaskGroup(of: Outcome.self) { group in
             for target in targets {
                 group.addTask {
-                    await withCheckedContinuation { continuation in
-                        SystemThread.start(name: "control-send") {
-                            let started = SystemClock.monotonicSeconds()
-                            let result = Result { () throws(ControlClient.Failure) -> ControlReply in
-                                try ControlClient.send(
-                                    request, to: target.endpoint, identity: target.identity,
-                                    serverKey: target.serverKey, timeoutSeconds: timeoutSeconds, context: context)
-                            }
-                            continuation.resume(
-                                returning: Outcome(
-                                    stage: target.stage, endpoint: target.endpoint, result: result,
-                                    seconds: SystemClock.monotonicSeconds() - started))
+                    await SystemThread.run(name: "control-send") {
+                        let started = SystemClock.monotonicSeconds()
+                        let result = Result { () throws(ControlClient.Failure) -> ControlReply in
+                            try ControlClient.send(
+                                request, to: target.endpoint, identity: target.identity,
+                                serverKey: target.serverKey, timeoutSeconds: timeoutSeconds, context: context)
                         }
+                        return Outcome(
+                            stage: target.stage, endpoint: target.endpoint, result: result,
+                            seconds: SystemClock.monotonicSeconds() - started)
                     }
                 }
             }

@@ -45,6 +45,22 @@ public enum SystemThread {
         #endif
     }
 
+    /// Runs blocking work (a child process to its end, a request that waits for its reply) on a new thread named `name`
+    /// and returns what it returns, or throws what it throws: the cooperative pool's few threads, which every task of
+    /// the process needs, are not held meanwhile. The work is not cancelled with the task: give it its own bound.
+    public static func run<T: Sendable, E: Error>(
+        name: String, _ body: @escaping @Sendable () throws(E) -> T
+    ) async throws(E) -> T {
+        let result: Result<T, E> = await withCheckedContinuation { continuation in
+            self.start(name: name) {
+                do throws(E) { continuation.resume(returning: .success(try body())) } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try result.get()
+    }
+
     /// Blocks the calling thread for `seconds` (restarting after signals).
     public static func sleep(seconds: Double) {
         guard seconds > 0, seconds.isFinite else { return }

@@ -27,4 +27,18 @@ import Testing
         let names = await Self.names(["bus-receive", "a-name-longer-than-fifteen"])
         #expect(names == ["a-name-longer-t", "bus-receive"])
     }
+
+    private struct Refused: Error, Equatable { let code: Int }
+
+    /// Blocking work run on a thread of its own gives back its result, or its error as thrown, to the awaiting task.
+    @Test func workRunOnAThreadOfItsOwnGivesBackItsResultOrItsError() async {
+        let (thread, value) = await SystemThread.run(name: "run-test") { (SystemThread.currentName, 6 * 7) }
+        #expect(thread == "run-test" && value == 42)
+        do {
+            _ = try await SystemThread.run(name: "run-test") { () throws(Refused) -> Int in throw Refused(code: 7) }
+            Issue.record("the error was not thrown")
+        } catch {
+            #expect(error == Refused(code: 7))
+        }
+    }
 }

@@ -219,19 +219,14 @@ public actor SpeakerDevice: OutputDevice {
 
     /// espeak-ng's WAV output for `text`, or nil when espeak-ng cannot be started.
     private static func synthesize(_ text: String, voice: String) async -> Data? {
-        await withCheckedContinuation { continuation in
-            SystemThread.start(name: "espeak-ng") {
-                guard
-                    let process = try? ChildProcess(
-                        executable: "/usr/bin/espeak-ng", arguments: ["--stdout", "-v", voice, text], output: .pipe)
-                else {
-                    continuation.resume(returning: nil)
-                    return
-                }
-                let data = (try? process.output?.readToEnd()).map { Data($0) }
-                process.wait()
-                continuation.resume(returning: data)
-            }
+        await SystemThread.run(name: "espeak-ng") {
+            guard
+                let process = try? ChildProcess(
+                    executable: "/usr/bin/espeak-ng", arguments: ["--stdout", "-v", voice, text], output: .pipe)
+            else { return nil }
+            let data = (try? process.output?.readToEnd()).map { Data($0) }
+            process.wait()
+            return data
         }
     }
 

@@ -113,11 +113,8 @@ public final class HTTPClient: Sendable {
         let request = Array((head + "\r\n").utf8) + body
         let exchange = Exchange()
         let outcome: Result<HTTPResponse, HTTPError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                SystemThread.start(name: "http") { [self] in
-                    continuation.resume(
-                        returning: self.exchange(request, label: label, timeoutSeconds: timeoutSeconds, exchange))
-                }
+            await SystemThread.run(name: "http") { [self] in
+                self.exchange(request, label: label, timeoutSeconds: timeoutSeconds, exchange)
             }
         } onCancel: {
             exchange.cancel()

@@ -477,9 +477,7 @@ struct FieldRehearsal {
     /// Runs `hapticnav arguments…` to its end: its exit code and standard output.
     func command(_ name: String, _ arguments: [String]) async throws -> (code: Int32, output: String) {
         let process = try self.start(name, arguments)
-        let code = await withCheckedContinuation { continuation in
-            SystemThread.start(name: name) { continuation.resume(returning: process.wait()) }
-        }
+        let code = await SystemThread.run(name: name) { process.wait() }
         let output = (try? String(contentsOfFile: "\(self.folder)/\(name).out", encoding: .utf8)) ?? ""
         return (code, output)
     }
