@@ -624,4 +624,34 @@ struct SinkHarness {
         #expect(!firstLog.contains("render"), "the first device: \(firstLog)")
         #expect(secondLog.last == "stopped", "the second device: \(secondLog)")
     }
+
+    /// A device stuck in its stop holds back neither the others' stop nor the sink: as the input goes stale, the
+    /// device after it in the list is stopped, the sink says it is silent (naming the one that did not answer), and
+    /// it ends when its input ends, while the stuck one still has not answered.
+    @Test func aDeviceStuckInItsStopHoldsBackNeitherTheOthersNorTheSink() async throws {
+        let stuck = ScriptedDevice(name: "stuck", available: true)
+        let other = ScriptedDevice(name: "other", available: true)
+        var options = HapticSinkOptions()
+        options.deviceStopLimitSeconds = 0.5
+        let sink = SinkHarness(devices: [stuck, other], options: options)
+        let lastInput = try await sink.hold(heading: 270, seconds: 0.5)
+        #expect(await stuck.log.contains("render"), "the first device plays")
+        await stuck.holdStops(true)
+        // The input stops coming: at its limit the sink stops every device.
+        #expect(await eventually(within: 30) { await other.log.contains("stopped") }, "the other device stopped")
+        #expect(await eventually(within: 30) { await sink.statusTimes(startingWith: "silent:").last ?? 0 > lastInput })
+        let stuckLog = await stuck.log
+        #expect(
+            stuckLog.filter { $0 == "stop asked" }.count > stuckLog.filter { $0 == "stopped" }.count,
+            "the stuck device has not answered: \(stuckLog)")
+        sink.continuation.finish()
+        let ended = Atomic<Bool>(false)
+        let waiter = Task {
+            try await sink.task.value
+            ended.store(true, ordering: .relaxed)
+        }
+        #expect(await eventually(within: 30) { ended.load(ordering: .relaxed) }, "the sink ended")
+        await stuck.holdStops(false)
+        try await waiter.value
+    }
 }

@@ -65,6 +65,8 @@ public struct HapticSinkOptions: Sendable {
     /// next device within this and the band's acknowledgement limit. Stale input is not judged at this pace, but at
     /// the moment it goes stale, by a loop of its own that never waits for a device's availability.
     public var deviceCheckIntervalSeconds = 0.25
+    /// How long a stop waits for a device to say it stopped before the sink goes on without it [seconds].
+    public var deviceStopLimitSeconds = 2.0
     /// How often the sink reports its status and counters while nothing changes [seconds].
     public var statusIntervalSeconds = 1.0
     /// How far a heading's or target's time may jump ahead of its stream [seconds].
@@ -291,8 +293,11 @@ where Input.Element == Arrival<SinkInput> {
         await self.status(.stopping, summaries.joined(separator: "; "))
     }
 
+    /// Stops every device (the fail-safe's silence, the sink's end), saying which could not be stopped.
     private func stopEverything() async {
-        for device in self.devices { try? await device.stopAll() }
+        for failure in await self.stopAllDevices() {
+            self.logger.error("sink '\(self.name)': could not stop \(failure)")
+        }
     }
 
     /// Checks a timed message's times; returns when its content was current [seconds, monotonic], or nil to drop it.
@@ -548,21 +553,46 @@ where Input.Element == Arrival<SinkInput> {
     }
 
     /// Stops every device at once (none waiting for a slow other); the failures, as text.
+    /// Stops every device at once and returns what failed (`name: reason`). None waits for a slow other: a device
+    /// stuck in its stop (its audio thread, its link) delays neither the others' stop nor, beyond the options' limit,
+    /// what the sink does next (the signal-lost cue, its status, the experimenter's reply, its own end); it is named
+    /// instead.
     private func stopAllDevices() async -> [String] {
         let devices = self.devices
-        return await withTaskGroup(of: String?.self) { group in
-            for device in devices {
-                group.addTask {
-                    do {
-                        try await device.stopAll()
-                        return nil
-                    } catch { return "\(device.name): \(error)" }
+        let (answers, answer) = AsyncStream.makeStream(of: (index: Int, failure: String?)?.self)
+        for (index, device) in devices.enumerated() {
+            Task {
+                do {
+                    try await device.stopAll()
+                    answer.yield((index, nil))
+                } catch {
+                    answer.yield((index, "\(device.name): \(error)"))
                 }
             }
-            var failures: [String] = []
-            for await failure in group { if let failure { failures.append(failure) } }
-            return failures
         }
+        let (time, limit) = (self.time, self.options.deviceStopLimitSeconds)
+        let timer = Task {
+            try? await time.sleep(.seconds(limit))
+            answer.yield(nil)  // the limit
+        }
+        defer {
+            timer.cancel()
+            answer.finish()
+        }
+        var failures: [String] = []
+        var waiting = Set(devices.indices)
+        for await next in answers {
+            guard let (index, failure) = next else {
+                failures += waiting.sorted().map {
+                    "\(devices[$0].name): no answer within \(fixedDecimal(limit, digits: 1)) s"
+                }
+                break
+            }
+            waiting.remove(index)
+            if let failure { failures.append(failure) }
+            if waiting.isEmpty { break }
+        }
+        return failures
     }
 
     /// The condition's device is lost: every output stops and stays so until the experimenter resumes (a device that
