@@ -74,8 +74,10 @@ actor HangingDevice: OutputDevice {
     private var waiting: [CheckedContinuation<Void, Never>] = []
     private var released = false
     private(set) var asked = false
+    private(set) var timesAsked = 0
     func isAvailable() async -> Bool {
         self.asked = true
+        self.timesAsked += 1
         if !self.released { await withCheckedContinuation { self.waiting.append($0) } }
         return false
     }
@@ -652,6 +654,33 @@ struct SinkHarness {
         }
         #expect(await eventually(within: 30) { ended.load(ordering: .relaxed) }, "the sink ended")
         await stuck.holdStops(false)
+        try await waiter.value
+    }
+
+    /// A device that never says whether it is there holds back neither the fallback nor the sink's end: the next
+    /// device plays, the hanging one is not asked again while it has not answered, and the sink ends with its input.
+    @Test func aDeviceThatNeverAnswersWhetherItIsThereIsPassedOver() async throws {
+        let hanging = HangingDevice()
+        let next = RecordingDevice(name: "next")
+        var options = HapticSinkOptions()
+        options.deviceStopLimitSeconds = 0.5
+        let sink = SinkHarness(devices: [hanging, next], options: options)
+        var played = false
+        for _ in 0..<400 where !played {
+            try await sink.hold(heading: 270, seconds: 0.05)
+            played = await !next.cues.isEmpty
+        }
+        #expect(played, "the next device plays")
+        #expect(await hanging.asked)
+        #expect(await hanging.timesAsked == 1, "asked once while it has not answered")
+        sink.continuation.finish()
+        let ended = Atomic<Bool>(false)
+        let waiter = Task {
+            try await sink.task.value
+            ended.store(true, ordering: .relaxed)
+        }
+        #expect(await eventually(within: 30) { ended.load(ordering: .relaxed) }, "the sink ended")
+        await hanging.release()
         try await waiter.value
     }
 }

@@ -512,9 +512,10 @@ where Input.Element == Arrival<SinkInput> {
         guard !self.checkingDevices else { return }
         self.checkingDevices = true
         defer { self.checkingDevices = false }
-        // Fallback: the first available device of the list (OutputSelection decides).
-        var available: [Bool] = []
-        for device in self.devices { available.append(await device.isAvailable()) }
+        // Fallback: the first available device of the list (OutputSelection decides). A device that does not say
+        // within the limit is not available (and is not asked again until it has answered).
+        var available = await self.askEveryDevice("availability", once: true) { await $0.isAvailable() }
+            .map { $0 ?? false }
         // Locked to the condition's device: no other is ever chosen.
         if self.options.lockDevice { available = available.indices.map { $0 == 0 && available[0] } }
         if let change = self.selection.choose(available: available) {
@@ -558,18 +559,43 @@ where Input.Element == Arrival<SinkInput> {
     /// what the sink does next (the signal-lost cue, its status, the experimenter's reply, its own end); it is named
     /// instead.
     private func stopAllDevices() async -> [String] {
-        let devices = self.devices
-        let (answers, answer) = AsyncStream.makeStream(of: (index: Int, failure: String?)?.self)
-        for (index, device) in devices.enumerated() {
-            Task {
-                do {
-                    try await device.stopAll()
-                    answer.yield((index, nil))
-                } catch {
-                    answer.yield((index, "\(device.name): \(error)"))
-                }
+        let answers = await self.askEveryDevice("stop") { device -> String? in
+            do {
+                try await device.stopAll()
+                return nil
+            } catch {
+                return "\(device.name): \(error)"
             }
         }
+        let limit = fixedDecimal(self.options.deviceStopLimitSeconds, digits: 1)
+        return zip(self.devices, answers).compactMap { device, answer in
+            answer ?? "\(device.name): no answer within \(limit) s"
+        }
+    }
+
+    /// Devices asked a question (by its name) that have not answered yet [their indices].
+    private var unanswered: [String: Set<Int>] = [:]
+
+    /// Asks every device `question` at once, each on a task of its own, and gathers the answers: nil for a device
+    /// that has not answered within the options' stop limit. With `once`, a device that has not yet answered the
+    /// same question asked before is not asked again (nil at once): a device that hangs is not asked again and again.
+    private func askEveryDevice<T: Sendable>(
+        _ name: String, once: Bool = false, _ question: @escaping @Sendable (any OutputDevice) async -> T
+    ) async -> [T?] {
+        var answers = [T?](repeating: nil, count: self.devices.count)
+        let (stream, answer) = AsyncStream.makeStream(of: (index: Int, value: T)?.self)
+        var waiting = Set<Int>()
+        for (index, device) in self.devices.enumerated() {
+            if once && self.unanswered[name, default: []].contains(index) { continue }
+            self.unanswered[name, default: []].insert(index)
+            waiting.insert(index)
+            Task {
+                let value = await question(device)
+                self.unanswered[name]?.remove(index)
+                answer.yield((index, value))
+            }
+        }
+        guard !waiting.isEmpty else { return answers }
         let (time, limit) = (self.time, self.options.deviceStopLimitSeconds)
         let timer = Task {
             try? await time.sleep(.seconds(limit))
@@ -579,20 +605,13 @@ where Input.Element == Arrival<SinkInput> {
             timer.cancel()
             answer.finish()
         }
-        var failures: [String] = []
-        var waiting = Set(devices.indices)
-        for await next in answers {
-            guard let (index, failure) = next else {
-                failures += waiting.sorted().map {
-                    "\(devices[$0].name): no answer within \(fixedDecimal(limit, digits: 1)) s"
-                }
-                break
-            }
+        for await next in stream {
+            guard let (index, value) = next else { break }
+            answers[index] = value
             waiting.remove(index)
-            if let failure { failures.append(failure) }
             if waiting.isEmpty { break }
         }
-        return failures
+        return answers
     }
 
     /// The condition's device is lost: every output stops and stays so until the experimenter resumes (a device that
