@@ -120,8 +120,23 @@ actor ScriptedDevice: OutputDevice {
             self.stopWaiters = []
         }
     }
-    func isAvailable() -> Bool {
+    /// Answers whether it is there only once released (while held).
+    func holdAvailability(_ holds: Bool) {
+        self.holdsAvailability = holds
+        if !holds {
+            for waiter in self.availabilityWaiters { waiter.resume() }
+            self.availabilityWaiters = []
+        }
+    }
+    private var holdsAvailability = false
+    private var availabilityWaiters: [CheckedContinuation<Void, Never>] = []
+    private(set) var availabilityHeld = 0
+    func isAvailable() async -> Bool {
         self.availabilityAsked += 1
+        if self.holdsAvailability {
+            self.availabilityHeld += 1
+            await withCheckedContinuation { self.availabilityWaiters.append($0) }
+        }
         return self.available
     }
     func render(_ cue: HapticCue) { self.log.append("render") }
@@ -629,23 +644,28 @@ struct SinkHarness {
 
     /// A device stuck in its stop holds back neither the others' stop nor the sink: as the input goes stale, the
     /// device after it in the list is stopped, the sink says it is silent (naming the one that did not answer), and
-    /// it ends when its input ends, while the stuck one still has not answered.
+    /// it ends when its input ends (asking the stuck one again) while the stuck one still has not answered.
     @Test func aDeviceStuckInItsStopHoldsBackNeitherTheOthersNorTheSink() async throws {
         let stuck = ScriptedDevice(name: "stuck", available: true)
         let other = ScriptedDevice(name: "other", available: true)
+        await stuck.holdStops(true)
         var options = HapticSinkOptions()
         options.deviceStopLimitSeconds = 0.5
         let sink = SinkHarness(devices: [stuck, other], options: options)
-        let lastInput = try await sink.hold(heading: 270, seconds: 0.5)
-        #expect(await stuck.log.contains("render"), "the first device plays")
-        await stuck.holdStops(true)
+        var lastInput = 0.0
+        var played = false
+        for _ in 0..<400 where !played {
+            lastInput = try await sink.hold(heading: 270, seconds: 0.05)
+            played = await stuck.log.contains("render")
+        }
+        #expect(played, "the first device plays")
         // The input stops coming: at its limit the sink stops every device.
         #expect(await eventually(within: 30) { await other.log.contains("stopped") }, "the other device stopped")
         #expect(await eventually(within: 30) { await sink.statusTimes(startingWith: "silent:").last ?? 0 > lastInput })
-        let stuckLog = await stuck.log
-        #expect(
-            stuckLog.filter { $0 == "stop asked" }.count > stuckLog.filter { $0 == "stopped" }.count,
-            "the stuck device has not answered: \(stuckLog)")
+        let silent = await sink.output.messages.compactMap { message -> String? in
+            if case let .status(status) = message, status.message.hasPrefix("silent:") { status.message } else { nil }
+        }
+        #expect(silent.last?.contains("could not stop stuck: no answer within 0.5 s") == true, "\(silent)")
         sink.continuation.finish()
         let ended = Atomic<Bool>(false)
         let waiter = Task {
@@ -653,6 +673,10 @@ struct SinkHarness {
             ended.store(true, ordering: .relaxed)
         }
         #expect(await eventually(within: 30) { ended.load(ordering: .relaxed) }, "the sink ended")
+        // Asked to stop again at the end (a stop is asked of every device, answered before or not), and still silent.
+        let stuckLog = await stuck.log
+        #expect(stuckLog.filter { $0 == "stop asked" }.count >= 2, "\(stuckLog)")
+        #expect(!stuckLog.contains("stopped"), "\(stuckLog)")
         await stuck.holdStops(false)
         try await waiter.value
     }
@@ -661,18 +685,20 @@ struct SinkHarness {
     /// device plays, the hanging one is not asked again while it has not answered, and the sink ends with its input.
     @Test func aDeviceThatNeverAnswersWhetherItIsThereIsPassedOver() async throws {
         let hanging = HangingDevice()
-        let next = RecordingDevice(name: "next")
+        let next = ScriptedDevice(name: "next", available: true)
         var options = HapticSinkOptions()
         options.deviceStopLimitSeconds = 0.5
+        options.deviceCheckIntervalSeconds = 0.05
         let sink = SinkHarness(devices: [hanging, next], options: options)
         var played = false
         for _ in 0..<400 where !played {
             try await sink.hold(heading: 270, seconds: 0.05)
-            played = await !next.cues.isEmpty
+            played = await next.log.contains("render")
         }
         #expect(played, "the next device plays")
-        #expect(await hanging.asked)
-        #expect(await hanging.timesAsked == 1, "asked once while it has not answered")
+        // Several checks later, the hanging device was asked once: it has not answered the first.
+        #expect(await eventually(within: 30) { await next.availabilityAsked >= 3 })
+        #expect(await hanging.timesAsked == 1)
         sink.continuation.finish()
         let ended = Atomic<Bool>(false)
         let waiter = Task {
@@ -681,6 +707,40 @@ struct SinkHarness {
         }
         #expect(await eventually(within: 30) { ended.load(ordering: .relaxed) }, "the sink ended")
         await hanging.release()
+        try await waiter.value
+    }
+
+    /// The sink's end comes while the condition's device has not yet said whether it is there: the device check
+    /// that was waiting for it chooses nothing (it would find no device and keep a condition-lock stop for the next
+    /// trial), and the sink ends.
+    @Test func anEndThatComesWhileADeviceIsAskedKeepsNoConditionLockStop() async throws {
+        let locked = ScriptedDevice(name: "locked", available: true)
+        var options = HapticSinkOptions()
+        options.lockDevice = true
+        options.deviceStopLimitSeconds = 0.5
+        options.deviceCheckIntervalSeconds = 0.05
+        let sink = SinkHarness(devices: [locked], options: options)
+        var played = false
+        for _ in 0..<400 where !played {
+            try await sink.hold(heading: 270, seconds: 0.05)
+            played = await locked.log.contains("render")
+        }
+        #expect(played, "the condition's device plays")
+        await locked.holdAvailability(true)
+        #expect(await eventually(within: 30) { await locked.availabilityHeld >= 1 }, "a check waits for the device")
+        sink.continuation.finish()
+        let ended = Atomic<Bool>(false)
+        let waiter = Task {
+            try await sink.task.value
+            ended.store(true, ordering: .relaxed)
+        }
+        #expect(await eventually(within: 30) { ended.load(ordering: .relaxed) }, "the sink ended")
+        let lockStops = await sink.output.messages.filter {
+            if case let .control(event) = $0 { event.sender == "condition-lock" } else { false }
+        }
+        #expect(lockStops.isEmpty, "\(lockStops)")
+        #expect(await locked.log.last == "stopped")
+        await locked.holdAvailability(false)
         try await waiter.value
     }
 }

@@ -65,7 +65,8 @@ public struct HapticSinkOptions: Sendable {
     /// next device within this and the band's acknowledgement limit. Stale input is not judged at this pace, but at
     /// the moment it goes stale, by a loop of its own that never waits for a device's availability.
     public var deviceCheckIntervalSeconds = 0.25
-    /// How long a stop waits for a device to say it stopped before the sink goes on without it [seconds].
+    /// How long the sink waits for a device's answer (that it stopped, whether it is there, its summary) before it
+    /// goes on without it [seconds]: a device that has not said whether it is there by then counts as away.
     public var deviceStopLimitSeconds = 2.0
     /// How often the sink reports its status and counters while nothing changes [seconds].
     public var statusIntervalSeconds = 1.0
@@ -288,16 +289,20 @@ where Input.Element == Arrival<SinkInput> {
             group.cancelAll()
         }
         var summaries: [String] = []
-        for device in self.devices { summaries.append("\(device.name): \(await device.summary())") }
+        let answers = await self.askDevices(Array(self.devices.indices), "summary") { await $0.summary() }
+        for (device, summary) in zip(self.devices, answers) {
+            summaries.append("\(device.name): \(summary ?? "no answer")")
+        }
         self.logger.info("sink '\(self.name)' stopped; \(summaries.joined(separator: "; "))")
         await self.status(.stopping, summaries.joined(separator: "; "))
     }
 
-    /// Stops every device (the fail-safe's silence, the sink's end), saying which could not be stopped.
-    private func stopEverything() async {
-        for failure in await self.stopAllDevices() {
-            self.logger.error("sink '\(self.name)': could not stop \(failure)")
-        }
+    /// Stops every device (the fail-safe's silence, the sink's end), saying which could not be stopped; returns them.
+    @discardableResult
+    private func stopEverything() async -> [String] {
+        let failures = await self.stopAllDevices()
+        for failure in failures { self.logger.error("sink '\(self.name)': could not stop \(failure)") }
+        return failures
     }
 
     /// Checks a timed message's times; returns when its content was current [seconds, monotonic], or nil to drop it.
@@ -430,19 +435,21 @@ where Input.Element == Arrival<SinkInput> {
             self.guidance.reset()
             self.target = nil
             self.lastCue = nil
-            await self.stopEverything()
+            let unstopped = await self.stopEverything()
             // A stopped sink plays nothing, not even the loss of its input (its status says both).
             if playSignalLost, !self.outputsHeld {
                 let cue = HapticCue(
                     timeSeconds: self.time.wallSeconds(), kind: .signalLost, intensity: 1, deviationDegrees: 0)
                 if let active = self.active {
                     try? await self.devices[active].render(cue)
-                    await self.holdStop(self.devices[active])
+                    await self.holdStop(active)
                 }
                 try? await self.output.publish(.cue(cue))
             }
-            self.logger.warning("sink '\(self.name)': silent: \(reason); motors stopped")
-            await self.status(.stale, "silent: \(reason); motors stopped")
+            let stopped =
+                unstopped.isEmpty ? "motors stopped" : "could not stop \(unstopped.joined(separator: "; "))"
+            self.logger.warning("sink '\(self.name)': silent: \(reason); \(stopped)")
+            await self.status(.stale, "silent: \(reason); \(stopped)")
         }
     }
 
@@ -514,21 +521,28 @@ where Input.Element == Arrival<SinkInput> {
         defer { self.checkingDevices = false }
         // Fallback: the first available device of the list (OutputSelection decides). A device that does not say
         // within the limit is not available (and is not asked again until it has answered).
-        var available = await self.askEveryDevice("availability", once: true) { await $0.isAvailable() }
-            .map { $0 ?? false }
+        var available = await self.askDevices(Array(self.devices.indices), "availability", once: true) {
+            await $0.isAvailable()
+        }.map { $0 ?? false }
+        // The sink began to end meanwhile: nothing is chosen any more (nor a stop kept for a device lost).
+        guard !self.shuttingDown, !Task.isCancelled else { return }
         // Locked to the condition's device: no other is ever chosen.
         if self.options.lockDevice { available = available.indices.map { $0 == 0 && available[0] } }
         if let change = self.selection.choose(available: available) {
             let previous = change.from.map { self.devices[$0].name } ?? "none"
             let next = change.to.map { self.devices[$0].name } ?? "none"
             self.logger.warning("sink '\(self.name)': output moves from \(previous) to \(next)")
-            if let old = change.from { try? await self.devices[old].stopAll() }
+            if let old = change.from {
+                for failure in await self.stopAllDevices([old]) {
+                    self.logger.error("sink '\(self.name)': could not stop \(failure)")
+                }
+            }
             await self.status(
                 self.stop != nil ? self.stopHealth : (change.degraded ? .degraded : .running), "output: \(next)")
             // The new device picks up what plays now.
             if let cue = self.lastCue, let chosen = change.to, !self.failSafe.isSilent, !self.outputsHeld {
                 try? await self.devices[chosen].render(cue)
-                await self.holdStop(self.devices[chosen])
+                await self.holdStop(chosen)
             }
             if self.options.lockDevice, change.from == 0 { await self.conditionLockStop(lost: previous) }
         }
@@ -553,13 +567,13 @@ where Input.Element == Arrival<SinkInput> {
         self.stop?.by == StopState.conditionLockSender ? .failed : .degraded
     }
 
-    /// Stops every device at once (none waiting for a slow other); the failures, as text.
-    /// Stops every device at once and returns what failed (`name: reason`). None waits for a slow other: a device
-    /// stuck in its stop (its audio thread, its link) delays neither the others' stop nor, beyond the options' limit,
-    /// what the sink does next (the signal-lost cue, its status, the experimenter's reply, its own end); it is named
-    /// instead.
-    private func stopAllDevices() async -> [String] {
-        let answers = await self.askEveryDevice("stop") { device -> String? in
+    /// Stops the devices at `indices` (every device unless given) at once and returns what failed (`name: reason`).
+    /// None waits for a slow other: a device stuck in its stop (its audio thread, its link) delays neither the
+    /// others' stop nor, beyond the options' limit, what the sink does next (the signal-lost cue, its status, the
+    /// experimenter's reply, the fallback, its own end); it is named instead.
+    private func stopAllDevices(_ indices: [Int]? = nil) async -> [String] {
+        let indices = indices ?? Array(self.devices.indices)
+        let answers = await self.askDevices(indices, "stop") { device -> String? in
             do {
                 try await device.stopAll()
                 return nil
@@ -568,50 +582,62 @@ where Input.Element == Arrival<SinkInput> {
             }
         }
         let limit = fixedDecimal(self.options.deviceStopLimitSeconds, digits: 1)
-        return zip(self.devices, answers).compactMap { device, answer in
-            answer ?? "\(device.name): no answer within \(limit) s"
+        var failures: [String] = []
+        for (index, answer) in zip(indices, answers) {
+            switch answer {
+            case nil: failures.append("\(self.devices[index].name): no answer within \(limit) s")
+            case let .some(failure?): failures.append(failure)
+            case .some(nil): break
+            }
         }
+        return failures
     }
 
     /// Devices asked a question (by its name) that have not answered yet [their indices].
     private var unanswered: [String: Set<Int>] = [:]
 
-    /// Asks every device `question` at once, each on a task of its own, and gathers the answers: nil for a device
-    /// that has not answered within the options' stop limit. With `once`, a device that has not yet answered the
-    /// same question asked before is not asked again (nil at once): a device that hangs is not asked again and again.
-    private func askEveryDevice<T: Sendable>(
-        _ name: String, once: Bool = false, _ question: @escaping @Sendable (any OutputDevice) async -> T
+    /// Asks the devices at `indices` `question` at once, each on a task of its own, and gathers their answers (in the
+    /// order of `indices`): nil for a device that has not answered within the options' limit. The wait is not cut
+    /// short by the caller's cancellation (a stop at the sink's end waits for its answers like any other). With
+    /// `once`, a device that has not yet answered the same question asked before is not asked again (nil at once): a
+    /// device that hangs is not asked again and again.
+    private func askDevices<T: Sendable>(
+        _ indices: [Int], _ name: String, once: Bool = false,
+        _ question: @escaping @Sendable (any OutputDevice) async -> T
     ) async -> [T?] {
-        var answers = [T?](repeating: nil, count: self.devices.count)
+        var asked: [Int] = []
+        for index in indices where !(once && self.unanswered[name, default: []].contains(index)) {
+            asked.append(index)
+        }
+        guard !asked.isEmpty else { return indices.map { _ in nil } }
         let (stream, answer) = AsyncStream.makeStream(of: (index: Int, value: T)?.self)
-        var waiting = Set<Int>()
-        for (index, device) in self.devices.enumerated() {
-            if once && self.unanswered[name, default: []].contains(index) { continue }
+        for index in asked {
             self.unanswered[name, default: []].insert(index)
-            waiting.insert(index)
+            let device = self.devices[index]
             Task {
                 let value = await question(device)
                 self.unanswered[name]?.remove(index)
                 answer.yield((index, value))
             }
         }
-        guard !waiting.isEmpty else { return answers }
         let (time, limit) = (self.time, self.options.deviceStopLimitSeconds)
         let timer = Task {
             try? await time.sleep(.seconds(limit))
             answer.yield(nil)  // the limit
         }
-        defer {
-            timer.cancel()
-            answer.finish()
-        }
-        for await next in stream {
-            guard let (index, value) = next else { break }
-            answers[index] = value
-            waiting.remove(index)
-            if waiting.isEmpty { break }
-        }
-        return answers
+        // Gathered by a task of its own, which the caller's cancellation does not reach.
+        let gathered = await Task { () -> [Int: T] in
+            var answers: [Int: T] = [:]
+            for await next in stream {
+                guard let (index, value) = next else { break }
+                answers[index] = value
+                if answers.count == asked.count { break }
+            }
+            return answers
+        }.value
+        timer.cancel()
+        answer.finish()
+        return indices.map { gathered[$0] }
     }
 
     /// The condition's device is lost: every output stops and stays so until the experimenter resumes (a device that
@@ -647,7 +673,7 @@ where Input.Element == Arrival<SinkInput> {
             do { try await self.devices[active].render(cue) } catch {
                 self.logger.warning("device \(self.devices[active].name) failed to render: \(error)")
             }
-            await self.holdStop(self.devices[active])
+            await self.holdStop(active)
         }
         try? await self.output.publish(.cue(cue))
     }
@@ -668,7 +694,7 @@ where Input.Element == Arrival<SinkInput> {
             do { try await self.devices[active].renderTurn(event) } catch {
                 self.logger.warning("device \(self.devices[active].name) failed to render a turn event: \(error)")
             }
-            await self.holdStop(self.devices[active])
+            await self.holdStop(active)
         }
         try? await self.output.publish(.turn(event))
     }
@@ -677,15 +703,18 @@ where Input.Element == Arrival<SinkInput> {
         guard !self.outputsHeld else { return }
         if let active = self.active {
             try? await self.devices[active].announce(text)
-            await self.holdStop(self.devices[active])
+            await self.holdStop(active)
         }
     }
 
     /// After an await on a device: a stop that came in meanwhile (the actor took the command, or the sink began to
     /// end, while the device worked) may have been overtaken by what the device was doing, so it is applied to that
     /// device once more.
-    private func holdStop(_ device: any OutputDevice) async {
-        if self.outputsHeld { try? await device.stopAll() }
+    private func holdStop(_ index: Int) async {
+        guard self.outputsHeld else { return }
+        for failure in await self.stopAllDevices([index]) {
+            self.logger.error("sink '\(self.name)': could not stop \(failure)")
+        }
     }
 
     /// Carries out an experimenter's command from `sender` and answers it: stop silences every device at once (and
