@@ -202,6 +202,30 @@ struct SinkHarness {
         return now
     }
 
+    /// Holds `heading` in steps of 0.05 s until `condition` holds (at most 400 steps); whether it held, and the time
+    /// of the last input sent.
+    func hold(heading: Double, until condition: () async -> Bool) async throws -> (held: Bool, lastInput: Double) {
+        var lastInput = 0.0
+        for _ in 0..<400 {
+            lastInput = try await self.hold(heading: heading, seconds: 0.05)
+            if await condition() { return (true, lastInput) }
+        }
+        return (false, lastInput)
+    }
+
+    /// Ends the input; true once the sink has ended, false if it has not within `seconds` (it may end later: await
+    /// `task.value` then).
+    func endInput(endsWithin seconds: Double) async -> Bool {
+        self.continuation.finish()
+        let ended = Atomic<Bool>(false)
+        let task = self.task
+        Task {
+            _ = try? await task.value
+            ended.store(true, ordering: .relaxed)
+        }
+        return await eventually(within: seconds) { ended.load(ordering: .relaxed) }
+    }
+
     /// The times of the sink's status reports whose message starts with `prefix`, in order.
     func statusTimes(startingWith prefix: String) async -> [Double] {
         await self.output.messages.compactMap { message -> Double? in
@@ -363,12 +387,8 @@ struct SinkHarness {
         #expect(audioBytes() == 0, "the band plays while it answers")
         band.emulator.muted.store(true, ordering: .relaxed)
         let mutedAt = Date().timeIntervalSince1970
-        var played = false
-        for _ in 0..<400 where !played {
-            try await sink.hold(heading: 300, seconds: 0.05)
-            played = audioBytes() > 44
-        }
-        #expect(played, "the speaker took over")
+        let played = try await sink.hold(heading: 300) { audioBytes() > 44 }
+        #expect(played.held, "the speaker took over")
         // The band has 1 s to answer; then the speaker takes over at the next check. Timed by the sink's own status
         // of the change (its clock when it chose the speaker), not by when this thread saw the sound.
         let change = await sink.output.messages.compactMap { message -> Double? in
@@ -620,12 +640,8 @@ struct SinkHarness {
         options.deviceCheckIntervalSeconds = 0.01
         options.staleAfterSeconds = 60
         let sink = SinkHarness(devices: [first, second], options: options)
-        var played = false
-        for _ in 0..<400 where !played {
-            try await sink.hold(heading: 270, seconds: 0.05)
-            played = await second.log.contains("render")
-        }
-        #expect(played, "the second device plays the cue")
+        let played = try await sink.hold(heading: 270) { await second.log.contains("render") }
+        #expect(played.held, "the second device plays the cue")
         // The input ends while the second device is slow to stop: the sink's last stop is under way.
         await second.holdStops(true)
         sink.continuation.finish()
@@ -652,13 +668,9 @@ struct SinkHarness {
         var options = HapticSinkOptions()
         options.deviceStopLimitSeconds = 0.5
         let sink = SinkHarness(devices: [stuck, other], options: options)
-        var lastInput = 0.0
-        var played = false
-        for _ in 0..<400 where !played {
-            lastInput = try await sink.hold(heading: 270, seconds: 0.05)
-            played = await stuck.log.contains("render")
-        }
-        #expect(played, "the first device plays")
+        let played = try await sink.hold(heading: 270) { await stuck.log.contains("render") }
+        #expect(played.held, "the first device plays")
+        let lastInput = played.lastInput
         // The input stops coming: at its limit the sink stops every device.
         #expect(await eventually(within: 30) { await other.log.contains("stopped") }, "the other device stopped")
         #expect(await eventually(within: 30) { await sink.statusTimes(startingWith: "silent:").last ?? 0 > lastInput })
@@ -666,19 +678,13 @@ struct SinkHarness {
             if case let .status(status) = message, status.message.hasPrefix("silent:") { status.message } else { nil }
         }
         #expect(silent.last?.contains("could not stop stuck: no answer within 0.5 s") == true, "\(silent)")
-        sink.continuation.finish()
-        let ended = Atomic<Bool>(false)
-        let waiter = Task {
-            try await sink.task.value
-            ended.store(true, ordering: .relaxed)
-        }
-        #expect(await eventually(within: 30) { ended.load(ordering: .relaxed) }, "the sink ended")
+        #expect(await sink.endInput(endsWithin: 30), "the sink ended")
         // Asked to stop again at the end (a stop is asked of every device, answered before or not), and still silent.
         let stuckLog = await stuck.log
         #expect(stuckLog.filter { $0 == "stop asked" }.count >= 2, "\(stuckLog)")
         #expect(!stuckLog.contains("stopped"), "\(stuckLog)")
         await stuck.holdStops(false)
-        try await waiter.value
+        try await sink.task.value
     }
 
     /// A device that never says whether it is there holds back neither the fallback nor the sink's end: the next
@@ -690,24 +696,14 @@ struct SinkHarness {
         options.deviceStopLimitSeconds = 0.5
         options.deviceCheckIntervalSeconds = 0.05
         let sink = SinkHarness(devices: [hanging, next], options: options)
-        var played = false
-        for _ in 0..<400 where !played {
-            try await sink.hold(heading: 270, seconds: 0.05)
-            played = await next.log.contains("render")
-        }
-        #expect(played, "the next device plays")
+        let played = try await sink.hold(heading: 270) { await next.log.contains("render") }
+        #expect(played.held, "the next device plays")
         // Several checks later, the hanging device was asked once: it has not answered the first.
         #expect(await eventually(within: 30) { await next.availabilityAsked >= 3 })
         #expect(await hanging.timesAsked == 1)
-        sink.continuation.finish()
-        let ended = Atomic<Bool>(false)
-        let waiter = Task {
-            try await sink.task.value
-            ended.store(true, ordering: .relaxed)
-        }
-        #expect(await eventually(within: 30) { ended.load(ordering: .relaxed) }, "the sink ended")
+        #expect(await sink.endInput(endsWithin: 30), "the sink ended")
         await hanging.release()
-        try await waiter.value
+        try await sink.task.value
     }
 
     /// The sink's end comes while the condition's device has not yet said whether it is there: the device check
@@ -720,27 +716,17 @@ struct SinkHarness {
         options.deviceStopLimitSeconds = 0.5
         options.deviceCheckIntervalSeconds = 0.05
         let sink = SinkHarness(devices: [locked], options: options)
-        var played = false
-        for _ in 0..<400 where !played {
-            try await sink.hold(heading: 270, seconds: 0.05)
-            played = await locked.log.contains("render")
-        }
-        #expect(played, "the condition's device plays")
+        let played = try await sink.hold(heading: 270) { await locked.log.contains("render") }
+        #expect(played.held, "the condition's device plays")
         await locked.holdAvailability(true)
         #expect(await eventually(within: 30) { await locked.availabilityHeld >= 1 }, "a check waits for the device")
-        sink.continuation.finish()
-        let ended = Atomic<Bool>(false)
-        let waiter = Task {
-            try await sink.task.value
-            ended.store(true, ordering: .relaxed)
-        }
-        #expect(await eventually(within: 30) { ended.load(ordering: .relaxed) }, "the sink ended")
+        #expect(await sink.endInput(endsWithin: 30), "the sink ended")
         let lockStops = await sink.output.messages.filter {
             if case let .control(event) = $0 { event.sender == "condition-lock" } else { false }
         }
         #expect(lockStops.isEmpty, "\(lockStops)")
         #expect(await locked.log.last == "stopped")
         await locked.holdAvailability(false)
-        try await waiter.value
+        try await sink.task.value
     }
 }

@@ -49,20 +49,25 @@ import Testing
         return outcome.withLock { $0.map { (accepted: $0.0, refusedAfterSeconds: $0.1) } }
     }
 
+    /// Writes chunks of `chunkBytes` to a `peer` that reads nothing, each within 0.2 s: the peer's buffers take some,
+    /// then a write finds no room, waits its 0.2 s for some and gives up (not at the first sign of a full buffer; how
+    /// much later is the machine's business).
+    private static func expectWritesGiveUpAtTheirLimit(_ link: ByteLink, chunkBytes: Int, peer: String) async throws {
+        let outcome = try #require(
+            await Self.writeUntilRefused(
+                link, chunk: [UInt8](repeating: 0x55, count: chunkBytes), timeoutSeconds: 0.2, limit: 65_536),
+            "a write to \(peer) never returned")
+        #expect(outcome.accepted > 0 && outcome.accepted < 65_536)
+        #expect(outcome.refusedAfterSeconds >= 0.2)
+    }
+
     @Test func aWriteToATerminalNobodyReadsGivesUpAtItsTimeLimit() async throws {
         let (link, master) = try Self.pseudoTerminal()
         defer {
             link.close()
             close(master)
         }
-        let outcome = try #require(
-            await Self.writeUntilRefused(
-                link, chunk: [UInt8](repeating: 0x55, count: 1024), timeoutSeconds: 0.2, limit: 65_536),
-            "a write to an unread terminal never returned")
-        // The terminal's buffer took some chunks, then a write found no room, waited its 0.2 s for some, and gave up
-        // (not at the first sign of a full buffer; how much later is the machine's business).
-        #expect(outcome.accepted > 0 && outcome.accepted < 65_536)
-        #expect(outcome.refusedAfterSeconds >= 0.2)
+        try await Self.expectWritesGiveUpAtTheirLimit(link, chunkBytes: 1024, peer: "an unread terminal")
         // The link itself is still open: its owner decides (a band closes it and connects again).
         #expect(!link.isClosed)
     }
@@ -91,12 +96,7 @@ import Testing
             close(peer)
         }
         // The peer holds its connection open and reads nothing: the kernel's buffers fill, then a write waits.
-        let outcome = try #require(
-            await Self.writeUntilRefused(
-                link, chunk: [UInt8](repeating: 0x55, count: 16_384), timeoutSeconds: 0.2, limit: 65_536),
-            "a write to a peer that never reads never returned")
-        #expect(outcome.accepted > 0 && outcome.accepted < 65_536)
-        #expect(outcome.refusedAfterSeconds >= 0.2)
+        try await Self.expectWritesGiveUpAtTheirLimit(link, chunkBytes: 16_384, peer: "a TCP peer that never reads")
     }
 
     @Test func aPeerThatReadsSlowlyGetsEveryByteInOrder() async throws {
