@@ -58,12 +58,7 @@ import Testing
         // Timed by the sink's own status of the change (its clock when it chose the speaker), not by when this
         // thread's cues reached the speaker: the band's 0.5 s limit, then the next check (0.25 s). The bound is one
         // that a loaded machine's delays have not reached (1.3 s by the speaker's first cue, with two busy loops).
-        let change = await sink.output.messages.compactMap { message -> Double? in
-            guard case let .status(status) = message, status.timeSeconds > mutedAtWall,
-                status.message.hasPrefix("output: speaker")
-            else { return nil }
-            return status.timeSeconds
-        }.first
+        let change = await sink.statusTimes(startingWith: "output: speaker").first { $0 > mutedAtWall }
         let switched = try #require(change, "the sink said the speaker took over")
         #expect(switched - mutedAtWall < 2, "speaker chosen \(switched - mutedAtWall) s after the band went mute")
         try await sink.finish()

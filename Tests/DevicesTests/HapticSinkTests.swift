@@ -391,12 +391,7 @@ struct SinkHarness {
         #expect(played.held, "the speaker took over")
         // The band has 1 s to answer; then the speaker takes over at the next check. Timed by the sink's own status
         // of the change (its clock when it chose the speaker), not by when this thread saw the sound.
-        let change = await sink.output.messages.compactMap { message -> Double? in
-            guard case let .status(status) = message, status.timeSeconds > mutedAt,
-                status.message.hasPrefix("output: speaker")
-            else { return nil }
-            return status.timeSeconds
-        }.first
+        let change = await sink.statusTimes(startingWith: "output: speaker").first { $0 > mutedAt }
         let switched = try #require(change, "the sink said the speaker took over")
         let took = switched - mutedAt
         #expect(took < 2, "speaker after \(took) s, within 1 s of the band's 1 s of silence")
