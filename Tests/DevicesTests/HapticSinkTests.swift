@@ -661,7 +661,7 @@ struct SinkHarness {
         let other = ScriptedDevice(name: "other", available: true)
         await stuck.holdStops(true)
         var options = HapticSinkOptions()
-        options.deviceStopLimitSeconds = 0.5
+        options.deviceAnswerLimitSeconds = 0.5
         let sink = SinkHarness(devices: [stuck, other], options: options)
         let played = try await sink.hold(heading: 270) { await stuck.log.contains("render") }
         #expect(played.held, "the first device plays")
@@ -688,7 +688,7 @@ struct SinkHarness {
         let hanging = HangingDevice()
         let next = ScriptedDevice(name: "next", available: true)
         var options = HapticSinkOptions()
-        options.deviceStopLimitSeconds = 0.5
+        options.deviceAnswerLimitSeconds = 0.5
         options.deviceCheckIntervalSeconds = 0.05
         let sink = SinkHarness(devices: [hanging, next], options: options)
         let played = try await sink.hold(heading: 270) { await next.log.contains("render") }
@@ -708,7 +708,7 @@ struct SinkHarness {
         let locked = ScriptedDevice(name: "locked", available: true)
         var options = HapticSinkOptions()
         options.lockDevice = true
-        options.deviceStopLimitSeconds = 0.5
+        options.deviceAnswerLimitSeconds = 0.5
         options.deviceCheckIntervalSeconds = 0.05
         let sink = SinkHarness(devices: [locked], options: options)
         let played = try await sink.hold(heading: 270) { await locked.log.contains("render") }

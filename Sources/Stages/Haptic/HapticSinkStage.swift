@@ -67,7 +67,7 @@ public struct HapticSinkOptions: Sendable {
     public var deviceCheckIntervalSeconds = 0.25
     /// How long the sink waits for a device's answer (that it stopped, whether it is there, its summary) before it
     /// goes on without it [seconds]: a device that has not said whether it is there by then counts as away.
-    public var deviceStopLimitSeconds = 2.0
+    public var deviceAnswerLimitSeconds = 2.0
     /// How often the sink reports its status and counters while nothing changes [seconds].
     public var statusIntervalSeconds = 1.0
     /// How far a heading's or target's time may jump ahead of its stream [seconds].
@@ -285,11 +285,11 @@ where Input.Element == Arrival<SinkInput> {
             // Stop every motor while the devices' links are still up, then end their tasks. Nothing plays from here
             // on: the other tasks run on this actor while each device stops.
             self.shuttingDown = true
-            await self.stopEverything()
+            await self.stopDevices()
             group.cancelAll()
         }
         var summaries: [String] = []
-        let answers = await self.askDevices(Array(self.devices.indices), "summary") { await $0.summary() }
+        let answers = await self.askDevices(Array(self.devices.indices)) { await $0.summary() }
         for (device, summary) in zip(self.devices, answers) {
             summaries.append("\(device.name): \(summary ?? "no answer")")
         }
@@ -297,10 +297,11 @@ where Input.Element == Arrival<SinkInput> {
         await self.status(.stopping, summaries.joined(separator: "; "))
     }
 
-    /// Stops every device (the fail-safe's silence, the sink's end), saying which could not be stopped; returns them.
+    /// Stops the devices at `indices` (every device unless given: the fail-safe's silence, the sink's end), logging
+    /// each that could not be stopped; returns them.
     @discardableResult
-    private func stopEverything() async -> [String] {
-        let failures = await self.stopAllDevices()
+    private func stopDevices(_ indices: [Int]? = nil) async -> [String] {
+        let failures = await self.stopAllDevices(indices)
         for failure in failures { self.logger.error("sink '\(self.name)': could not stop \(failure)") }
         return failures
     }
@@ -435,7 +436,7 @@ where Input.Element == Arrival<SinkInput> {
             self.guidance.reset()
             self.target = nil
             self.lastCue = nil
-            let unstopped = await self.stopEverything()
+            let unstopped = await self.stopDevices()
             // A stopped sink plays nothing, not even the loss of its input (its status says both).
             if playSignalLost, !self.outputsHeld {
                 let cue = HapticCue(
@@ -521,7 +522,7 @@ where Input.Element == Arrival<SinkInput> {
         defer { self.checkingDevices = false }
         // Fallback: the first available device of the list (OutputSelection decides). A device that does not say
         // within the limit is not available (and is not asked again until it has answered).
-        var available = await self.askDevices(Array(self.devices.indices), "availability", once: true) {
+        var available = await self.askDevices(Array(self.devices.indices), oncePer: "availability") {
             await $0.isAvailable()
         }.map { $0 ?? false }
         // The sink began to end meanwhile: nothing is chosen any more (nor a stop kept for a device lost).
@@ -532,11 +533,7 @@ where Input.Element == Arrival<SinkInput> {
             let previous = change.from.map { self.devices[$0].name } ?? "none"
             let next = change.to.map { self.devices[$0].name } ?? "none"
             self.logger.warning("sink '\(self.name)': output moves from \(previous) to \(next)")
-            if let old = change.from {
-                for failure in await self.stopAllDevices([old]) {
-                    self.logger.error("sink '\(self.name)': could not stop \(failure)")
-                }
-            }
+            if let old = change.from { await self.stopDevices([old]) }
             await self.status(
                 self.stop != nil ? self.stopHealth : (change.degraded ? .degraded : .running), "output: \(next)")
             // The new device picks up what plays now.
@@ -573,7 +570,7 @@ where Input.Element == Arrival<SinkInput> {
     /// experimenter's reply, the fallback, its own end); it is named instead.
     private func stopAllDevices(_ indices: [Int]? = nil) async -> [String] {
         let indices = indices ?? Array(self.devices.indices)
-        let answers = await self.askDevices(indices, "stop") { device -> String? in
+        let answers = await self.askDevices(indices) { device -> String? in
             do {
                 try await device.stopAll()
                 return nil
@@ -581,7 +578,7 @@ where Input.Element == Arrival<SinkInput> {
                 return "\(device.name): \(error)"
             }
         }
-        let limit = fixedDecimal(self.options.deviceStopLimitSeconds, digits: 1)
+        let limit = fixedDecimal(self.options.deviceAnswerLimitSeconds, digits: 1)
         var failures: [String] = []
         for (index, answer) in zip(indices, answers) {
             switch answer {
@@ -593,34 +590,31 @@ where Input.Element == Arrival<SinkInput> {
         return failures
     }
 
-    /// Devices asked a question (by its name) that have not answered yet [their indices].
+    /// Per question asked once at a time (by its name), the devices that have not answered it yet [their indices].
     private var unanswered: [String: Set<Int>] = [:]
 
     /// Asks the devices at `indices` `question` at once, each on a task of its own, and gathers their answers (in the
     /// order of `indices`): nil for a device that has not answered within the options' limit. The wait is not cut
-    /// short by the caller's cancellation (a stop at the sink's end waits for its answers like any other). With
-    /// `once`, a device that has not yet answered the same question asked before is not asked again (nil at once): a
-    /// device that hangs is not asked again and again.
+    /// short by the caller's cancellation (a stop at the sink's end waits for its answers like any other). Asked
+    /// `oncePer` a name, a device that has not yet answered that question asked before is not asked again (nil at
+    /// once): a device that hangs is not asked again and again.
     private func askDevices<T: Sendable>(
-        _ indices: [Int], _ name: String, once: Bool = false,
-        _ question: @escaping @Sendable (any OutputDevice) async -> T
+        _ indices: [Int], oncePer name: String? = nil, _ question: @escaping @Sendable (any OutputDevice) async -> T
     ) async -> [T?] {
-        var asked: [Int] = []
-        for index in indices where !(once && self.unanswered[name, default: []].contains(index)) {
-            asked.append(index)
-        }
+        let pending = name.flatMap { self.unanswered[$0] } ?? []
+        let asked = indices.filter { !pending.contains($0) }
         guard !asked.isEmpty else { return indices.map { _ in nil } }
         let (stream, answer) = AsyncStream.makeStream(of: (index: Int, value: T)?.self)
         for index in asked {
-            self.unanswered[name, default: []].insert(index)
+            if let name { self.unanswered[name, default: []].insert(index) }
             let device = self.devices[index]
             Task {
                 let value = await question(device)
-                self.unanswered[name]?.remove(index)
+                if let name { self.unanswered[name]?.remove(index) }
                 answer.yield((index, value))
             }
         }
-        let (time, limit) = (self.time, self.options.deviceStopLimitSeconds)
+        let (time, limit) = (self.time, self.options.deviceAnswerLimitSeconds)
         let timer = Task {
             try? await time.sleep(.seconds(limit))
             answer.yield(nil)  // the limit
@@ -711,10 +705,7 @@ where Input.Element == Arrival<SinkInput> {
     /// end, while the device worked) may have been overtaken by what the device was doing, so it is applied to that
     /// device once more.
     private func holdStop(_ index: Int) async {
-        guard self.outputsHeld else { return }
-        for failure in await self.stopAllDevices([index]) {
-            self.logger.error("sink '\(self.name)': could not stop \(failure)")
-        }
+        if self.outputsHeld { await self.stopDevices([index]) }
     }
 
     /// Carries out an experimenter's command from `sender` and answers it: stop silences every device at once (and
