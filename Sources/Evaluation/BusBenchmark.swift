@@ -157,7 +157,9 @@ public enum BusBenchmark {
         var curveRatios: [Double] = []
         for round in 0..<rounds {
             let rawEndpoint = endpoint("raw-\(round)")
-            let rawRound = try await Self.onOwnThread {
+            // A raw round blocks (its paced sends, its warm-up, its wait for the last message): on a thread of its
+            // own, not one of the cooperative pool's few threads, which the transport's rounds need.
+            let rawRound = try await SystemThread.run(name: "bench-raw") {
                 try self.rawRound(endpoint: rawEndpoint, count: perRound, rateHz: rateHz)
             }
             raw += rawRound
@@ -194,7 +196,7 @@ public enum BusBenchmark {
     public static func rawHop(transport: String, folder: String, messages: Int) async throws -> LatencySummary {
         let endpoint =
             transport == "tcp" ? "tcp://127.0.0.1:\(Loopback.freePort())" : "ipc://\(folder)/raw.sock"
-        let microseconds = try await Self.onOwnThread {
+        let microseconds = try await SystemThread.run(name: "bench-raw") {
             try self.rawRound(endpoint: endpoint, count: messages, rateHz: 1000)
         }
         return LatencySummary(microseconds.map { $0 / 1000 })
@@ -214,12 +216,6 @@ public enum BusBenchmark {
             }
             try send(index)
         }
-    }
-
-    /// Runs blocking work (a raw libzmq round: its paced sends, its warm-up and its wait for the last message) on a
-    /// thread of its own, not on one of the cooperative pool's few threads, which other tasks of the process need.
-    private static func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await SystemThread.run(name: "bench-raw", body)
     }
 
     private static func rawRound(endpoint: String, count: Int, rateHz: Double) throws -> [Double] {

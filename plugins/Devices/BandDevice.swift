@@ -33,6 +33,8 @@ public actor BandDevice: OutputDevice {
     public let watchdogMilliseconds: Int
     /// The time between pings [milliseconds]: a quarter of the watchdog limit.
     public var pingIntervalMilliseconds: Int { max(10, self.watchdogMilliseconds / 4) }
+    /// How long a frame may wait to leave [seconds]: the watchdog's period (later, the band has stopped by itself).
+    var writeLimitSeconds: Double { Double(self.watchdogMilliseconds) / 1000 }
     private let logger: Logger
     private var link: ByteLink?
     private var sequence: UInt8 = 0
@@ -203,7 +205,7 @@ public actor BandDevice: OutputDevice {
                 self.sequence &+= 1
                 _ = link.write(
                     BandProtocol.Frame(type: .stopAll, sequence: self.sequence).bytes,
-                    timeoutSeconds: Double(self.watchdogMilliseconds) / 1000)
+                    timeoutSeconds: self.writeLimitSeconds)
                 link.close()
             }
             self.link = nil
@@ -249,7 +251,7 @@ public actor BandDevice: OutputDevice {
         // the sink asks whether the band is there before it falls back.
         let ok = link.write(
             BandProtocol.Frame(type: type, sequence: self.sequence, payload: payload).bytes,
-            timeoutSeconds: Double(self.watchdogMilliseconds) / 1000)
+            timeoutSeconds: self.writeLimitSeconds)
         if ok {
             self.framesSent += 1
             // Bounded, keeping the oldest (the one the band is judged by) and the newest.

@@ -241,11 +241,11 @@ public final class ByteLink: Sendable {
     }
 
     /// Writes all bytes (without SIGPIPE on a socket whose peer has gone) within `timeoutSeconds` for the whole write
-    /// (at most 10⁶ s); false when the link
-    /// is gone, or when its peer has not taken them all by then (a band whose firmware hangs, a bridge that stopped
-    /// reading, a serial port held by flow control); some of them may have gone. A write never waits longer: the
-    /// caller learns that the device is gone and falls back, warns and reconnects, instead of hanging with it (and
-    /// everything waiting on the caller) while the device's motors do whatever they last were told.
+    /// (at most 10⁶ s); false when the link is gone, or when its peer has not taken them all by then (a band whose
+    /// firmware hangs, a bridge that stopped reading, a serial port held by flow control); some of them may have gone.
+    /// A write never waits longer: the caller learns that the device is gone and falls back, warns and reconnects,
+    /// instead of hanging with it (and everything waiting on the caller) while the device's motors do whatever they
+    /// last were told.
     public func write(_ bytes: [UInt8], timeoutSeconds: Double = 1) -> Bool {
         guard self.lifetime.acquire() else { return false }
         defer { self.lifetime.release() }
