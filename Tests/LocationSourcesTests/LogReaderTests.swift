@@ -17,9 +17,7 @@ func nmea(_ body: String) -> String {
 }
 
 private func temporaryFile(_ name: String, _ contents: String) throws -> String {
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hn-logs-\(UUID().uuidString.prefix(8))")
-    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    let path = folder.appendingPathComponent(name).path
+    let path = try scratchPath(name)
     try contents.store(toFile: path)
     return path
 }

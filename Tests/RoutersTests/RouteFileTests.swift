@@ -15,9 +15,7 @@ nonisolated(unsafe) private let reference: [String: Any] = {
 }()
 
 private func write(_ name: String, _ contents: String) throws -> String {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent(
-        "route-\(UUID().uuidString.prefix(6))-\(name)"
-    ).path
+    let path = try scratchPath(name)
     try contents.store(toFile: path)
     return path
 }

@@ -11,8 +11,7 @@ import MapLogic
 
     /// The bundled PBF, copied to a folder of the test's own.
     private func copy() throws -> String {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("cache-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let folder = try scratchFolder()
         let map = folder + "/monaco.osm.pbf"
         try FileManager.default.copyItem(atPath: self.pbf, toPath: map)
         return map

@@ -79,7 +79,7 @@ import StageSource
     }
 
     @Test func theRecorderStageWritesLinesThatDecodeBack() async throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("rec-\(UUID().uuidString).jsonl").path
+        let file = try scratchPath("recording.jsonl")
         let records = BusMessage.examples.enumerated().map { index, message in
             RecordedMessage(
                 receiveTimeSeconds: 1000 + Double(index), stage: "s", sequence: UInt64(index), message: message)
@@ -134,8 +134,7 @@ import StageSource
     }
 
     @Test func aGeoJSONFileWithABadCoordinateIsAClearError() throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).geojson")
-            .path
+        let file = try scratchPath("bad.geojson")
         try #"{"type":"LineString","coordinates":[[7.4,43.7],[7.5,"north"]]}"#.write(
             toFile: file, atomically: true, encoding: .utf8)
         #expect(throws: RoutingError.self) { try RouteFile.load(file: file) }
@@ -235,8 +234,7 @@ import StageSource
     }
 
     @Test func randomEpisodesComeFromTheSeed() throws {
-        let route = FileManager.default.temporaryDirectory.appendingPathComponent("walk-\(UUID().uuidString).geojson")
-            .path
+        let route = try scratchPath("walk.geojson")
         try #"{"type":"LineString","coordinates":[[7.4216,43.7319],[7.4216,43.7419]]}"#.write(
             toFile: route, atomically: true, encoding: .utf8)
         func episodes(seed: Int) throws -> [Double] {

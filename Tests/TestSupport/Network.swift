@@ -14,13 +14,6 @@ public func freeTCPPort() -> Int {
     }
 }
 
-/// A fresh folder for a test's sockets and files, short enough for ipc:// paths (108 bytes at most).
-public func scratchFolder() throws -> String {
-    let path = "/tmp/hn-test-\(UUID().uuidString.prefix(8))"
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
-}
-
 /// Runs `body`, giving up after `seconds`: then `onTimeout` runs (to unblock `body`, say by closing
 /// what it reads) and the result is nil unless `body` still returns one.
 public func withDeadline<T: Sendable>(

@@ -17,13 +17,9 @@ public final class ChildProcess: @unchecked Sendable {
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String] = [:], input: Pipe? = nil
     ) throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "hapticnav-e2e-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        self.stdoutFile = folder.appendingPathComponent("stdout")
-        self.stderrFile = folder.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: self.stdoutFile.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: self.stderrFile.path, contents: nil)
+        let output = try Output()
+        self.stdoutFile = output.stdout
+        self.stderrFile = output.stderr
         self.process.executableURL = URL(fileURLWithPath: executable)
         self.process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
@@ -147,5 +143,21 @@ public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) 
         let thread = Thread { continuation.resume(with: Result { try body() }) }
         thread.stackSize = 8 << 20
         thread.start()
+    }
+}
+
+extension ChildProcess {
+    /// A pair of files for a process's standard output and error.
+    public struct Output: Sendable {
+        public let stdout: URL
+        public let stderr: URL
+
+        public init() throws {
+            let folder = URL(fileURLWithPath: try scratchFolder("hn-e2e"))
+            self.stdout = folder.appendingPathComponent("stdout")
+            self.stderr = folder.appendingPathComponent("stderr")
+            _ = FileManager.default.createFile(atPath: self.stdout.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: self.stderr.path, contents: nil)
+        }
     }
 }

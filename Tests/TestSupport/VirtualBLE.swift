@@ -88,21 +88,3 @@ public final class VirtualBLE: @unchecked Sendable {
         return try ChildProcess("/usr/bin/env", arguments, input: input)
     }
 }
-
-extension ChildProcess {
-    /// A pair of files for a process's standard output and error.
-    public struct Output: Sendable {
-        public let stdout: URL
-        public let stderr: URL
-
-        public init() throws {
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-                "hapticnav-e2e-\(UUID().uuidString.prefix(8))")
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            self.stdout = folder.appendingPathComponent("stdout")
-            self.stderr = folder.appendingPathComponent("stderr")
-            _ = FileManager.default.createFile(atPath: self.stdout.path, contents: nil)
-            _ = FileManager.default.createFile(atPath: self.stderr.path, contents: nil)
-        }
-    }
-}
