@@ -348,6 +348,8 @@ public struct RouteTracker: Sendable {
     /// The farthest along the route the walker has been since the last progress, and the seconds walked since.
     private var progressMark: (along: Double, walkedSeconds: Double, lastTime: Double)?
     private var stallsInARow = 0
+    /// The last fix's time: a fix before it starts a new time line.
+    private var lastTime: Double?
     /// The GPS error estimated from the route (east, north [metres]), its covariance, and its time.
     private var bias: (east: Double, north: Double, ee: Double, en: Double, nn: Double, time: Double)?
 
@@ -421,6 +423,17 @@ public struct RouteTracker: Sendable {
         return other.map { ($0 - own) / 2 < self.options.chordClearanceDegrees } ?? false
     }
 
+    /// The fixes' time line started again at `timeSeconds`, earlier than the last fix's (a replay or simulation
+    /// restarted, a receiver's clock corrected: ``InputTimeGuard`` re-based the stream). What is timed against the old
+    /// time line is timed from here: the last reroute (else an off-route walker would get no new route until the new
+    /// time line passed the old one, however far they went), the walking that counts toward a stall, and the route's
+    /// estimate of the GPS error (else it would not decay until then).
+    private mutating func timeLineRestarted(at timeSeconds: Double) {
+        self.lastReroute?.time = timeSeconds - self.options.rerouteMinimumSeconds
+        self.progressMark?.lastTime = timeSeconds
+        self.bias?.time = timeSeconds
+    }
+
     /// The reroute asked for could not be made: stay on the last good route, off it.
     public mutating func rerouteFailed() {
         if self.state == .rerouting { self.state = .offRoute }
@@ -451,6 +464,10 @@ public struct RouteTracker: Sendable {
         guard let route = self.route, let line = self.polyline, !route.waypoints.isEmpty else { return nil }
         let walker = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
         let time = fix.timeSeconds
+        if time.isFinite {
+            if let last = self.lastTime, time < last { self.timeLineRestarted(at: time) }
+            self.lastTime = time
+        }
 
         // Project within a window around the last position, unless that puts the walker far off.
         // Moving, the walker is placed on a part of the route they walk along rather than one they cross.

@@ -165,6 +165,27 @@ struct ScriptedWalk {
             zip(requests, requests.dropFirst()).allSatisfy { $1 - $0 >= 10 }, "never twice within 10 s: \(requests)")
     }
 
+    @Test func afterTheFixesTimeLineStartsAgainEarlierAWalkerGoingOnOffTheRouteIsReroutedAgain() {
+        // Off the route to the south, a reroute asked and not made; then the fixes' times start again 900 s earlier
+        // (a replay restarted, a receiver's clock corrected) while the walker goes on, 60 m farther.
+        let walk = ScriptedWalk(start: self.corner, legs: [(90, 50), (180, 100)])
+        var options = RouteTracker.Options()
+        options.rerouteMinimumSeconds = 10
+        var tracker = RouteTracker(options: options)
+        tracker.setRoute(self.route())
+        var requests: [Double] = []
+        for fix in walk.fixes() {
+            var fix = fix
+            if !requests.isEmpty { fix.timeSeconds -= 900 }
+            if let update = tracker.update(with: fix), update.rerouteFrom != nil {
+                requests.append(fix.timeSeconds)
+                tracker.rerouteFailed()
+            }
+        }
+        #expect(requests.count >= 2, "asked again once 30 m farther on the new time line: \(requests)")
+        #expect(requests.count < 2 || requests[1] - (requests[0] - 900) >= 10, "not sooner than before")
+    }
+
     @Test func walkingBackAlongTheRouteIsNoticed() {
         let log = self.run(ScriptedWalk(start: self.corner, legs: [(90, 60), (270, 30)]))
         #expect(log.states.suffix(5).contains(.wrongWay))
