@@ -57,4 +57,11 @@ public protocol RouteProvider: Sendable {
     var name: String { get }
     /// The walking route from `start` to `destination`.
     func route(from start: Coordinate, to destination: Coordinate) async throws -> RoutePlan
+    /// Whether its routes are made toward the destination asked for (a map, a routing engine), which they may end
+    /// short of (at the way nearest it), rather than where a saved route ends (a file).
+    var routesToTheDestination: Bool { get }
+}
+
+extension RouteProvider {
+    public var routesToTheDestination: Bool { true }
 }

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Glibc
 import Links
 import Logging
@@ -246,6 +247,58 @@ private final class FirstCall: @unchecked Sendable {
         #expect(failed)
         #expect(degraded.first?.message.contains("did not answer") == true, "\(degraded)")
         #expect(degraded.first?.message.contains("valhalla") == true, "names the engine: \(degraded)")
+        #expect(Self.targets(messages).allSatisfy { $0.kind == .none })
+    }
+
+    /// The bundled Monaco map as the offline router, as the demo routes over it.
+    private static func monaco() throws -> OSMRouteProvider {
+        try OSMRouteProvider(
+            map: repositoryRoot.appendingPathComponent("data/maps/monaco-highways.osm").path, cache: false,
+            logger: Logger(label: "test"))
+    }
+
+    /// A destination 15 m from the nearest way (a building's door off the street): the offline router's route ends
+    /// on the way, and a straight last leg takes it to the destination, where the arrival waypoint is.
+    @Test func aRouteThatEndsShortOfTheDestinationGetsAStraightLastLegToIt() async throws {
+        let start = Coordinate(latitude: 43.7300, longitude: 7.4200)
+        let destination = Coordinate(latitude: 43.7335, longitude: 7.4285)
+        let messages = try await Self.walk(
+            [fix(start, at: 1), fix(start, at: 2)], provider: try Self.monaco(),
+            options: RouteControllerOptions(destination: destination))
+        let route = try #require(Self.routes(messages).first)
+        let wayEnd = route.points[route.points.count - 2]
+        #expect(FlatProjection.distance(wayEnd, destination) > 10, "the way ends short of the destination")
+        #expect(FlatProjection.distance(route.points.last!, destination) < 0.01)
+        let arrival = try #require(route.waypoints.last)
+        #expect(arrival.kind == .arrival)
+        #expect(FlatProjection.distance(arrival.coordinate, destination) < 0.01)
+        #expect(abs(arrival.distanceAlongMeters - route.lengthMeters) < 0.01)
+    }
+
+    /// A destination 110 m from the nearest way (in the harbour): the route would end there and call it the
+    /// destination. It is refused with a status that says why, and nothing is guided.
+    @Test func aRouteThatEndsFarFromTheDestinationIsRefusedWithAClearStatus() async throws {
+        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<RouteInput>.self)
+        let output = MemoryPublisher()
+        let options = RouteControllerOptions(destination: Coordinate(latitude: 43.7360, longitude: 7.4250))
+        let stage = RouteControllerStage(
+            name: "route", input: stream, output: output, provider: try Self.monaco(), options: options,
+            logger: Logger(label: "test"))
+        async let running: Void = stage.run()
+        let start = Coordinate(latitude: 43.7300, longitude: 7.4200)
+        continuation.yield(fix(start, at: 1).routeInput)
+        let refused = await eventually(within: 60) {
+            Self.statuses(await output.messages).contains { $0.health == .degraded }
+        }
+        for t in 2...4 { continuation.yield(fix(start, at: Double(t)).routeInput) }
+        continuation.finish()
+        try await running
+        let messages = await output.messages
+        let degraded = Self.statuses(messages).filter { $0.health == .degraded }
+        #expect(refused)
+        #expect(
+            degraded.first?.message.contains("the route ends 110 m from the destination") == true, "\(degraded)")
+        #expect(Self.routes(messages).isEmpty)
         #expect(Self.targets(messages).allSatisfy { $0.kind == .none })
     }
 

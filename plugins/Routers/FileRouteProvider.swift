@@ -6,6 +6,8 @@ import Parsers
 public struct FileRouteProvider: RouteProvider {
     public static let id = "file"
     public let name = "file"
+    /// Its route ends where the file's does, whatever destination is asked for.
+    public let routesToTheDestination = false
     /// The saved route.
     public let plan: RoutePlan
 

@@ -30,6 +30,10 @@ public struct RouteControllerOptions: Sendable {
         public static let providerBackoffSeconds = SettingSpec(
             "providerBackoffSeconds", unit: "s", default: 5.0, in: 0...3600,
             "a provider that failed is asked first again after this, doubling with each failure in a row")
+        public static let destinationLegMeters = SettingSpec(
+            "destinationLegMeters", unit: "m", default: 30.0, in: 0...500,
+            "a router's route that ends farther than arrivalRadiusMeters from the destination (at the way nearest it) is followed by a straight last leg to it when that is no longer than this; a longer gap refuses the route as that provider's failure (the next is asked, else the status says so and nothing is guided), so the walker is never told they have arrived where the route ends short of the destination"
+        )
         public static let providerBackoffMaxSeconds = SettingSpec(
             "providerBackoffMaxSeconds", unit: "s", default: 300.0, in: 0...86_400,
             "the longest such wait")
@@ -47,8 +51,8 @@ public struct RouteControllerOptions: Sendable {
             [destination] + RouteTracker.Options.Setting.all + [
                 place
             ] + NetworkPlace.Options.Setting.all + [
-                turnThresholdDegrees.doc, republishSeconds.doc, fallback, providerTimeoutSeconds.doc,
-                providerBackoffSeconds.doc, providerBackoffMaxSeconds.doc,
+                turnThresholdDegrees.doc, republishSeconds.doc, destinationLegMeters.doc, fallback,
+                providerTimeoutSeconds.doc, providerBackoffSeconds.doc, providerBackoffMaxSeconds.doc,
             ]
     }
 
@@ -56,6 +60,8 @@ public struct RouteControllerOptions: Sendable {
     public var turnThresholdDegrees = Setting.turnThresholdDegrees.defaultValue
     /// The route is published again this often, in fix time [seconds].
     public var republishSeconds = Setting.republishSeconds.defaultValue
+    /// The longest straight last leg from where a router's route ends to the destination [metres].
+    public var destinationLegMeters = Setting.destinationLegMeters.defaultValue
     /// After a failed first route, try again this often, in fix time [seconds].
     public var retrySeconds = 5.0
     /// Where the walker is taken to be.
@@ -488,9 +494,11 @@ where Input.Element == Arrival<RouteInput> {
                 "\(request.reason.doing): asking \(provider.name), waited \(waited) s"
                     + (failures.isEmpty ? "" : " (\(failures.joined(separator: "; ")))"))
             do {
-                let plan = try await Self.plan(
-                    provider, from: request.start, to: self.options.destination,
-                    timeoutSeconds: self.options.providerTimeoutSeconds, time: self.time)
+                let plan = try self.reachingTheDestination(
+                    try await Self.plan(
+                        provider, from: request.start, to: self.options.destination,
+                        timeoutSeconds: self.options.providerTimeoutSeconds, time: self.time),
+                    by: provider)
                 self.schedule.succeeded(index)
                 try await self.follow(plan, by: provider.name, for: request, after: failures)
                 return
@@ -536,6 +544,29 @@ where Input.Element == Arrival<RouteInput> {
             }
             return plan
         }
+    }
+
+    /// A router's route as far as the destination: as it is when it ends within the arrival radius of it, else with a
+    /// straight last leg to it no longer than `destinationLegMeters`; a route that ends farther is refused, since its
+    /// end would be taken for the destination ("arrived" where the walker is not).
+    private func reachingTheDestination(
+        _ plan: RoutePlan, by provider: any RouteProvider
+    ) throws(RoutingError)
+        -> RoutePlan
+    {
+        let destination = self.options.destination
+        guard provider.routesToTheDestination, let end = plan.points.last else { return plan }
+        let gap = FlatProjection.distance(end, destination)
+        guard gap.isFinite, gap > self.options.tracker.arrivalRadiusMeters else { return plan }
+        guard gap <= self.options.destinationLegMeters else {
+            throw .providerFailed(
+                reason:
+                    "\(provider.name): the route ends \(Int(gap.rounded())) m from the destination, farther than destinationLegMeters (\(Int(self.options.destinationLegMeters.rounded())) m)"
+            )
+        }
+        return RoutePlan(
+            points: plan.points + [destination], segmentNames: plan.segmentNames + [nil],
+            reportedLengthMeters: plan.reportedLengthMeters.map { $0 + gap })
     }
 
     /// Follows an answer, unless the walker has since moved away from it (then asks again from where they are).

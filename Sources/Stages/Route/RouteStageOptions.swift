@@ -69,6 +69,7 @@ public enum RouteStageOptions {
                 oneOf: NetworkPlace.Options.Odometry.allCases.map(\.rawValue)))!
         options.turnThresholdDegrees = try settings.value(RouteControllerOptions.Setting.turnThresholdDegrees)
         options.republishSeconds = try settings.value(RouteControllerOptions.Setting.republishSeconds)
+        options.destinationLegMeters = try settings.value(RouteControllerOptions.Setting.destinationLegMeters)
         options.providerTimeoutSeconds = try settings.value(RouteControllerOptions.Setting.providerTimeoutSeconds)
         options.providerBackoff = ProviderSchedule.Options(
             backoffSeconds: try settings.value(RouteControllerOptions.Setting.providerBackoffSeconds),
