@@ -176,6 +176,10 @@ public struct RouteTracker: Sendable {
             public static let arrivalRadiusMeters = SettingSpec(
                 "arrivalRadiusMeters", unit: "m", default: 2.0, in: 1...50,
                 "the destination is reached within this distance")
+            public static let arrivalAccuracyMeters = SettingSpec(
+                "arrivalAccuracyMeters", unit: "m", default: 10.0, in: 1...100,
+                "…and only by a fix whose accuracy is within this: a fix that cannot tell the destination from 20 m or more away from it never says arrived (status: arrivals_held_for_accuracy); guidance goes on"
+            )
             public static let lookAheadMeters = SettingSpec(
                 "lookAheadMeters", unit: "m", default: 15.0, in: 1...200,
                 "how far ahead along the route the look-ahead target is")
@@ -220,7 +224,7 @@ public struct RouteTracker: Sendable {
                 junctionChord, branchMarginDegrees.doc, forkCueMeters.doc, chordClearanceDegrees.doc,
                 routeBiasSeconds.doc,
                 waypointRadiusMeters.doc,
-                arrivalRadiusMeters.doc,
+                arrivalRadiusMeters.doc, arrivalAccuracyMeters.doc,
                 offRouteMeters.doc, offRouteAccuracyFactor.doc, offRouteFixes.doc, rerouteMinimumSeconds.doc,
                 rerouteMinimumMeters.doc, stallSeconds.doc, stallMeters.doc,
             ]
@@ -228,8 +232,10 @@ public struct RouteTracker: Sendable {
 
         /// A waypoint completes within this distance [metres].
         public var waypointRadiusMeters = Setting.waypointRadiusMeters.defaultValue
-        /// The destination is reached within this distance [metres].
+        /// The destination is reached within this distance [metres]…
         public var arrivalRadiusMeters = Setting.arrivalRadiusMeters.defaultValue
+        /// …by a fix whose accuracy is within this [metres].
+        public var arrivalAccuracyMeters = Setting.arrivalAccuracyMeters.defaultValue
         /// The bearing alone, or turn events too (docs/GUIDANCE.md, "Turn events at junctions").
         public var guidance = GuidanceMode.bearing
         /// When and what turn events announce.
@@ -331,6 +337,8 @@ public struct RouteTracker: Sendable {
     public private(set) var state: RouteState = .onRoute
     /// Reroutes asked for so far [count].
     public private(set) var reroutes = 0
+    /// Fixes that would have reached the destination but whose accuracy was worse than `arrivalAccuracyMeters`.
+    public private(set) var arrivalsHeldForAccuracy = 0
 
     private var polyline: Polyline?
     /// The route's junctions (where three or more walkable ways meet) that path following works with, in order: each
@@ -533,6 +541,12 @@ public struct RouteTracker: Sendable {
                 } ?? true
             let within = distance <= radius && !placed
             guard (within || passed) && witnessed else { break }
+            // A fix too poor to tell the destination from well away from it: the radius and its two σ are metres,
+            // the walker may be tens of metres off. Guidance goes on until a fix good enough says so.
+            if isArrival && !(fix.horizontalAccuracyMeters <= self.options.arrivalAccuracyMeters) {
+                self.arrivalsHeldForAccuracy += 1
+                break
+            }
             update.completedWaypoints.append(self.nextWaypoint)
             self.nextWaypoint += 1
             if isArrival {

@@ -238,6 +238,30 @@ struct ScriptedWalk {
         #expect(back?.arrived == true)
     }
 
+    @Test func aFixTooPoorToTellTheDestinationFromTensOfMetresAwayDoesNotSayArrived() throws {
+        // The route ends 150 m north of `east`. Near its end the fixes are good; then one comes 20 m past the end and
+        // 8 m east of it (22 m away), reporting 17 m: within the radius and two of its σ, and on the route by its
+        // accuracy.
+        var tracker = RouteTracker()
+        tracker.setRoute(self.route(from: self.east))
+        func fix(_ point: Coordinate, accuracy: Double, time: Double) -> SmoothedFix {
+            SmoothedFix(
+                timeSeconds: time, latitude: point.latitude, longitude: point.longitude,
+                horizontalAccuracyMeters: accuracy, speedMetersPerSecond: 1.3, courseDegrees: 0, reset: false)
+        }
+        for (index, north) in stride(from: 0.0, through: 140, by: 10).enumerated() {
+            let update = tracker.update(with: fix(self.alongEast(north), accuracy: 3, time: Double(index)))
+            #expect(update?.arrived == false)
+        }
+        let poor = Geodesic.wgs84.direct(from: self.alongEast(170), azimuthDegrees: 90, distanceMeters: 8).coordinate
+        let answer = tracker.update(with: fix(poor, accuracy: 17, time: 20))
+        let held = try #require(answer)
+        #expect(!held.arrived && held.progress.state != .arrived && held.target.kind != .arrived)
+        #expect(tracker.arrivalsHeldForAccuracy == 1)
+        // A good fix at the destination: arrived.
+        #expect(tracker.update(with: fix(self.alongEast(150), accuracy: 3, time: 25))?.arrived == true)
+    }
+
     /// A point `north` metres up the route that starts at `east`.
     func alongEast(_ north: Double) -> Coordinate {
         Geodesic.wgs84.direct(from: self.east, azimuthDegrees: 0, distanceMeters: north).coordinate

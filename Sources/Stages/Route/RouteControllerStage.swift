@@ -261,6 +261,7 @@ where Input.Element == Arrival<RouteInput> {
             counters: [
                 StatusCounter(name: "routes", value: UInt64(self.routeID)),
                 StatusCounter(name: "reroutes", value: UInt64(self.tracker.reroutes)),
+                StatusCounter(name: "arrivals_held_for_accuracy", value: UInt64(self.tracker.arrivalsHeldForAccuracy)),
                 StatusCounter(name: "provider_failures", value: UInt64(self.providerFailures)),
                 StatusCounter(name: "stale_answers", value: UInt64(self.staleAnswers)),
                 StatusCounter(name: "turn_events", value: UInt64(self.turnEvents)),

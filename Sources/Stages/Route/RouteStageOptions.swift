@@ -16,6 +16,7 @@ public enum RouteStageOptions {
         typealias Setting = RouteTracker.Options.Setting
         tracker.waypointRadiusMeters = try settings.value(Setting.waypointRadiusMeters)
         tracker.arrivalRadiusMeters = try settings.value(Setting.arrivalRadiusMeters)
+        tracker.arrivalAccuracyMeters = try settings.value(Setting.arrivalAccuracyMeters)
         tracker.targetMode = RouteTracker.TargetMode(
             rawValue: try settings.string(
                 Setting.target.key, default: Setting.target.defaultText,
