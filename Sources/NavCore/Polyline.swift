@@ -135,9 +135,14 @@ public struct Polyline: Sendable {
     private func segment(atDistance distance: Double) -> (index: Int, alongMeters: Double)? {
         guard self.points.count > 1 else { return nil }
         let clamped = min(max(distance, 0), self.lengthMeters)
-        var index = 0
-        while index < self.points.count - 2 && self.cumulativeMeters[index + 1] < clamped { index += 1 }
-        return (index, clamped - self.cumulativeMeters[index])
+        // The first segment whose end is at or past it (the last, if none): a binary search over the cumulative
+        // lengths, which never decrease, so that walking a long route vertex by vertex is not quadratic.
+        var low = 0, high = self.points.count - 2
+        while low < high {
+            let middle = (low + high) / 2
+            if self.cumulativeMeters[middle + 1] < clamped { low = middle + 1 } else { high = middle }
+        }
+        return (low, clamped - self.cumulativeMeters[low])
     }
 }
 

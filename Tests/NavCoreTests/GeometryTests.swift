@@ -177,6 +177,29 @@ private struct PolylineVector: Sendable, CustomStringConvertible {
         #expect(Polyline([self.corner]).bearing(atDistance: 5) == 0)
     }
 
+    @Test func aLongRouteWithRepeatedVerticesGivesEachVertexAndItsLegsBearing() throws {
+        // 2,000 vertices turning 90° every 5 m (east, north, east, …), every tenth one twice (a zero-length leg, as
+        // engines' answers have): at each vertex's distance, the vertex and the bearing of the leg that ends there
+        // (its first); just past it, the next leg's.
+        var points = [self.corner]
+        for index in 1..<2000 {
+            let next = Geodesic.wgs84.direct(
+                from: points.last!, azimuthDegrees: index % 2 == 0 ? 0 : 90, distanceMeters: 5)
+            points.append(next.coordinate)
+            if index % 10 == 0 { points.append(next.coordinate) }
+        }
+        let line = Polyline(points)
+        for index in stride(from: 1, to: points.count - 1, by: 7) {
+            let along = line.cumulativeMeters[index]
+            let here = try #require(line.point(atDistance: along))
+            #expect(FlatProjection.distance(here.coordinate, points[index]) < 0.01, "vertex \(index)")
+            let past = try #require(line.bearing(atDistance: along + 0.5))
+            let leaving = points[index + 1] == points[index] ? points[index + 2] : points[index + 1]
+            let expected = Geodesic.wgs84.inverse(points[index], leaving).initialAzimuthDegrees
+            #expect(Angle.separation(past, expected) < 0.01, "past vertex \(index)")
+        }
+    }
+
     @Test func pointsBeyondTheEndsClampToThem() throws {
         let before = Geodesic.wgs84.direct(from: self.corner, azimuthDegrees: 270, distanceMeters: 30).coordinate
         let projection = try #require(self.path.project(before))
