@@ -5,7 +5,6 @@ import Logging
 import NavCore
 import Routers
 import Stages
-import Synchronization
 import TestSupport
 import Testing
 import MapLogic
@@ -72,33 +71,6 @@ private final class FirstCall: @unchecked Sendable {
         let first = !self.taken
         self.taken = true
         return first
-    }
-}
-
-/// A provider that never checks for cancellation, as the offline router's search does not: its answer comes only
-/// when the test opens it (no thread is held meanwhile).
-private final class StubbornProvider: RouteProvider, Sendable {
-    let name = "stubborn"
-    private let state = Mutex<(open: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
-
-    func route(from start: Coordinate, to destination: Coordinate) async throws -> RoutePlan {
-        await withCheckedContinuation { waiter in
-            let now = self.state.withLock { state -> Bool in
-                if !state.open { state.waiting.append(waiter) }
-                return state.open
-            }
-            if now { waiter.resume() }
-        }
-        return RoutePlan(points: [start, destination])
-    }
-
-    func open() {
-        let waiting = self.state.withLock { state in
-            state.open = true
-            defer { state.waiting = [] }
-            return state.waiting
-        }
-        for waiter in waiting { waiter.resume() }
     }
 }
 
@@ -276,44 +248,6 @@ private final class StubbornProvider: RouteProvider, Sendable {
         #expect(degraded.first?.message.contains("did not answer") == true, "\(degraded)")
         #expect(degraded.first?.message.contains("valhalla") == true, "names the engine: \(degraded)")
         #expect(Self.targets(messages).allSatisfy { $0.kind == .none })
-    }
-
-    /// A provider that ignores the cancellation at its timeout (the offline router's search on a large map) is left
-    /// to finish on its own: the next provider is asked as the timeout passes, not when the first gets round to
-    /// answering.
-    @Test func aProviderThatNeverChecksForCancellationIsLeftAtItsTimeoutAndTheNextAnswers() async throws {
-        let start = Coordinate(latitude: 43.7300, longitude: 7.4200)
-        let destination = moved(start, 90, 400)
-        let stubborn = StubbornProvider()
-        defer { stubborn.open() }
-        var options = RouteControllerOptions(destination: destination)
-        options.providerTimeoutSeconds = 2
-        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<RouteInput>.self)
-        let output = MemoryPublisher()
-        let clock = ManualClock()
-        let stage = RouteControllerStage(
-            name: "route", input: stream, output: output,
-            providers: [stubborn, FileRouteProvider(plan: RoutePlan(points: [start, destination]))], options: options,
-            logger: Logger(label: "test"), time: StageTime(clock: clock, wallEpochSeconds: 0))
-        async let running: Void = stage.run()
-        continuation.yield(fix(start, at: 0).routeInput)
-        // The stage's clock moves half a second at a time, at most 20 s, until a route is out.
-        var advanced = 0.0
-        let routed = await eventually(within: 60) {
-            if !Self.routes(await output.messages).isEmpty { return true }
-            if advanced < 20, clock.sleeperCount > 0 {
-                clock.advance(by: .milliseconds(500))
-                advanced += 0.5
-            }
-            return false
-        }
-        stubborn.open()
-        continuation.finish()
-        try await running
-        let messages = await output.messages
-        #expect(routed, "a route came while the first provider had not answered")
-        #expect(Self.routes(messages).first?.provider == "file")
-        #expect(advanced <= 2.5, "as its 2 s timeout passed: \(advanced) s")
     }
 
     /// The bundled Monaco map as the offline router, as the demo routes over it.

@@ -41,35 +41,3 @@ extension StageTime {
             sleep: { try await clock.sleep(for: $0) })
     }
 }
-
-extension StageTime {
-    /// `work`'s answer, or nil once `seconds` have passed on this time's monotonic clock, whichever comes first. The
-    /// work runs in a task of its own, cancelled at the deadline and not waited for: work that never checks for
-    /// cancellation (a synchronous search, a library call) finishes on its own and its answer is dropped, instead of
-    /// holding the caller past the deadline as a task group's child would. Cancelling the caller cancels the work
-    /// and throws `CancellationError`.
-    public func answer<T: Sendable>(
-        within seconds: Double, _ work: @escaping @Sendable () async throws -> T
-    ) async throws -> T? {
-        let (answers, answered) = AsyncStream.makeStream(
-            of: Result<T?, any Error>.self, bufferingPolicy: .bufferingOldest(1))
-        let worker = Task {
-            do {
-                answered.yield(.success(try await work()))
-            } catch {
-                answered.yield(.failure(error))
-            }
-        }
-        let sleep = self.sleep
-        let timer = Task {
-            if (try? await sleep(.seconds(seconds))) != nil { answered.yield(.success(nil)) }
-        }
-        defer {
-            worker.cancel()
-            timer.cancel()
-            answered.finish()
-        }
-        for await first in answers { return try first.get() }
-        throw CancellationError()
-    }
-}

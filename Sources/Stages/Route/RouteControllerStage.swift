@@ -527,19 +527,24 @@ where Input.Element == Arrival<RouteInput> {
     }
 
     /// One provider's answer within a deadline (on the stage's monotonic clock); the provider's call is cancelled at
-    /// the deadline and not waited for (the offline router's search never checks for cancellation).
+    /// the deadline.
     private static func plan(
         _ provider: any RouteProvider, from start: Coordinate, to destination: Coordinate, timeoutSeconds: Double,
         time: StageTime
     ) async throws -> RoutePlan {
-        guard
-            let plan = try await time.answer(
-                within: timeoutSeconds, { try await provider.route(from: start, to: destination) })
-        else {
-            throw RoutingError.providerFailed(
-                reason: "\(provider.name) did not answer within \(fixedDecimal(timeoutSeconds, digits: 1)) s")
+        try await withThrowingTaskGroup(of: RoutePlan?.self) { group in
+            group.addTask { try await provider.route(from: start, to: destination) }
+            group.addTask {
+                try await time.sleep(.seconds(timeoutSeconds))
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let plan = first else {
+                throw RoutingError.providerFailed(
+                    reason: "\(provider.name) did not answer within \(fixedDecimal(timeoutSeconds, digits: 1)) s")
+            }
+            return plan
         }
-        return plan
     }
 
     /// A router's route as far as the destination: as it is when it ends within the arrival radius of it, else with a
