@@ -867,6 +867,15 @@ public enum WalkerEvaluation {
                 let (target, smoothed, routes, turns, progress) = inbox.state.withLock {
                     ($0.targets[time], $0.smoothed[time], $0.routes, $0.turns[time] ?? [], $0.progress[time])
                 }
+                // A route asked for at this fix (the first, or a reroute) is awaited before the next fix, as in the
+                // field a route of milliseconds comes within the second between two fixes: which fix it came before
+                // would otherwise hang on how the threads ran, and the whole walk with it.
+                if step == 0 && routes.isEmpty || progress?.state == .rerouting {
+                    let known = routes.keys.max() ?? 0
+                    _ = await wait(
+                        seconds: Self.routeWaitSeconds,
+                        until: { inbox.state.withLock { ($0.routes.keys.max() ?? 0) > known } })
+                }
                 // The fix's turn events before its target, as the route controller sent them.
                 for event in turns { try await source.publish(.turn(event)) }
                 if let target { try await source.publish(.target(target)) }
@@ -972,6 +981,9 @@ public enum WalkerEvaluation {
     /// and steps on [seconds]. Long: the stages answer every message, and a loaded machine (a fresh-clone run beside
     /// two busy loops) held answers beyond 5 s, which changed the walk (a timed-out answer is a step without it).
     static let answerWaitSeconds = 20.0
+    /// How long a route asked for is awaited before the walk goes on without it [seconds, real time]: the offline
+    /// router answers in milliseconds; one that cannot (no way there) says so at once.
+    static let routeWaitSeconds = 5.0
 
     /// Gives up on a walk whose stages stopped answering: a stage stuck with its queue full would otherwise hold
     /// the source's lossless sends, and the walk, for ever.
