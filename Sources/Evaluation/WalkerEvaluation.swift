@@ -982,7 +982,7 @@ public enum WalkerEvaluation {
     /// two busy loops) held answers beyond 5 s, which changed the walk (a timed-out answer is a step without it).
     static let answerWaitSeconds = 20.0
     /// How long a route asked for is awaited before the walk goes on without it [seconds, real time]: the offline
-    /// router answers in milliseconds; one that cannot (no way there) says so at once.
+    /// router answers in milliseconds; a route it cannot make (no way there) costs this wait once.
     static let routeWaitSeconds = 5.0
 
     /// Gives up on a walk whose stages stopped answering: a stage stuck with its queue full would otherwise hold

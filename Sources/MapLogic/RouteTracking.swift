@@ -178,7 +178,7 @@ public struct RouteTracker: Sendable {
                 "the destination is reached within this distance")
             public static let arrivalAccuracyMeters = SettingSpec(
                 "arrivalAccuracyMeters", unit: "m", default: 10.0, in: 1...100,
-                "…and only by a fix whose accuracy is within this: a fix that cannot tell the destination from 20 m or more away from it never says arrived (status: arrivals_held_for_accuracy); guidance goes on"
+                "…and only by a fix whose accuracy is within this (the radius and two of its σ then reach at most 22 m); a poorer fix that would have reached it is counted (status: arrivals_held_for_accuracy) and guidance goes on"
             )
             public static let lookAheadMeters = SettingSpec(
                 "lookAheadMeters", unit: "m", default: 15.0, in: 1...200,
@@ -436,10 +436,11 @@ public struct RouteTracker: Sendable {
     /// time line is timed from here: the last reroute (else an off-route walker would get no new route until the new
     /// time line passed the old one, however far they went), the walking that counts toward a stall, and the route's
     /// estimate of the GPS error (else it would not decay until then).
-    private mutating func timeLineRestarted(at timeSeconds: Double) {
-        self.lastReroute?.time = timeSeconds - self.options.rerouteMinimumSeconds
+    private mutating func timeLineRestarted(at timeSeconds: Double, after last: Double) {
+        // The time since each, as far as the old time line went, carries over to the new one.
+        if let reroute = self.lastReroute { self.lastReroute!.time = timeSeconds - max(0, last - reroute.time) }
         self.progressMark?.lastTime = timeSeconds
-        self.bias?.time = timeSeconds
+        if let bias = self.bias { self.bias!.time = timeSeconds - max(0, last - bias.time) }
     }
 
     /// The reroute asked for could not be made: stay on the last good route, off it.
@@ -473,7 +474,7 @@ public struct RouteTracker: Sendable {
         let walker = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
         let time = fix.timeSeconds
         if time.isFinite {
-            if let last = self.lastTime, time < last { self.timeLineRestarted(at: time) }
+            if let last = self.lastTime, time < last { self.timeLineRestarted(at: time, after: last) }
             self.lastTime = time
         }
 

@@ -275,6 +275,32 @@ private final class FirstCall: @unchecked Sendable {
         #expect(abs(arrival.distanceAlongMeters - route.lengthMeters) < 0.01)
     }
 
+    /// The same door 15 m off the street, walked to with the place on the ways or on the network, which hold the
+    /// walker on them: at the ways' end the last leg is followed by the smoothed fix, and the walker is told they have
+    /// arrived at the door (held at the ways' end, the place never reached it).
+    @Test(arguments: [RouteControllerOptions.Place.smoothed, .ways, .network])
+    func aWalkerPlacedOnTheWaysCrossesTheLastLegAndArrivesAtTheDoor(place: RouteControllerOptions.Place) async throws {
+        let provider = try Self.monaco()
+        let start = Coordinate(latitude: 43.7300, longitude: 7.4200)
+        let destination = Coordinate(latitude: 43.7335, longitude: 7.4285)
+        // The route the stage follows: the router's, then straight to the door.
+        let plan = try await provider.route(from: start, to: destination)
+        let line = Polyline(plan.points + [destination])
+        var fixes = [fix(start, at: 0)]
+        for step in 1...Int(line.lengthMeters / 1.4) + 3 {
+            let point = try #require(line.point(atDistance: Double(step) * 1.4))
+            fixes.append(fix(point.coordinate, at: Double(step), course: point.bearingDegrees))
+        }
+        var options = RouteControllerOptions(destination: destination)
+        options.ways = provider.graph
+        options.graph = provider.graph
+        options.place = place
+        let messages = try await Self.walk(fixes, provider: provider, options: options)
+        let arrival = try #require(Self.progress(messages).first { $0.state == .arrived }, "arrived (\(place))")
+        let walked = arrival.timeSeconds * 1.4
+        #expect(walked >= line.lengthMeters - 3, "at the door: \(walked) m of \(line.lengthMeters) m (\(place))")
+    }
+
     /// A destination 110 m from the nearest way (in the harbour): the route would end there and call it the
     /// destination. It is refused with a status that says why, and nothing is guided.
     @Test func aRouteThatEndsFarFromTheDestinationIsRefusedWithAClearStatus() async throws {

@@ -27,7 +27,7 @@ private let madeFolders = Mutex<[String]>([])
 
 private let removeFoldersAtExit: Void = {
     atexit {
-        guard getenv("HAPTICNAV_KEEP_TEST_FILES") == nil else { return }
+        if let keep = getenv("HAPTICNAV_KEEP_TEST_FILES"), String(cString: keep) != "0", keep.pointee != 0 { return }
         for folder in madeFolders.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: folder) }
     }
 }()

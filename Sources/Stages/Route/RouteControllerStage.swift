@@ -246,6 +246,20 @@ where Input.Element == Arrival<RouteInput> {
             inputCounters: inputCounters, time: time)
     }
 
+    /// Where along the route in force its straight last leg to the destination starts (where the ways end short of
+    /// it), when it has one.
+    private var lastLeg: (routeID: UInt32, fromMeters: Double)?
+
+    /// Whether a place on the ways is where they end short of the destination: from there the walker crosses the last
+    /// leg, off the ways, and is followed by the smoothed fix (a place held at the ways' end would never reach the
+    /// destination, nor turn the target as they walk).
+    private func atTheWaysEnd(_ point: Coordinate, on route: Route) -> Bool {
+        guard let leg = self.lastLeg, leg.routeID == route.routeID,
+            let along = self.routeLine(route).project(point)?.distanceAlongMeters
+        else { return false }
+        return along >= leg.fromMeters - 1
+    }
+
     private func routeLine(_ route: Route) -> Polyline {
         if let line = self.line, line.routeID == route.routeID { return line.line }
         let line = Polyline(route.points)
@@ -375,7 +389,7 @@ where Input.Element == Arrival<RouteInput> {
             let moved = self.lastMatchTime.map { max(0, fix.timeSeconds - $0) * fix.speedMetersPerSecond }
             self.lastMatchTime = fix.timeSeconds
             if let match = self.matcher!.match(here, accuracyMeters: fix.horizontalAccuracyMeters, movedMeters: moved),
-                let route = self.tracker.route
+                let route = self.tracker.route, !self.atTheWaysEnd(match.point, on: route)
             {
                 tracked.latitude = match.point.latitude
                 tracked.longitude = match.point.longitude
@@ -391,7 +405,9 @@ where Input.Element == Arrival<RouteInput> {
                 speedMetersPerSecond: fix.speedMetersPerSecond, courseDegrees: fix.courseDegrees,
                 restart: fix.reset || self.restartPlace)
             self.restartPlace = false
-            if let estimate, estimate.sure, let route = self.tracker.route {
+            if let estimate, estimate.sure, let route = self.tracker.route,
+                !self.atTheWaysEnd(estimate.point, on: route)
+            {
                 tracked.latitude = estimate.point.latitude
                 tracked.longitude = estimate.point.longitude
                 witness = RouteTracker.ArrivalWitness(position: here, errorSigmaMeters: estimate.errorSigmaMeters)
@@ -495,13 +511,14 @@ where Input.Element == Arrival<RouteInput> {
                 "\(request.reason.doing): asking \(provider.name), waited \(waited) s"
                     + (failures.isEmpty ? "" : " (\(failures.joined(separator: "; ")))"))
             do {
-                let plan = try self.reachingTheDestination(
+                let (plan, lastLegFrom) = try self.reachingTheDestination(
                     try await Self.plan(
                         provider, from: request.start, to: self.options.destination,
                         timeoutSeconds: self.options.providerTimeoutSeconds, time: self.time),
                     by: provider)
                 self.schedule.succeeded(index)
-                try await self.follow(plan, by: provider.name, for: request, after: failures)
+                try await self.follow(
+                    plan, lastLegFrom: lastLegFrom, by: provider.name, for: request, after: failures)
                 return
             } catch is CancellationError {
                 throw CancellationError()
@@ -548,31 +565,38 @@ where Input.Element == Arrival<RouteInput> {
     }
 
     /// A router's route as far as the destination: as it is when it ends within the arrival radius of it, else with a
-    /// straight last leg to it no longer than `destinationLegMeters`; a route that ends farther is refused, since its
-    /// end would be taken for the destination ("arrived" where the walker is not).
+    /// straight last leg to it no longer than `destinationLegMeters` (and where along the route that leg starts); a
+    /// route that ends farther, or whose end cannot be measured, is refused, since its end would be taken for the
+    /// destination ("arrived" where the walker is not).
     private func reachingTheDestination(
         _ plan: RoutePlan, by provider: any RouteProvider
     ) throws(RoutingError)
-        -> RoutePlan
+        -> (plan: RoutePlan, lastLegFrom: Double?)
     {
         let destination = self.options.destination
-        guard provider.routesToTheDestination, let end = plan.points.last else { return plan }
+        guard provider.routesToTheDestination, let end = plan.points.last else { return (plan, nil) }
         let gap = FlatProjection.distance(end, destination)
-        guard gap.isFinite, gap > self.options.tracker.arrivalRadiusMeters else { return plan }
+        guard !(gap <= self.options.tracker.arrivalRadiusMeters) else { return (plan, nil) }
         guard gap <= self.options.destinationLegMeters else {
             throw .providerFailed(
                 reason:
-                    "\(provider.name): the route ends \(Int(gap.rounded())) m from the destination, farther than destinationLegMeters (\(Int(self.options.destinationLegMeters.rounded())) m)"
+                    "\(provider.name): the route ends \(gap.isFinite ? "\(Int(gap.rounded())) m" : "an unmeasured distance") from the destination, farther than destinationLegMeters (\(Int(self.options.destinationLegMeters.rounded())) m)"
             )
         }
-        return RoutePlan(
-            points: plan.points + [destination], segmentNames: plan.segmentNames + [nil],
-            reportedLengthMeters: plan.reportedLengthMeters.map { $0 + gap })
+        self.logger.info(
+            "\(provider.name)'s route ends \(Int(gap.rounded())) m from the destination: a straight last leg to it, off the ways"
+        )
+        return (
+            RoutePlan(
+                points: plan.points + [destination], segmentNames: plan.segmentNames + [nil],
+                reportedLengthMeters: plan.reportedLengthMeters.map { $0 + gap }),
+            Polyline(plan.points).lengthMeters
+        )
     }
 
     /// Follows an answer, unless the walker has since moved away from it (then asks again from where they are).
     private func follow(
-        _ plan: RoutePlan, by provider: String, for request: Request, after failures: [String]
+        _ plan: RoutePlan, lastLegFrom: Double?, by provider: String, for request: Request, after failures: [String]
     ) async throws {
         guard self.awaited?.serial == request.serial else { return }  // superseded while it was asked
         self.awaited = nil
@@ -589,6 +613,7 @@ where Input.Element == Arrival<RouteInput> {
         let route = RouteBuilder.route(
             from: plan, routeID: self.routeID, timeSeconds: time, provider: provider,
             turnThresholdDegrees: self.options.turnThresholdDegrees)
+        self.lastLeg = lastLegFrom.map { (self.routeID, $0) }
         self.tracker.setRoute(
             route,
             junctions: self.options.graph?.routeJunctions(
