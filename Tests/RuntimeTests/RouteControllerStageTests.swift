@@ -88,25 +88,49 @@ private final class FirstCall: @unchecked Sendable {
         messages.compactMap { if case let .progress(p) = $0 { p } else { nil } }
     }
 
-    /// Runs a route stage over `fixes`: the first asks for the route, the rest follow once it has come; what the
-    /// stage published.
-    private static func walk(
-        _ fixes: [Arrival<SmoothedFix>], provider: any RouteProvider, options: RouteControllerOptions
-    ) async throws -> [BusMessage] {
+    /// Runs a route stage over `fixes`: the first asks for the route, the rest follow once what the stage published
+    /// meets `condition` or `within` seconds passed; whether it did, and what the stage published.
+    private static func run(
+        _ fixes: [Arrival<SmoothedFix>], provider: any RouteProvider, options: RouteControllerOptions,
+        within seconds: Double = 60, until condition: ([BusMessage]) -> Bool
+    ) async throws -> (met: Bool, messages: [BusMessage]) {
         let (stream, continuation) = AsyncStream.makeStream(of: Arrival<RouteInput>.self)
         let output = MemoryPublisher()
         let stage = RouteControllerStage(
             name: "route", input: stream, output: output, provider: provider, options: options,
             logger: Logger(label: "test"))
         async let running: Void = stage.run()
-        // The route is asked for beside the fix path: the first fix asks, the route comes a moment later. (The bound
-        // is generous: when the whole test run starts, the pool's two threads can be busy for fifteen seconds.)
         continuation.yield(fixes[0].routeInput)
-        #expect(await eventually(within: 60) { !Self.routes(await output.messages).isEmpty })
+        let met = await eventually(within: seconds) { condition(await output.messages) }
         for arrival in fixes.dropFirst() { continuation.yield(arrival.routeInput) }
         continuation.finish()
         try await running
-        return await output.messages
+        return (met, await output.messages)
+    }
+
+    /// Runs a route stage over `fixes`: the first asks for the route, the rest follow once it has come; what the
+    /// stage published.
+    private static func walk(
+        _ fixes: [Arrival<SmoothedFix>], provider: any RouteProvider, options: RouteControllerOptions
+    ) async throws -> [BusMessage] {
+        // The route is asked for beside the fix path: the first fix asks, the route comes a moment later. (The bound
+        // is generous: when the whole test run starts, the pool's two threads can be busy for fifteen seconds.)
+        let (routed, messages) = try await Self.run(fixes, provider: provider, options: options) {
+            !Self.routes($0).isEmpty
+        }
+        #expect(routed)
+        return messages
+    }
+
+    /// Runs a route stage over `fixes` until its status is degraded (a provider failed or was refused), as `run`.
+    private static func untilDegraded(
+        _ fixes: [Arrival<SmoothedFix>], provider: any RouteProvider, options: RouteControllerOptions,
+        within seconds: Double
+    ) async throws -> (degraded: Bool, messages: [BusMessage]) {
+        let (degraded, messages) = try await Self.run(fixes, provider: provider, options: options, within: seconds) {
+            Self.statuses($0).contains { $0.health == .degraded }
+        }
+        return (degraded, messages)
     }
 
     @Test func routesFromTheFirstFixTracksProgressAndArrivesOnce() async throws {
@@ -226,23 +250,13 @@ private final class FirstCall: @unchecked Sendable {
     @Test func anEngineThatIsDownLeavesAClearStatusAndNoTarget() async throws {
         // Nothing listens on this port: the client retries, then gives up with a clear status.
         let provider = try EngineRouteProvider(.valhalla, url: "http://127.0.0.1:9", timeoutSeconds: 0.5, retries: 1)
-        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<RouteInput>.self)
-        let output = MemoryPublisher()
         // The stage gives the engine 2 s (not the default 10); the wait is long, since on a loaded machine (the whole
         // suite starting at once on two cores) the status came after more than 20 s.
         var options = RouteControllerOptions(destination: Coordinate(latitude: 43.74, longitude: 7.42))
         options.providerTimeoutSeconds = 2
-        let stage = RouteControllerStage(
-            name: "route", input: stream, output: output, provider: provider, options: options,
-            logger: Logger(label: "test"))
-        async let running: Void = stage.run()
-        continuation.yield(fix(Coordinate(latitude: 43.73, longitude: 7.42), at: 1).routeInput)
-        let failed = await eventually(within: 90) {
-            Self.statuses(await output.messages).contains { $0.health == .degraded }
-        }
-        continuation.finish()
-        try await running
-        let messages = await output.messages
+        let (failed, messages) = try await Self.untilDegraded(
+            [fix(Coordinate(latitude: 43.73, longitude: 7.42), at: 1)], provider: provider, options: options,
+            within: 90)
         let degraded = Self.statuses(messages).filter { $0.health == .degraded }
         #expect(failed)
         #expect(degraded.first?.message.contains("did not answer") == true, "\(degraded)")
@@ -304,22 +318,10 @@ private final class FirstCall: @unchecked Sendable {
     /// A destination 110 m from the nearest way (in the harbour): the route would end there and call it the
     /// destination. It is refused with a status that says why, and nothing is guided.
     @Test func aRouteThatEndsFarFromTheDestinationIsRefusedWithAClearStatus() async throws {
-        let (stream, continuation) = AsyncStream.makeStream(of: Arrival<RouteInput>.self)
-        let output = MemoryPublisher()
-        let options = RouteControllerOptions(destination: Coordinate(latitude: 43.7360, longitude: 7.4250))
-        let stage = RouteControllerStage(
-            name: "route", input: stream, output: output, provider: try Self.monaco(), options: options,
-            logger: Logger(label: "test"))
-        async let running: Void = stage.run()
         let start = Coordinate(latitude: 43.7300, longitude: 7.4200)
-        continuation.yield(fix(start, at: 1).routeInput)
-        let refused = await eventually(within: 60) {
-            Self.statuses(await output.messages).contains { $0.health == .degraded }
-        }
-        for t in 2...4 { continuation.yield(fix(start, at: Double(t)).routeInput) }
-        continuation.finish()
-        try await running
-        let messages = await output.messages
+        let (refused, messages) = try await Self.untilDegraded(
+            (1...4).map { fix(start, at: Double($0)) }, provider: try Self.monaco(),
+            options: RouteControllerOptions(destination: Coordinate(latitude: 43.7360, longitude: 7.4250)), within: 60)
         let degraded = Self.statuses(messages).filter { $0.health == .degraded }
         #expect(refused)
         #expect(

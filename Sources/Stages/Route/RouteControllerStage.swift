@@ -171,6 +171,9 @@ where Input.Element == Arrival<RouteInput> {
     private var lastMatchTime: Double?
     /// The route's line, for the matcher's test of being on it (made once per route).
     private var line: (routeID: UInt32, line: Polyline)?
+    /// Where along the route in force its straight last leg to the destination starts (where the ways end short of
+    /// it), when it has one.
+    private var lastLeg: (routeID: UInt32, fromMeters: Double)?
     /// Fixes placed on a way, and fixes with no way within reach (tracked as they were) [count].
     private var matched = 0
     private var unmatched = 0
@@ -245,10 +248,6 @@ where Input.Element == Arrival<RouteInput> {
             name: name, input: input, output: output, providers: [provider], options: options, logger: logger,
             inputCounters: inputCounters, time: time)
     }
-
-    /// Where along the route in force its straight last leg to the destination starts (where the ways end short of
-    /// it), when it has one.
-    private var lastLeg: (routeID: UInt32, fromMeters: Double)?
 
     /// Whether a place on the ways is where they end short of the destination: from there the walker crosses the last
     /// leg, off the ways, and is followed by the smoothed fix (a place held at the ways' end would never reach the
