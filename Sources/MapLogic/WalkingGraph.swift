@@ -468,3 +468,11 @@ public struct RouteJunction: Sendable, Equatable {
         self.routeStreet = routeStreet
     }
 }
+
+/// A route provider that routes over a walking network it holds (the offline map router): the route stage finds the
+/// route's junctions on that network, and can place the walker on its ways. A stage asks its providers for this
+/// capability, not for a plugin's type, so another map-based router offers the same by conforming.
+public protocol WalkingGraphRouter: RouteProvider {
+    /// The walking network its routes follow.
+    var graph: WalkingGraph { get }
+}

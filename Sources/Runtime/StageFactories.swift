@@ -1,7 +1,7 @@
 import Bus
 import Logging
 import NavCore
-import Routers
+import MapLogic
 import ServiceLifecycle
 import Sinks
 import Stages
@@ -117,9 +117,9 @@ extension StageFactory {
         }
         let providers = try PluginRegistry.makeRouters(stage, logger: logger)
         var options = try RouteStageOptions.parse(stage.options).0
-        // The offline router's walking graph, when there is one: the route's junctions are found on it, and
-        // with `place` ways or network the walker is placed on its ways.
-        options.graph = providers.lazy.compactMap { ($0 as? OSMRouteProvider)?.graph }.first
+        // The walking graph of the first provider that routes over one (the offline router): the route's junctions
+        // are found on it, and with `place` ways or network the walker is placed on its ways.
+        options.graph = providers.lazy.compactMap { ($0 as? any WalkingGraphRouter)?.graph }.first
         if options.place != .smoothed {
             guard let graph = options.graph else {
                 throw ConfigError.invalidValue(

@@ -10,7 +10,7 @@ import Parsers
 public import MapLogic
 
 /// The `osm` provider: shortest walking routes over an OpenStreetMap extract, offline.
-public struct OSMRouteProvider: RouteProvider {
+public struct OSMRouteProvider: WalkingGraphRouter {
     public static let id = "osm"
     public let name = "osm"
     /// The walking network.
