@@ -44,6 +44,7 @@ public enum ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .unknownKey(path, key, valid):
+            guard !valid.isEmpty else { return "unknown key '\(key)' in \(path), which takes no keys" }
             return "unknown key '\(key)' in \(path); valid keys: \(valid.sorted().joined(separator: ", "))"
         case let .unknownPlugin(path, id, known):
             return "unknown plugin '\(id)' at \(path); known plugins: \(known.sorted().joined(separator: ", "))"

@@ -2,6 +2,7 @@ public import NavCore
 import Stages
 import StageHaptic
 import StageRoute
+import StageSmoother
 
 /// The documented settings of a pipeline config, read from the specs beside each type: what
 /// `hapticnav config schema` prints and `docs/CONFIG.md` holds (a test keeps the two equal).
@@ -20,6 +21,9 @@ public enum ConfigSchema {
     public static let sections: [Section] =
         [
             Section(path: "bus", about: "the transport, for every stage", settings: BusConfig.Setting.all),
+            Section(
+                path: "stages.NAME.options", about: "a smoother stage: its inputs' times",
+                settings: SmootherStageOptions.settings),
             Section(
                 path: "stages.NAME.options", about: "a route stage: where to go and how to follow",
                 settings: RouteControllerOptions.Setting.all),

@@ -106,6 +106,9 @@ public struct BusConfig: Sendable {
     /// Time a source waits after binding before it emits, so that subscribers started with it have
     /// connected (PUB drops what is sent before a subscriber joins) [seconds].
     public var joinGraceSeconds = Setting.joinGraceSeconds.defaultValue
+
+    /// A stage whose input queue is full holds the next message (`losslessInputs`: a replay at its full rate).
+    public var losslessInputs: Bool { self.subscriber.defaultTopicOptions.waitsWhenFull }
 }
 
 /// A pipeline: its stages, their plugins and endpoints, and the bus settings.

@@ -10,6 +10,7 @@ import Smoothers
 public import HapticLogic
 public import MapLogic
 public import StageHaptic
+import StageSmoother
 import StageRoute
 
 /// The plugins this build knows, per role. Registration is this explicit list, so an unknown id is an
@@ -128,9 +129,12 @@ public enum PluginRegistry {
         var checked = CheckedStage()
         switch stage.role {
         case .source:
+            try stage.options.finish()  // a source stage has no options: any key there is a mistake
             checked.nominalPeriods = try self.makeSource(stage, logger: Logger(label: "hapticnav.config-check"))
                 .nominalPeriods
-        case .smoother: _ = try self.makeSmoother(stage)
+        case .smoother:
+            _ = try SmootherStageOptions.parse(stage.options, losslessInputs: false)
+            _ = try self.makeSmoother(stage)
         case .haptic:
             checked.sink = try HapticStageDevices.make(
                 stage, logger: Logger(label: "hapticnav.config-check"), check: true,
@@ -159,7 +163,9 @@ public enum PluginRegistry {
                         id: provider.plugin, settings: provider.settings, path: provider.path, logger: logger)
                 }
             }
-        case .recorder: try self.sinks[stage.plugin]!.check(stage.settings)
+        case .recorder:
+            try stage.options.finish()  // nor has a recorder
+            try self.sinks[stage.plugin]!.check(stage.settings)
         }
         return checked
     }

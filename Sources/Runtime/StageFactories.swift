@@ -99,6 +99,8 @@ extension StageFactory {
             service: SmootherStage(
                 name: setup.stage.name, input: fixes, output: WatchedPublisher(base: publisher, watch: setup.watch),
                 filter: try PluginRegistry.makeSmoother(setup.stage), logger: setup.logger,
+                timeOptions: try SmootherStageOptions.parse(
+                    setup.stage.options, losslessInputs: setup.pipeline.bus.losslessInputs),
                 inputCounters: setup.inputCounters(subscriber), time: setup.time))
     }
 
@@ -117,6 +119,8 @@ extension StageFactory {
         }
         let providers = try PluginRegistry.makeRouters(stage, logger: logger)
         var options = try RouteStageOptions.parse(stage.options).0
+        // A replay at its full rate queues by design: its late inputs are kept.
+        if setup.pipeline.bus.losslessInputs { options.latenessLimitSeconds = nil }
         // The walking graph of the first provider that routes over one (the offline router): the route's junctions
         // are found on it, and with `place` ways or network the walker is placed on its ways.
         options.graph = providers.lazy.compactMap { ($0 as? any WalkingGraphRouter)?.graph }.first

@@ -6,6 +6,7 @@ import Stages
 import Testing
 import MapLogic
 import StageRoute
+import StageSmoother
 
 @Suite struct ConfigSchemaTests {
     private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -103,6 +104,46 @@ import StageRoute
         }
         let listed = try #require(valid, "an unknown key was not refused")
         #expect(Set(listed) == documented, "accepts \(listed.sorted()), documents \(documented.sorted())")
+    }
+
+    /// A stage's `options` that nothing reads are refused, naming the key and the valid ones: a source and a recorder
+    /// take none, a smoother only its lateness limit (before, any key there was accepted and did nothing).
+    @Test(
+        arguments: [
+            ("source", "sim", ["route": SettingValue.string("../data/routes/monaco-demo-walk.geojson")]),
+            ("smoother", "kalman", [:]),
+            ("recorder", "mcap", ["folder": .string("/tmp/hapticnav-schema-test")]),
+        ] as [(String, String, [String: SettingValue])])
+    func aStagesOptionsThatNothingReadsAreRefused(role: String, id: String, given: [String: SettingValue]) throws {
+        let configs = self.root.appendingPathComponent("configs").path
+        let stage = StageConfig(
+            name: "x", role: try #require(StageRole(rawValue: role)), plugin: id,
+            settings: try Settings(.object(given), path: "stages.x.settings", baseDirectory: configs),
+            options: try Settings(
+                .object(["latenesLimitSeconds": .number(3)]), path: "stages.x.options", baseDirectory: configs),
+            publish: [], advertise: [], inputs: [], topics: [], group: nil)
+        var refused: (key: String, valid: [String])?
+        do {
+            try PluginRegistry.check(stage)
+        } catch let ConfigError.unknownKey(path, key, valid) {
+            #expect(path == "stages.x.options")
+            refused = (key, valid)
+        }
+        let (key, valid) = try #require(refused, "\(role): a misspelt option was accepted")
+        #expect(key == "latenesLimitSeconds")
+        #expect(valid == (role == "smoother" ? ["latenessLimitSeconds"] : []))
+    }
+
+    /// A smoother stage's lateness limit is read from its options, and lifted for a replay's lossless inputs.
+    @Test func aSmoothersLatenessLimitIsReadAndLiftedForLosslessInputs() throws {
+        let settings = try Settings(
+            .object(["latenessLimitSeconds": .number(3.5)]), path: "stages.smoother.options", baseDirectory: ".")
+        #expect(try SmootherStageOptions.parse(settings, losslessInputs: false).latenessLimitSeconds == 3.5)
+        #expect(try SmootherStageOptions.parse(settings, losslessInputs: true).latenessLimitSeconds == nil)
+        let empty = try Settings(.object([:]), path: "stages.smoother.options", baseDirectory: ".")
+        #expect(
+            try SmootherStageOptions.parse(empty, losslessInputs: false).latenessLimitSeconds
+                == InputTimeCheck.latenessLimit.defaultValue)
     }
 
     /// The network place's odometer is read from `placeOdometry`; one it does not know is refused with its path.

@@ -161,6 +161,41 @@ private final class FirstCall: @unchecked Sendable {
         #expect(Self.statuses(messages).filter { $0.message == "arrived" }.count == 1)
     }
 
+    /// A backlog (the smoother paused, or a link that healed, for five seconds): the fixes it held arrive together,
+    /// each sent when it was current. Those later than the lateness limit are dropped and counted, so that no target
+    /// or progress is built from where the walker was seconds ago while looking current to the haptic stage; the
+    /// walk goes on from the first fix within the limit.
+    @Test func fixesThatArriveLateFromABacklogAreDroppedAndCounted() async throws {
+        let start = Coordinate(latitude: 43.7300, longitude: 7.4200)
+        let end = moved(start, 90, 200)
+        let provider = FileRouteProvider(plan: RoutePlan(points: [start, end]))
+        let epoch = 1_800_000_000.0  // the sender's wall clock at fix time 0
+        var fixes: [Arrival<SmoothedFix>] = []
+        for second in 1...30 {
+            let t = Double(second)
+            var arrival = fix(moved(start, 90, 1.4 * t), at: t)
+            // Fixes 16-20 arrive together at 20.5 s: 4.5, 3.5, 2.5, 1.5 and 0.5 s late.
+            arrival.receivedSeconds = (16...20).contains(second) ? 20.5 : t
+            arrival.sentSeconds = epoch + t - 0.01
+            fixes.append(arrival)
+        }
+        var options = RouteControllerOptions(destination: end)
+        options.latenessLimitSeconds = 2
+        let messages = try await Self.walk(fixes, provider: provider, options: options)
+        let progressTimes = Set(Self.progress(messages).map(\.timeSeconds))
+        let targetTimes = Set(Self.targets(messages).map(\.timeSeconds))
+        for late in [16.0, 17, 18] {
+            #expect(!progressTimes.contains(late) && !targetTimes.contains(late), "nothing built from fix \(late)")
+        }
+        for current in [15.0, 19, 20, 21, 30] {
+            #expect(progressTimes.contains(current), "the fix at \(current) s is followed")
+        }
+        // The first drop is said at once (later ones within the second are counted for the next status).
+        let report = Self.statuses(messages).first { $0.health == .degraded }
+        #expect(report?.message == "guiding; dropped 1 arrived late")
+        #expect(report?.counters.first { $0.name == "time.dropped.late" }?.value == 1)
+    }
+
     /// Placed on the ways (`place: ways`, and as much `network`), fixes that stray 6 m to either side of a street the route follows are followed on it
     /// (cross-track 0 while the smoothed position is 6 m off).
     @Test(arguments: [RouteControllerOptions.Place.ways, .network])

@@ -51,7 +51,8 @@ public struct RouteControllerOptions: Sendable {
             [destination] + RouteTracker.Options.Setting.all + [
                 place
             ] + NetworkPlace.Options.Setting.all + [
-                turnThresholdDegrees.doc, republishSeconds.doc, destinationLegMeters.doc, fallback,
+                turnThresholdDegrees.doc, republishSeconds.doc, destinationLegMeters.doc,
+                InputTimeCheck.latenessLimit.doc, fallback,
                 providerTimeoutSeconds.doc, providerBackoffSeconds.doc, providerBackoffMaxSeconds.doc,
             ]
     }
@@ -62,6 +63,9 @@ public struct RouteControllerOptions: Sendable {
     public var republishSeconds = Setting.republishSeconds.defaultValue
     /// The longest straight last leg from where a router's route ends to the destination [metres].
     public var destinationLegMeters = Setting.destinationLegMeters.defaultValue
+    /// A smoothed fix or step later than this behind its stream's usual transit is dropped [seconds]; nil keeps late
+    /// ones (a replay's lossless inputs).
+    public var latenessLimitSeconds: Double? = InputTimeCheck.latenessLimit.defaultValue
     /// After a failed first route, try again this often, in fix time [seconds].
     public var retrySeconds = 5.0
     /// Where the walker is taken to be.
@@ -224,7 +228,8 @@ where Input.Element == Arrival<RouteInput> {
         self.options = options
         self.logger = logger
         self.timeCheck = InputTimeCheck(
-            owner: "route '\(name)'", options: .init(latenessLimitSeconds: nil), logger: logger)
+            owner: "route '\(name)'", options: .init(latenessLimitSeconds: options.latenessLimitSeconds), logger: logger
+        )
         self.tracker = RouteTracker(options: options.tracker)
         if let graph = options.ways {
             switch options.place {

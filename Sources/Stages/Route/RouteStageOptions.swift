@@ -1,4 +1,5 @@
 import MapLogic
+import Stages
 public import NavCore
 
 /// Reads a route stage's `options`: where to go, how to track, and which providers to ask after the stage's own. Beside
@@ -71,6 +72,7 @@ public enum RouteStageOptions {
         options.turnThresholdDegrees = try settings.value(RouteControllerOptions.Setting.turnThresholdDegrees)
         options.republishSeconds = try settings.value(RouteControllerOptions.Setting.republishSeconds)
         options.destinationLegMeters = try settings.value(RouteControllerOptions.Setting.destinationLegMeters)
+        options.latenessLimitSeconds = try settings.value(InputTimeCheck.latenessLimit)
         options.providerTimeoutSeconds = try settings.value(RouteControllerOptions.Setting.providerTimeoutSeconds)
         options.providerBackoff = ProviderSchedule.Options(
             backoffSeconds: try settings.value(RouteControllerOptions.Setting.providerBackoffSeconds),

@@ -84,3 +84,18 @@ where Input.Element == Arrival<LocationFix> {
         }
     }
 }
+
+/// Reads a smoother stage's `options` (its filter's are its plugin's `settings`). Beside the stage it configures; the
+/// runtime's factory calls it.
+public enum SmootherStageOptions {
+    /// Every setting of a smoother stage's `options`.
+    public static var settings: [SettingDoc] { [InputTimeCheck.latenessLimit.doc] }
+
+    /// The stage's time limits; with `losslessInputs` (a replay at its full rate) late fixes are kept.
+    public static func parse(_ settings: Settings, losslessInputs: Bool) throws -> InputTimeGuard.Options {
+        var settings = settings
+        let limit = try settings.value(InputTimeCheck.latenessLimit)
+        try settings.finish()
+        return .init(latenessLimitSeconds: losslessInputs ? nil : limit)
+    }
+}
