@@ -108,7 +108,14 @@ struct StageTemplate {
         metadata: [(String, String)] = []
     ) throws {
         func endpoint(_ name: String) -> SettingValue { .string("ipc://\(folder)/\(name).sock") }
+        // The harness steps in lockstep, each message sent once the last is answered, and a loaded machine may hold a
+        // stage's thread for seconds: Group 1's lateness limits (real time) would drop a fix the walk never lost. At
+        // their longest, as the sink's below, so that a walk's figures are the same on any machine.
+        let latest = SettingValue.number(InputTimeGuard.Setting.latenessLimitSeconds.range.upperBound)
         var smoother = self.stages[self.smoother]?.objectValue ?? [:]
+        var smootherOptions = smoother["options"]?.objectValue ?? [:]
+        smootherOptions[InputTimeGuard.Setting.latenessLimitSeconds.key] = latest
+        smoother["options"] = .object(smootherOptions)
         smoother["publish"] = endpoint(self.smoother)
         smoother["inputs"] = .array([endpoint("source")])
         smoother["topics"] = .array([.string("fix")])
@@ -120,6 +127,7 @@ struct StageTemplate {
         route["settings"] = self.routeSettings
         var routeOptions = route["options"]?.objectValue ?? [:]
         routeOptions["destination"] = .array([.number(destination.latitude), .number(destination.longitude)])
+        routeOptions[InputTimeGuard.Setting.latenessLimitSeconds.key] = latest
         if case let .array(fallbacks)? = routeOptions["fallback"] {
             routeOptions["fallback"] = .array(
                 fallbacks.map { entry in

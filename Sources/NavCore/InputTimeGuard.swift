@@ -59,8 +59,11 @@ public struct InputTimeGuard: Sendable {
         /// How fast the transit baseline may rise on its own, to follow clock drift [seconds per second].
         public var baselineDriftPerSecond: Double = 0.001
         /// Late messages in a row, over at least `rebaseAfterSeconds`, that agree on their lateness and so
-        /// re-base the transit (the sender's wall clock was set back) [count].
-        public var rebaseAfterMessages = 5
+        /// re-base the transit (the sender's wall clock was set back) [count]. The span, not the count, tells a
+        /// clock step from a backlog (delivered at once, its lateness falling message by message): two, so that a
+        /// stream of a fix a second loses one fix to a step, as a faster stream loses a second of messages, and
+        /// stages in a row on one host (source, smoother, route) each lose about a second, not five.
+        public var rebaseAfterMessages = 2
         /// See `rebaseAfterMessages` [seconds].
         public var rebaseAfterSeconds: Double = 1
         /// How closely those late messages must agree [seconds].
@@ -269,5 +272,24 @@ public struct InputTimeGuard: Sendable {
     private mutating func drop(_ cause: TimeDrop) -> Verdict {
         self.dropped[cause] = self.dropped[cause, default: 0].addingClamped(1)
         return .drop(cause)
+    }
+}
+
+extension InputTimeGuard {
+    /// The settings a stage's `options` may give for its inputs' times.
+    public enum Setting {
+        /// How late an input may arrive in Group 1's stages (the smoother, the route stage).
+        public static let latenessLimitSeconds = SettingSpec(
+            "latenessLimitSeconds", unit: "s", default: 2.0, in: 0.1...3600,
+            "an input that arrives later than this behind its sender's usual transit (a backlog after a paused stage or a link that healed) is dropped and counted, so that nothing built from where the walker was seconds ago reaches the haptic stage looking current; with bus.losslessInputs (a replay at --rate max, whose backlog is by design) only a limit given here applies"
+        )
+    }
+
+    /// A stage's lateness limit from its `options`: the one given, else the default; with lossless inputs, nil
+    /// (late inputs kept) unless one is given.
+    public static func latenessLimit(_ settings: inout Settings, losslessInputs: Bool) throws(ConfigError) -> Double? {
+        let given = settings.keys.contains(Setting.latenessLimitSeconds.key)
+        let limit = try settings.value(Setting.latenessLimitSeconds)
+        return losslessInputs && !given ? nil : limit
     }
 }

@@ -118,16 +118,15 @@ extension StageFactory {
             }
         }
         let providers = try PluginRegistry.makeRouters(stage, logger: logger)
-        var options = try RouteStageOptions.parse(stage.options).0
-        // A replay at its full rate queues by design: its late inputs are kept.
-        if setup.pipeline.bus.losslessInputs { options.latenessLimitSeconds = nil }
+        var options = try RouteStageOptions.parse(stage.options, losslessInputs: setup.pipeline.bus.losslessInputs).0
         // The walking graph of the first provider that routes over one (the offline router): the route's junctions
         // are found on it, and with `place` ways or network the walker is placed on its ways.
         options.graph = providers.lazy.compactMap { ($0 as? any WalkingGraphRouter)?.graph }.first
         if options.place != .smoothed {
             guard let graph = options.graph else {
                 throw ConfigError.invalidValue(
-                    path: "stages.\(stage.name).options.place", expected: "an `osm` router among the providers",
+                    path: "stages.\(stage.name).options.place",
+                    expected: "a router over a walking graph (`osm`) among the providers",
                     found: providers.map(\.name).joined(separator: ", "))
             }
             options.ways = graph

@@ -88,6 +88,30 @@ import Testing
         #expect(guardian.rebases == 1)
     }
 
+    /// A stream of a fix a second whose sender's wall clock steps back 10 s loses one fix (it lost four before), and
+    /// a backlog of such fixes delivered at once after a 10 s pause still re-bases nothing.
+    @Test func aFixASecondStreamWhoseSendersClockWasSetBackLosesOneFix() {
+        var guardian = InputTimeGuard()
+        var points: [(Double, Double, Double?)] = []
+        for second in 0..<10 { points.append((Double(second), Double(second), Double(second))) }
+        for second in 10..<20 { points.append((Double(second), Double(second), Double(second) - 10)) }
+        let verdicts = self.run(&guardian, points)
+        #expect(verdicts[10] == .drop(.late))
+        #expect(verdicts[11...].allSatisfy(self.accepted))
+        #expect(guardian.rebases == 1)
+
+        var paused = InputTimeGuard()
+        var backlog: [(Double, Double, Double?)] = []
+        for second in 0..<10 { backlog.append((Double(second), Double(second), Double(second))) }
+        // Fixes 10-19 held by a pause and delivered together at 20.001 s, then live ones.
+        for second in 10..<20 { backlog.append((Double(second), 20 + Double(second) * 1e-4, Double(second))) }
+        for second in 20..<25 { backlog.append((Double(second), Double(second) + 0.002, Double(second))) }
+        let held = self.run(&paused, backlog)
+        #expect(held[10..<18].allSatisfy { $0 == .drop(.late) })
+        #expect(held[20...].allSatisfy(self.accepted))
+        #expect(paused.rebases == 0)
+    }
+
     @Test func timesThatAreNotNumbersAreDropped() {
         var guardian = InputTimeGuard()
         #expect(

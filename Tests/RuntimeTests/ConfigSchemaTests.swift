@@ -134,16 +134,25 @@ import StageSmoother
         #expect(valid == (role == "smoother" ? ["latenessLimitSeconds"] : []))
     }
 
-    /// A smoother stage's lateness limit is read from its options, and lifted for a replay's lossless inputs.
-    @Test func aSmoothersLatenessLimitIsReadAndLiftedForLosslessInputs() throws {
-        let settings = try Settings(
-            .object(["latenessLimitSeconds": .number(3.5)]), path: "stages.smoother.options", baseDirectory: ".")
-        #expect(try SmootherStageOptions.parse(settings, losslessInputs: false).latenessLimitSeconds == 3.5)
-        #expect(try SmootherStageOptions.parse(settings, losslessInputs: true).latenessLimitSeconds == nil)
-        let empty = try Settings(.object([:]), path: "stages.smoother.options", baseDirectory: ".")
-        #expect(
-            try SmootherStageOptions.parse(empty, losslessInputs: false).latenessLimitSeconds
-                == InputTimeCheck.latenessLimit.defaultValue)
+    /// A smoother's and a route stage's lateness limit is read from their options; for a replay's lossless inputs
+    /// the default is lifted, and a limit the options give still holds.
+    @Test func theLatenessLimitIsReadAndOnlyItsDefaultLiftedForLosslessInputs() throws {
+        func limits(given: Double?, lossless: Bool) throws -> [Double?] {
+            var values: [String: SettingValue] = [:]
+            if let given { values["latenessLimitSeconds"] = .number(given) }
+            let smoother = try Settings(.object(values), path: "stages.smoother.options", baseDirectory: ".")
+            values["destination"] = .array([.number(43.73), .number(7.42)])
+            let route = try Settings(.object(values), path: "stages.route.options", baseDirectory: ".")
+            return [
+                try SmootherStageOptions.parse(smoother, losslessInputs: lossless).latenessLimitSeconds,
+                try RouteStageOptions.parse(route, losslessInputs: lossless).0.latenessLimitSeconds,
+            ]
+        }
+        let standard = InputTimeGuard.Setting.latenessLimitSeconds.defaultValue
+        #expect(try limits(given: 3.5, lossless: false) == [3.5, 3.5])
+        #expect(try limits(given: 3.5, lossless: true) == [3.5, 3.5])
+        #expect(try limits(given: nil, lossless: false) == [standard, standard])
+        #expect(try limits(given: nil, lossless: true) == [nil, nil])
     }
 
     /// The network place's odometer is read from `placeOdometry`; one it does not know is refused with its path.

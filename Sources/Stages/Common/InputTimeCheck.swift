@@ -5,12 +5,6 @@ package import NavCore
 /// first drop of each cause, and at most one immediate status report a second about drops, so that a backlog of
 /// hundreds of late messages never turns into hundreds of status messages.
 package struct InputTimeCheck: Sendable {
-    /// How late an input may arrive in Group 1's stages (the smoother, the route stage), each stage's `options`.
-    package static let latenessLimit = SettingSpec(
-        "latenessLimitSeconds", unit: "s", default: 2.0, in: 0.1...3600,
-        "an input that arrives later than this behind its sender's usual transit (a backlog after a paused stage or a link that healed) is dropped and counted, so that nothing built from where the walker was seconds ago reaches the haptic stage looking current; not applied with bus.losslessInputs (a replay at --rate max, whose backlog is by design)"
-    )
-
     private var timeGuard: InputTimeGuard
     /// Who checks, for log lines: "smoother 'smoother'".
     private let owner: String

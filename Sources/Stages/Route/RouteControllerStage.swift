@@ -52,7 +52,7 @@ public struct RouteControllerOptions: Sendable {
                 place
             ] + NetworkPlace.Options.Setting.all + [
                 turnThresholdDegrees.doc, republishSeconds.doc, destinationLegMeters.doc,
-                InputTimeCheck.latenessLimit.doc, fallback,
+                InputTimeGuard.Setting.latenessLimitSeconds.doc, fallback,
                 providerTimeoutSeconds.doc, providerBackoffSeconds.doc, providerBackoffMaxSeconds.doc,
             ]
     }
@@ -65,7 +65,7 @@ public struct RouteControllerOptions: Sendable {
     public var destinationLegMeters = Setting.destinationLegMeters.defaultValue
     /// A smoothed fix or step later than this behind its stream's usual transit is dropped [seconds]; nil keeps late
     /// ones (a replay's lossless inputs).
-    public var latenessLimitSeconds: Double? = InputTimeCheck.latenessLimit.defaultValue
+    public var latenessLimitSeconds: Double? = InputTimeGuard.Setting.latenessLimitSeconds.defaultValue
     /// After a failed first route, try again this often, in fix time [seconds].
     public var retrySeconds = 5.0
     /// Where the walker is taken to be.
@@ -351,7 +351,8 @@ where Input.Element == Arrival<RouteInput> {
     }
 
     /// Handles one smoothed fix (exposed for in-process composition and tests): its time is checked first
-    /// (``InputTimeGuard``), so that a fix dated ahead or before its stream is counted and dropped.
+    /// (``InputTimeGuard``), so that a fix dated ahead or before its stream, or arriving later than the lateness
+    /// limit (a backlog), is counted and dropped.
     public func handle(_ arrival: Arrival<SmoothedFix>) async throws {
         let fix = arrival.value
         switch self.timeCheck.admit(arrival, topic: "smoothed", measurementSeconds: fix.timeSeconds) {

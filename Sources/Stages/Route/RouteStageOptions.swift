@@ -6,7 +6,10 @@ public import NavCore
 /// the stage it configures; the runtime's factory calls it.
 public enum RouteStageOptions {
     /// The stage's options, and the providers to ask after its own plugin, in order.
-    public static func parse(_ settings: Settings) throws -> (RouteControllerOptions, [Settings.PluginChoice]) {
+    /// With `losslessInputs` (a replay at its full rate), late inputs are kept unless the options give a limit.
+    public static func parse(
+        _ settings: Settings, losslessInputs: Bool = false
+    ) throws -> (RouteControllerOptions, [Settings.PluginChoice]) {
         var settings = settings
         let fallbacks = try settings.pluginList("fallback")
         guard let destination = try settings.coordinate("destination") else {
@@ -72,7 +75,7 @@ public enum RouteStageOptions {
         options.turnThresholdDegrees = try settings.value(RouteControllerOptions.Setting.turnThresholdDegrees)
         options.republishSeconds = try settings.value(RouteControllerOptions.Setting.republishSeconds)
         options.destinationLegMeters = try settings.value(RouteControllerOptions.Setting.destinationLegMeters)
-        options.latenessLimitSeconds = try settings.value(InputTimeCheck.latenessLimit)
+        options.latenessLimitSeconds = try InputTimeGuard.latenessLimit(&settings, losslessInputs: losslessInputs)
         options.providerTimeoutSeconds = try settings.value(RouteControllerOptions.Setting.providerTimeoutSeconds)
         options.providerBackoff = ProviderSchedule.Options(
             backoffSeconds: try settings.value(RouteControllerOptions.Setting.providerBackoffSeconds),

@@ -6,8 +6,8 @@ public import Stages
 
 /// Smooths raw ``LocationFix`` messages and republishes them as ``SmoothedFix``.
 ///
-/// A fix whose time is not sane (``InputTimeGuard``: dated ahead of its stream, or before it) is counted and
-/// dropped; a time line that really moved resets the filter, so smoothing resumes with the next fix. A fix the
+/// A fix whose time is not sane (``InputTimeGuard``: dated ahead of its stream, or before it) or that arrives later
+/// than the lateness limit (a backlog) is counted and dropped; a time line that really moved resets the filter, so smoothing resumes with the next fix. A fix the
 /// filter rejects (NaN, a bad accuracy) is counted and dropped; the stream goes on. Status reports carry both sets
 /// of counters, every `statusIntervalSeconds` of fix time, and at once when a fix is dropped for its time.
 public actor SmootherStage<Input: AsyncSequence & Sendable, Output: MessagePublisher>: Service
@@ -25,7 +25,9 @@ where Input.Element == Arrival<LocationFix> {
     /// Creates the stage.
     public init(
         name: String, input: Input, output: Output, filter: any SmoothingFilter, logger: Logger,
-        statusIntervalSeconds: Double = 5, timeOptions: InputTimeGuard.Options = .init(latenessLimitSeconds: nil),
+        statusIntervalSeconds: Double = 5,
+        timeOptions: InputTimeGuard.Options = .init(
+            latenessLimitSeconds: InputTimeGuard.Setting.latenessLimitSeconds.defaultValue),
         inputCounters: @escaping @Sendable () -> [StatusCounter] = { [] }, time: StageTime = .system
     ) {
         self.reporter = StatusReporter(
@@ -89,13 +91,14 @@ where Input.Element == Arrival<LocationFix> {
 /// runtime's factory calls it.
 public enum SmootherStageOptions {
     /// Every setting of a smoother stage's `options`.
-    public static var settings: [SettingDoc] { [InputTimeCheck.latenessLimit.doc] }
+    public static var settings: [SettingDoc] { [InputTimeGuard.Setting.latenessLimitSeconds.doc] }
 
-    /// The stage's time limits; with `losslessInputs` (a replay at its full rate) late fixes are kept.
+    /// The stage's time limits; with `losslessInputs` (a replay at its full rate) late fixes are kept unless the
+    /// options give a limit.
     public static func parse(_ settings: Settings, losslessInputs: Bool) throws -> InputTimeGuard.Options {
         var settings = settings
-        let limit = try settings.value(InputTimeCheck.latenessLimit)
+        let limit = try InputTimeGuard.latenessLimit(&settings, losslessInputs: losslessInputs)
         try settings.finish()
-        return .init(latenessLimitSeconds: losslessInputs ? nil : limit)
+        return .init(latenessLimitSeconds: limit)
     }
 }
