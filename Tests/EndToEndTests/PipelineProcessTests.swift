@@ -166,6 +166,25 @@ extension ProcessSuites.Stages {
             #expect((object["waypoints"] as? [[String: Any]])?.last?["kind"] as? String == "arrival")
         }
 
+        /// The route printed is the one a route stage follows: to the destination, 15 m off the ways here, not to the
+        /// way nearest it; one that would end 110 m away is refused as the stage refuses it.
+        @Test func aRouteThatEndsShortOfTheDestinationIsPrintedToIt() async throws {
+            let map = repositoryRoot.appendingPathComponent("data/maps/monaco-highways.osm").path
+            let route = try ChildProcess(
+                try hapticnavExecutable(),
+                ["route", "--from", "43.7319,7.4216", "--to", "43.7335,7.4285", "--map", map, "--format", "json"])
+            #expect(await route.wait(seconds: 60) == 0, "\(route.stderr)")
+            let object = try #require(JSONSerialization.jsonObject(with: Data(route.stdout.utf8)) as? [String: Any])
+            let last = try #require((object["coordinates"] as? [[Double]])?.last)
+            #expect(last == [43.7335, 7.4285], "the destination, as [latitude, longitude]")
+            #expect(route.stderr.contains("route ends 15 m from the destination"), "\(route.stderr)")
+            let far = try ChildProcess(
+                try hapticnavExecutable(),
+                ["route", "--from", "43.7319,7.4216", "--to", "43.7360,7.4250", "--map", map])
+            #expect(await far.wait(seconds: 60) == 1)
+            #expect(far.stderr.contains("ends 110 m from the destination, farther than destinationLegMeters (30 m)"))
+        }
+
         @Test func aPointInTheSeaIsAClearError() async throws {
             let map = repositoryRoot.appendingPathComponent("data/maps/monaco-highways.osm").path
             let route = try ChildProcess(

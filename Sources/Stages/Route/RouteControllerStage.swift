@@ -30,10 +30,7 @@ public struct RouteControllerOptions: Sendable {
         public static let providerBackoffSeconds = SettingSpec(
             "providerBackoffSeconds", unit: "s", default: 5.0, in: 0...3600,
             "a provider that failed is asked first again after this, doubling with each failure in a row")
-        public static let destinationLegMeters = SettingSpec(
-            "destinationLegMeters", unit: "m", default: 30.0, in: 0...500,
-            "a router's route that ends farther than arrivalRadiusMeters from the destination (at the way nearest it) is followed by a straight last leg to it when that is no longer than this; a longer gap refuses the route as that provider's failure (the next is asked, else the status says so and nothing is guided), so the walker is never told they have arrived where the route ends short of the destination"
-        )
+        public static let destinationLegMeters = DestinationLeg.Setting.legMeters
         public static let providerBackoffMaxSeconds = SettingSpec(
             "providerBackoffMaxSeconds", unit: "s", default: 300.0, in: 0...86_400,
             "the longest such wait")
@@ -569,34 +566,21 @@ where Input.Element == Arrival<RouteInput> {
         }
     }
 
-    /// A router's route as far as the destination: as it is when it ends within the arrival radius of it, else with a
-    /// straight last leg to it no longer than `destinationLegMeters` (and where along the route that leg starts); a
-    /// route that ends farther, or whose end cannot be measured, is refused, since its end would be taken for the
-    /// destination ("arrived" where the walker is not).
+    /// A router's route as the walker follows it (``DestinationLeg``): as it is, or with a straight last leg to the
+    /// destination (and where along the route that leg starts); refused when it ends too far from the destination.
     private func reachingTheDestination(
         _ plan: RoutePlan, by provider: any RouteProvider
-    ) throws(RoutingError)
-        -> (plan: RoutePlan, lastLegFrom: Double?)
-    {
-        let destination = self.options.destination
-        guard provider.routesToTheDestination, let end = plan.points.last else { return (plan, nil) }
-        let gap = FlatProjection.distance(end, destination)
-        guard !(gap <= self.options.tracker.arrivalRadiusMeters) else { return (plan, nil) }
-        guard gap <= self.options.destinationLegMeters else {
-            throw .providerFailed(
-                reason:
-                    "\(provider.name): the route ends \(gap.isFinite ? "\(Int(gap.rounded())) m" : "an unmeasured distance") from the destination, farther than destinationLegMeters (\(Int(self.options.destinationLegMeters.rounded())) m)"
+    ) throws(RoutingError) -> (plan: RoutePlan, lastLegFrom: Double?) {
+        let reached = try DestinationLeg.reaching(
+            self.options.destination, by: plan, routesToTheDestination: provider.routesToTheDestination,
+            arrivalRadiusMeters: self.options.tracker.arrivalRadiusMeters,
+            legMeters: self.options.destinationLegMeters, provider: provider.name)
+        if let leg = reached.lastLeg {
+            self.logger.info(
+                "\(provider.name)'s route ends \(Int(leg.lengthMeters.rounded())) m from the destination: a straight last leg to it, off the ways"
             )
         }
-        self.logger.info(
-            "\(provider.name)'s route ends \(Int(gap.rounded())) m from the destination: a straight last leg to it, off the ways"
-        )
-        return (
-            RoutePlan(
-                points: plan.points + [destination], segmentNames: plan.segmentNames + [nil],
-                reportedLengthMeters: plan.reportedLengthMeters.map { $0 + gap }),
-            Polyline(plan.points).lengthMeters
-        )
+        return (reached.plan, reached.lastLeg?.fromMeters)
     }
 
     /// Follows an answer, unless the walker has since moved away from it (then asks again from where they are).

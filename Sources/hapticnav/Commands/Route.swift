@@ -13,6 +13,7 @@ import Logging
 import NavCore
 import Parsers
 import Runtime
+import SystemIO
 import MapLogic
 
 struct RouteCommand: AsyncParsableCommand {
@@ -49,6 +50,13 @@ struct RouteCommand: AsyncParsableCommand {
     @Option(help: "A waypoint where the route turns by more than this [degrees].")
     var turnThreshold = 30.0
 
+    @Option(
+        help: """
+            A route that ends short of the destination (at the way nearest it) gets a straight last leg to it up to \
+            this long, as a route stage's destinationLegMeters; one that ends farther is refused [metres].
+            """)
+    var destinationLeg = DestinationLeg.Setting.legMeters.defaultValue
+
     private func coordinate(_ text: String, _ name: String) throws -> Coordinate {
         guard let coordinate = Coordinate(latitudeLongitude: text) else {
             throw ValidationError("--\(name): expected LAT,LON, like 43.7319,7.4216")
@@ -76,7 +84,17 @@ struct RouteCommand: AsyncParsableCommand {
         }
         let plan: RoutePlan
         do {
-            plan = try await provider.route(from: start, to: destination)
+            // As a route stage follows it: to the destination, not to where the router's ways end.
+            let reached = try DestinationLeg.reaching(
+                destination, by: try await provider.route(from: start, to: destination),
+                arrivalRadiusMeters: RouteTracker.Options().arrivalRadiusMeters, legMeters: self.destinationLeg,
+                provider: provider.name)
+            plan = reached.plan
+            if let leg = reached.lastLeg {
+                StandardStreams.writeError(
+                    "note: \(provider.name)'s route ends \(Int(leg.lengthMeters.rounded())) m from the destination; its last leg goes straight to it, off the ways\n"
+                )
+            }
         } catch let error as RoutingError {
             throw CommandFailure("\(error)")
         }
