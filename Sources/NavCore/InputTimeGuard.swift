@@ -59,11 +59,11 @@ public struct InputTimeGuard: Sendable {
         /// How fast the transit baseline may rise on its own, to follow clock drift [seconds per second].
         public var baselineDriftPerSecond: Double = 0.001
         /// Late messages in a row, over at least `rebaseAfterSeconds`, that agree on their lateness and so
-        /// re-base the transit (the sender's wall clock was set back) [count]. The span, not the count, tells a
-        /// clock step from a backlog (delivered at once, its lateness falling message by message): two, so that a
-        /// stream of a fix a second loses one fix to a step, as a faster stream loses a second of messages, and
-        /// stages in a row on one host (source, smoother, route) each lose about a second, not five.
-        public var rebaseAfterMessages = 2
+        /// re-base the transit (the sender's wall clock was set back) [count]. A steady added delay (a link that
+        /// stays seconds slower) agrees the same way and is taken as current once re-based, so the count is kept at
+        /// five: a stream of a fix a second holds four seconds before it accepts either, where a faster stream holds
+        /// the second. The price: a clock set back on Group 1's host silences its fixes at each checking hop in turn.
+        public var rebaseAfterMessages = 5
         /// See `rebaseAfterMessages` [seconds].
         public var rebaseAfterSeconds: Double = 1
         /// How closely those late messages must agree [seconds].

@@ -88,16 +88,17 @@ import Testing
         #expect(guardian.rebases == 1)
     }
 
-    /// A stream of a fix a second whose sender's wall clock steps back 10 s loses one fix (it lost four before), and
-    /// a backlog of such fixes delivered at once after a 10 s pause still re-bases nothing.
-    @Test func aFixASecondStreamWhoseSendersClockWasSetBackLosesOneFix() {
+    /// A stream of a fix a second whose sender's wall clock steps back 10 s is followed again after four fixes (a
+    /// steady added delay would look the same, so it is not taken as current sooner), and a backlog of such fixes
+    /// delivered at once after a 10 s pause re-bases nothing.
+    @Test func aFixASecondStreamWhoseSendersClockWasSetBackIsFollowedAfterFourFixes() {
         var guardian = InputTimeGuard()
         var points: [(Double, Double, Double?)] = []
         for second in 0..<10 { points.append((Double(second), Double(second), Double(second))) }
         for second in 10..<20 { points.append((Double(second), Double(second), Double(second) - 10)) }
         let verdicts = self.run(&guardian, points)
-        #expect(verdicts[10] == .drop(.late))
-        #expect(verdicts[11...].allSatisfy(self.accepted))
+        #expect(verdicts[10..<14].allSatisfy { $0 == .drop(.late) })
+        #expect(verdicts[14...].allSatisfy(self.accepted))
         #expect(guardian.rebases == 1)
 
         var paused = InputTimeGuard()

@@ -64,6 +64,13 @@ struct RouteCommand: AsyncParsableCommand {
         return coordinate
     }
 
+    func validate() throws {
+        let range = DestinationLeg.Setting.legMeters.range
+        guard range.contains(self.destinationLeg) else {
+            throw ValidationError("--destination-leg: expected \(range.lowerBound) to \(range.upperBound) metres")
+        }
+    }
+
     func run() async throws {
         let start = try self.coordinate(self.from, "from"), destination = try self.coordinate(self.to, "to")
         let logger = Logger(label: "hapticnav.route")
