@@ -1,5 +1,4 @@
 import MapLogic
-import Stages
 public import NavCore
 
 /// Reads a route stage's `options`: where to go, how to track, and which providers to ask after the stage's own. Beside

@@ -7,9 +7,10 @@ public import Stages
 /// Smooths raw ``LocationFix`` messages and republishes them as ``SmoothedFix``.
 ///
 /// A fix whose time is not sane (``InputTimeGuard``: dated ahead of its stream, or before it) or that arrives later
-/// than the lateness limit (a backlog) is counted and dropped; a time line that really moved resets the filter, so smoothing resumes with the next fix. A fix the
-/// filter rejects (NaN, a bad accuracy) is counted and dropped; the stream goes on. Status reports carry both sets
-/// of counters, every `statusIntervalSeconds` of fix time, and at once when a fix is dropped for its time.
+/// than the lateness limit (a backlog) is counted and dropped; a time line that really moved resets the filter, so
+/// smoothing resumes with the next fix. A fix the filter rejects (NaN, a bad accuracy) is counted and dropped; the
+/// stream goes on. Status reports carry both sets of counters, every `statusIntervalSeconds` of fix time, and at once
+/// when a fix is dropped for its time.
 public actor SmootherStage<Input: AsyncSequence & Sendable, Output: MessagePublisher>: Service
 where Input.Element == Arrival<LocationFix> {
     private let name: String
